@@ -1,0 +1,79 @@
+"""Who acts: a person, an agent or the system. Services take an Actor, never a request."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+REVIEWERS_GROUP = "reviewers"
+ADMINS_GROUP = "admins"
+
+
+@dataclass(frozen=True)
+class Actor:
+    name: str
+    user: Any = None
+    agent_id: str | None = None
+
+    @classmethod
+    def for_user(cls, user: AbstractBaseUser) -> "Actor":
+        return cls(name=user.get_username(), user=user)
+
+    @classmethod
+    def for_agent(cls, agent_id: str) -> "Actor":
+        return cls(name=f"agent:{agent_id}", agent_id=agent_id)
+
+    @classmethod
+    def system(cls, what: str) -> "Actor":
+        return cls(name=f"system:{what}")
+
+    @property
+    def is_agent(self) -> bool:
+        return self.agent_id is not None
+
+
+class AgentPrincipal(AnonymousUser):
+    """request.user for a request made with an agent token."""
+
+    def __init__(self, agent_id: str):
+        super().__init__()
+        self.agent_id = agent_id
+        self.username = f"agent:{agent_id}"
+
+    @property
+    def is_authenticated(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:  # type: ignore[override]
+        return False
+
+    def __str__(self) -> str:
+        return self.username
+
+
+def _group_names(user: Any) -> set[str]:
+    cached = getattr(user, "_bpm_group_names", None)
+    if cached is None:
+        cached = set(user.groups.values_list("name", flat=True))
+        user._bpm_group_names = cached
+    return cached
+
+
+def is_admin(user: Any) -> bool:
+    if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
+        return False
+    return bool(user.is_superuser or ADMINS_GROUP in _group_names(user))
+
+
+def is_reviewer(user: Any) -> bool:
+    """Reviewers and admins may read every breakpoint, comment and release."""
+    if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
+        return False
+    return is_admin(user) or REVIEWERS_GROUP in _group_names(user)
+
+
+def actor_for_request_user(user: Any) -> Actor:
+    if isinstance(user, AgentPrincipal):
+        return Actor.for_agent(user.agent_id)
+    return Actor.for_user(user)

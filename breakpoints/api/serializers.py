@@ -1,0 +1,160 @@
+"""API input and output shapes (camelCase, as in the contract)."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from audit.models import Event
+from breakpoints.api.fields import (
+    JSONObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    TagListField,
+)
+from breakpoints.choices import Status
+from breakpoints.models import Breakpoint
+from breakpoints.services import MAX_TTL_SECONDS
+from reviews.models import Feedback
+
+# --- documentation-only shapes ------------------------------------------------
+
+
+class ResponseVoteSerializer(serializers.Serializer):
+    respondedBy = serializers.CharField()
+    approved = serializers.BooleanField()
+    feedback = serializers.CharField(required=False)
+    option = serializers.CharField(required=False)
+    respondedAt = serializers.DateTimeField()
+
+
+class BreakpointResultSerializer(serializers.Serializer):
+    """babysitter's BreakpointResult; present once the breakpoint is no longer waiting."""
+
+    approved = serializers.BooleanField()
+    response = serializers.CharField(required=False)
+    feedback = serializers.CharField(required=False)
+    option = serializers.CharField(required=False)
+    respondedBy = serializers.CharField(required=False)
+    allResponses = ResponseVoteSerializer(many=True, required=False)
+
+
+class AutoApprovalSerializer(serializers.Serializer):
+    recommended = serializers.BooleanField()
+    reason = serializers.CharField()
+    matchedRule = serializers.CharField(allow_null=True)
+    consecutiveApprovals = serializers.IntegerField()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.DictField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope every API error uses."""
+
+    error = ErrorBodySerializer()
+
+
+@extend_schema_field(BreakpointResultSerializer(allow_null=True))
+class ResultField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(AutoApprovalSerializer(allow_null=True))
+class AutoApprovalField(serializers.JSONField):
+    pass
+
+
+# --- output --------------------------------------------------------------------
+
+
+class FeedbackSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(read_only=True)
+    createdAt = serializers.DateTimeField(source="created_at", read_only=True)
+
+    class Meta:
+        model = Feedback
+        fields = ["id", "author", "comment", "createdAt"]
+
+
+class BreakpointSerializer(serializers.ModelSerializer):
+    breakpointId = serializers.CharField(source="id", read_only=True)
+    agentId = serializers.CharField(source="agent_id")
+    runId = serializers.CharField(source="run_id", allow_null=True)
+    payload = JSONObjectField()
+    tags = TagListField()
+    ttlSeconds = serializers.IntegerField(source="ttl_seconds", allow_null=True)
+    expiresAt = serializers.DateTimeField(source="expires_at", allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    releasedAt = serializers.DateTimeField(source="released_at", allow_null=True)
+    expiredAt = serializers.DateTimeField(source="expired_at", allow_null=True)
+    cancelledAt = serializers.DateTimeField(source="cancelled_at", allow_null=True)
+    feedback = FeedbackSerializer(many=True, read_only=True)
+    result = ResultField(allow_null=True)
+    autoApproval = AutoApprovalField(source="auto_approval", allow_null=True)
+
+    class Meta:
+        model = Breakpoint
+        fields = [
+            "breakpointId", "status", "agentId", "runId", "title", "key", "question",
+            "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
+            "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class StatusSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Status.choices)
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    result = ResultField(allow_null=True)
+
+
+class StatusOnlySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Status.choices)
+
+
+class EventSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Event
+        fields = ["id", "type", "actor", "timestamp", "metadata"]
+        read_only_fields = fields
+
+
+class EventListSerializer(serializers.Serializer):
+    results = EventSerializer(many=True)
+
+
+class FeedbackCreatedSerializer(serializers.Serializer):
+    feedback = FeedbackSerializer()
+    status = serializers.ChoiceField(choices=Status.choices)
+    result = ResultField(allow_null=True)
+
+
+# --- input ---------------------------------------------------------------------
+
+
+class BreakpointCreateSerializer(serializers.Serializer):
+    agentId = StrictCharField(required=False, max_length=128)
+    runId = StrictCharField(required=False, allow_null=True, max_length=128)
+    title = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=500)
+    payload = JSONObjectField(help_text="The ctx.breakpoint() argument, any JSON object.")
+    tags = TagListField(required=False, allow_null=True)
+    ttlSeconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_TTL_SECONDS
+    )
+
+
+class FeedbackCreateSerializer(serializers.Serializer):
+    comment = StrictCharField(required=False, allow_blank=True, default="", max_length=20_000)
+    release = StrictBooleanField(required=False, default=False)
+    approved = StrictBooleanField(required=False, default=True)
+    option = StrictCharField(required=False, allow_null=True, default=None, max_length=500)
+
+
+class CancelSerializer(serializers.Serializer):
+    reason = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)

@@ -1,0 +1,187 @@
+"""The breakpoint API: declarative reads; each state change validates input, calls one service."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from breakpoints import selectors, services
+from breakpoints.actors import actor_for_request_user
+from breakpoints.api.pagination import BreakpointCursorPagination
+from breakpoints.api.permissions import IsAgentOrReviewer, IsReviewer
+from breakpoints.api.serializers import (
+    BreakpointCreateSerializer,
+    BreakpointSerializer,
+    CancelSerializer,
+    ErrorSerializer,
+    EventListSerializer,
+    FeedbackCreatedSerializer,
+    FeedbackCreateSerializer,
+    FeedbackSerializer,
+    StatusOnlySerializer,
+    StatusSerializer,
+)
+from breakpoints.filters import BreakpointFilter
+from config.errors import InvalidInput
+
+
+def _errors(*codes: int) -> dict:
+    descriptions = {
+        400: "validation_error",
+        401: "not_authenticated",
+        403: "permission_denied",
+        404: "not_found",
+        409: "invalid_state or idempotency_conflict",
+        413: "payload_too_large",
+    }
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes
+    }
+
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    description="Makes retries safe: the same key and body within 24 h return the first "
+    "breakpoint (200); the same key with another body is 409 idempotency_conflict.",
+)
+
+
+class BreakpointViewSet(viewsets.GenericViewSet):
+    serializer_class = BreakpointSerializer
+    permission_classes = [IsAgentOrReviewer]
+    pagination_class = BreakpointCursorPagination
+    filterset_class = BreakpointFilter
+    lookup_value_regex = r"[^/]+"
+
+    def get_queryset(self):
+        return selectors.breakpoint_list(self.request.user)
+
+    @extend_schema(
+        summary="List breakpoints",
+        description="Reviewers see all breakpoints, agents only their own. Newest first.",
+        responses={200: BreakpointSerializer(many=True), **_errors(400, 401, 403)},
+    )
+    def list(self, request: Request) -> Response:
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(BreakpointSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Create a breakpoint",
+        request=BreakpointCreateSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={
+            201: BreakpointSerializer,
+            200: OpenApiResponse(BreakpointSerializer, description="Idempotent replay."),
+            **_errors(400, 401, 403, 409, 413),
+        },
+    )
+    def create(self, request: Request) -> Response:
+        data = _validated(BreakpointCreateSerializer, request)
+        idempotency_key = request.headers.get("Idempotency-Key")
+        if idempotency_key is not None and not 1 <= len(idempotency_key.strip()) <= 255:
+            raise InvalidInput(
+                "Idempotency-Key must be 1 to 255 characters.",
+                {"Idempotency-Key": ["Must be 1 to 255 characters."]},
+            )
+        bp, created = services.breakpoint_create(
+            actor=actor_for_request_user(request.user),
+            agent_id=data.get("agentId"),
+            run_id=data.get("runId"),
+            title=data.get("title"),
+            payload=data["payload"],
+            tags=data.get("tags"),
+            ttl_seconds=data.get("ttlSeconds"),
+            idempotency_key=idempotency_key.strip() if idempotency_key else None,
+        )
+        bp = selectors.breakpoint_get(request.user, bp.pk)
+        return Response(
+            BreakpointSerializer(bp).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        summary="Get a breakpoint",
+        responses={200: BreakpointSerializer, **_errors(401, 403, 404)},
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(BreakpointSerializer(selectors.breakpoint_get(request.user, pk)).data)
+
+    @extend_schema(
+        summary="Poll a breakpoint's status",
+        description="The polling hot path: small and fast.",
+        responses={200: StatusSerializer, **_errors(401, 403, 404)},
+    )
+    @action(detail=True, methods=["get"], url_path="status", filterset_class=None)
+    def poll_status(self, request: Request, pk: str) -> Response:
+        return Response(StatusSerializer(selectors.breakpoint_status(request.user, pk)).data)
+
+    @extend_schema(
+        summary="Cancel a breakpoint",
+        description="Its agent or an admin. Cancelling a cancelled one again is 200; "
+        "a released or expired one is 409.",
+        request=CancelSerializer,
+        responses={200: StatusOnlySerializer, **_errors(400, 401, 403, 404, 409)},
+    )
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def cancel(self, request: Request, pk: str) -> Response:
+        data = _validated(CancelSerializer, request)
+        bp = services.breakpoint_cancel(
+            breakpoint_id=pk, actor=actor_for_request_user(request.user), reason=data["reason"]
+        )
+        return Response({"status": bp.status})
+
+    @extend_schema(
+        summary="A breakpoint's audit events",
+        responses={200: EventListSerializer, **_errors(401, 403, 404)},
+    )
+    @action(detail=True, methods=["get"], filterset_class=None, pagination_class=None)
+    def events(self, request: Request, pk: str) -> Response:
+        events = selectors.breakpoint_events(request.user, pk)
+        return Response(EventListSerializer({"results": events}).data)
+
+    @extend_schema(
+        summary="Comment on, or release, a breakpoint",
+        description="Reviewers and admins. `comment` may be empty only when `release` is "
+        "true; `option` must be one of `payload.options` when those exist.",
+        request=FeedbackCreateSerializer,
+        responses={201: FeedbackCreatedSerializer, **_errors(400, 401, 403, 404, 409)},
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsReviewer], filterset_class=None)
+    def feedback(self, request: Request, pk: str) -> Response:
+        data = _validated(FeedbackCreateSerializer, request)
+        feedback, bp = services.feedback_add(
+            breakpoint_id=pk,
+            actor=actor_for_request_user(request.user),
+            comment=data["comment"],
+            release=data["release"],
+            approved=data["approved"],
+            option=data["option"],
+        )
+        body = {
+            "feedback": FeedbackSerializer(feedback).data,
+            "status": bp.status,
+            "result": bp.result,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Expire a breakpoint (admins)",
+        request=None,
+        responses={200: StatusOnlySerializer, **_errors(401, 403, 404, 409)},
+    )
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def expire(self, request: Request, pk: str) -> Response:
+        bp = services.breakpoint_expire(
+            breakpoint_id=pk, actor=actor_for_request_user(request.user)
+        )
+        return Response({"status": bp.status})
+
+
+def _validated(serializer_class, request: Request) -> dict:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

@@ -1,0 +1,39 @@
+"""Breakpoint states and the transitions allowed between them."""
+
+from django.db import models
+
+
+class Status(models.TextChoices):
+    WAITING = "waiting", "Waiting"
+    RELEASED = "released", "Released"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
+    Status.WAITING: frozenset({Status.RELEASED, Status.EXPIRED, Status.CANCELLED}),
+    Status.RELEASED: frozenset(),
+    Status.EXPIRED: frozenset(),
+    Status.CANCELLED: frozenset(),
+}
+
+FINAL_STATUSES = frozenset({Status.RELEASED, Status.EXPIRED, Status.CANCELLED})
+
+
+class Strategy(models.TextChoices):
+    SINGLE = "single"
+    FIRST_RESPONSE_WINS = "first-response-wins"
+    COLLECT_ALL = "collect-all"
+    QUORUM = "quorum"
+
+
+class FileFormat(models.TextChoices):
+    MARKDOWN = "markdown"
+    HTML = "html"
+    CODE = "code"
+    TEXT = "text"
+
+
+class TokenKind(models.TextChoices):
+    AGENT = "agent", "Agent"
+    USER = "user", "Personal (user)"

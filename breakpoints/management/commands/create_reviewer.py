@@ -1,0 +1,47 @@
+"""manage.py create_reviewer USERNAME [--email E] [--admin]: a console and API account."""
+
+import getpass
+import sys
+
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from breakpoints.accounts import reviewer_create
+from config.errors import DomainError
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a reviewer (or, with --admin, an admin). The password is read from stdin "
+        "when stdin is not a terminal, else prompted for."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("--email", default="")
+        parser.add_argument("--admin", action="store_true", help="Make an admin, not a reviewer.")
+
+    def handle(self, *args, username: str, email: str, admin: bool, **options):
+        password = self._read_password()
+        try:
+            validate_password(password)
+        except ValidationError as exc:
+            raise CommandError("Password refused: " + " ".join(exc.messages)) from exc
+        try:
+            user = reviewer_create(username=username, email=email, password=password, admin=admin)
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
+        role = "admin" if admin else "reviewer"
+        self.stdout.write(f"Created {role} {user.get_username()!r}.")
+
+    def _read_password(self) -> str:
+        if sys.stdin is None or not sys.stdin.isatty():
+            password = (sys.stdin.readline() if sys.stdin else "").rstrip("\r\n")
+            if not password:
+                raise CommandError("No password on stdin.")
+            return password
+        password = getpass.getpass("Password: ")
+        if password != getpass.getpass("Password (again): "):
+            raise CommandError("Passwords do not match.")
+        return password

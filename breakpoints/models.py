@@ -1,0 +1,107 @@
+"""Breakpoints and the API tokens that agents and people use to reach them."""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from breakpoints.choices import Status, TokenKind
+
+
+def new_breakpoint_id() -> str:
+    """Opaque, unguessable id (128 random bits)."""
+    return "bp_" + secrets.token_urlsafe(16)
+
+
+class Breakpoint(models.Model):
+    id = models.CharField(
+        primary_key=True, max_length=40, default=new_breakpoint_id, editable=False
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.WAITING)
+    agent_id = models.CharField(max_length=128)
+    run_id = models.CharField(max_length=128, null=True, blank=True)
+    title = models.CharField(max_length=500, null=True, blank=True)
+    key = models.CharField(max_length=255, help_text="Canonical identity across runs.")
+    question = models.TextField(null=True, blank=True)
+    payload = models.JSONField(default=dict)
+    tags = models.JSONField(default=list, blank=True)
+    ttl_seconds = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    auto_approval = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    request_hash = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="bp_status_created"),
+            models.Index(fields=["-created_at"], name="bp_created"),
+            models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
+            models.Index(fields=["run_id"], name="bp_run"),
+            models.Index(fields=["key", "-created_at"], name="bp_key_created"),
+            models.Index(
+                fields=["expires_at"], name="bp_waiting_expiry", condition=Q(status="waiting")
+            ),
+            # The GIN index on tags is PostgreSQL-only: see migration 0002.
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent_id", "idempotency_key"],
+                name="bp_unique_idempotency_key",
+                condition=Q(idempotency_key__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title or self.key} ({self.status})"
+
+    @property
+    def is_waiting(self) -> bool:
+        return self.status == Status.WAITING
+
+
+class ApiToken(models.Model):
+    """A bearer token: bound to an agentId (agent) or to a person (user). Only a hash is kept."""
+
+    kind = models.CharField(max_length=8, choices=TokenKind.choices)
+    name = models.CharField(max_length=200, blank=True)
+    agent_id = models.CharField(max_length=128, null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+    )
+    prefix = models.CharField(max_length=16, db_index=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                name="token_bound_to_agent_or_user",
+                condition=(
+                    Q(kind=TokenKind.AGENT, agent_id__isnull=False, user__isnull=True)
+                    | Q(kind=TokenKind.USER, agent_id__isnull=True, user__isnull=False)
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        owner = self.agent_id if self.kind == TokenKind.AGENT else self.user
+        return f"{self.prefix}… ({self.kind}: {owner})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,212 @@
+"""Validation of the babysitter breakpoint payload, and derivation of the breakpoint key.
+
+`payload` is free-form JSON; the keys babysitter defines are checked when present so a
+reviewer never sees a half-understood request. Errors are keyed by their JSON path.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from django.utils.text import slugify
+
+from breakpoints.choices import FileFormat, Strategy
+from config.errors import InvalidInput
+
+KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
+MAX_KEY_LENGTH = 255
+MAX_TAGS = 50
+MAX_TAG_LENGTH = 100
+MAX_FILES = 100
+FALLBACK_KEY = "untitled"
+
+
+@dataclass(frozen=True)
+class BreakpointFields:
+    """What the service stores, derived from the request body and the payload."""
+
+    title: str | None
+    question: str | None
+    tags: list[str]
+    key: str
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_string(errors: dict, path: str, value: Any, *, max_length: int = 10_000) -> None:
+    if not isinstance(value, str):
+        errors[path] = ["Must be a string."]
+    elif len(value) > max_length:
+        errors[path] = [f"At most {max_length} characters."]
+
+
+def _check_relative_path(errors: dict, path: str, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        errors[path] = ["Must be a non-empty string."]
+        return
+    if len(value) > 1000:
+        errors[path] = ["At most 1000 characters."]
+        return
+    posix, windows = PurePosixPath(value), PureWindowsPath(value)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive or value.startswith("\\"):
+        errors[path] = ["Must be relative to the run directory, not absolute."]
+    elif ".." in posix.parts or ".." in windows.parts:
+        errors[path] = ["Must not contain '..'."]
+    elif "\x00" in value:
+        errors[path] = ["Must not contain NUL characters."]
+
+
+def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
+    if not isinstance(value, list):
+        errors[path] = ["Must be a list of strings."]
+        return []
+    if len(value) > MAX_TAGS:
+        errors[path] = [f"At most {MAX_TAGS} tags."]
+        return []
+    tags: list[str] = []
+    for index, tag in enumerate(value):
+        if not isinstance(tag, str) or not tag.strip():
+            errors[f"{path}[{index}]"] = ["Must be a non-empty string."]
+        elif len(tag) > MAX_TAG_LENGTH:
+            errors[f"{path}[{index}]"] = [f"At most {MAX_TAG_LENGTH} characters."]
+        elif tag.strip() not in tags:
+            tags.append(tag.strip())
+    return tags
+
+
+def _check_files(errors: dict, files: Any) -> None:
+    base = "payload.context.files"
+    if not isinstance(files, list):
+        errors[base] = ["Must be a list of file objects."]
+        return
+    if len(files) > MAX_FILES:
+        errors[base] = [f"At most {MAX_FILES} files."]
+        return
+    formats = set(FileFormat.values)
+    for index, item in enumerate(files):
+        at = f"{base}[{index}]"
+        if not isinstance(item, Mapping):
+            errors[at] = ["Must be an object with path and format."]
+            continue
+        _check_relative_path(errors, f"{at}.path", item.get("path"))
+        if item.get("format") not in formats:
+            errors[f"{at}.format"] = [f"Must be one of: {', '.join(sorted(formats))}."]
+        if "language" in item and item["language"] is not None:
+            _check_string(errors, f"{at}.language", item["language"], max_length=50)
+        if "content" in item and item["content"] is not None:
+            _check_string(errors, f"{at}.content", item["content"], max_length=5_000_000)
+
+
+def _check_context(errors: dict, context: Any) -> None:
+    if not isinstance(context, Mapping):
+        errors["payload.context"] = ["Must be an object."]
+        return
+    if context.get("runId") is not None:
+        _check_string(errors, "payload.context.runId", context["runId"], max_length=128)
+    if "files" in context and context["files"] is not None:
+        _check_files(errors, context["files"])
+
+
+def _check_expert(errors: dict, expert: Any) -> None:
+    names = [expert] if isinstance(expert, str) else expert
+    if not isinstance(names, list) or not names:
+        errors["payload.expert"] = ["Must be a name or a non-empty list of names."]
+        return
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip() or len(name) > 150:
+            errors[f"payload.expert[{index}]"] = ["Must be a non-empty name (150 chars max)."]
+
+
+def _check_options(errors: dict, options: Any) -> None:
+    if not isinstance(options, list) or not options:
+        errors["payload.options"] = ["Must be a non-empty list of strings."]
+        return
+    for index, option in enumerate(options):
+        if not isinstance(option, str) or not option.strip() or len(option) > 500:
+            errors[f"payload.options[{index}]"] = ["Must be a non-empty string (500 chars max)."]
+
+
+def validate_payload(payload: Any) -> None:
+    """Raise InvalidInput, with every problem keyed by JSON path, if `payload` is malformed."""
+    if not isinstance(payload, Mapping):
+        raise InvalidInput("payload must be a JSON object.", {"payload": ["Must be an object."]})
+    errors: dict[str, list[str]] = {}
+    if "question" in payload:
+        _check_string(errors, "payload.question", payload["question"], max_length=20_000)
+    if "title" in payload and payload["title"] is not None:
+        _check_string(errors, "payload.title", payload["title"], max_length=500)
+    if "context" in payload and payload["context"] is not None:
+        _check_context(errors, payload["context"])
+    if "expert" in payload and payload["expert"] is not None:
+        _check_expert(errors, payload["expert"])
+    if "tags" in payload and payload["tags"] is not None:
+        validate_tags(errors, "payload.tags", payload["tags"])
+    if "strategy" in payload and payload["strategy"] not in Strategy.values:
+        errors["payload.strategy"] = [f"Must be one of: {', '.join(Strategy.values)}."]
+    if "previousFeedback" in payload and payload["previousFeedback"] is not None:
+        _check_string(errors, "payload.previousFeedback", payload["previousFeedback"])
+    if "attempt" in payload and not (_is_int(payload["attempt"]) and payload["attempt"] >= 1):
+        errors["payload.attempt"] = ["Must be a whole number, 1 or more."]
+    if "breakpointId" in payload:
+        value = payload["breakpointId"]
+        if (
+            not isinstance(value, str)
+            or len(value) > MAX_KEY_LENGTH
+            or not KEY_PATTERN.match(value)
+        ):
+            errors["payload.breakpointId"] = [
+                "Must be dotted kebab-case, e.g. 'confirm.star-repo' (lowercase letters, "
+                "digits, '-' and '.')."
+            ]
+    if "autoApproveAfterN" in payload:
+        value = payload["autoApproveAfterN"]
+        if not (_is_int(value) and (value == -1 or value >= 1)):
+            errors["payload.autoApproveAfterN"] = ["Must be -1 (disabled) or a whole number >= 1."]
+    if "presentAlwaysApprove" in payload and not isinstance(payload["presentAlwaysApprove"], bool):
+        errors["payload.presentAlwaysApprove"] = ["Must be true or false."]
+    if "options" in payload and payload["options"] is not None:
+        _check_options(errors, payload["options"])
+    if errors:
+        first_path, first_messages = next(iter(errors.items()))
+        raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)
+
+
+def derive_key(payload: Mapping[str, Any], title: str | None) -> str:
+    """payload.breakpointId, else the slug of the title ('Review Design Doc' -> 'review-design-doc')."""
+    explicit = payload.get("breakpointId")
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    slug = slugify(title or "")[:MAX_KEY_LENGTH].strip("-")
+    return slug or FALLBACK_KEY
+
+
+def resolve_fields(
+    *, payload: Mapping[str, Any], title: str | None, tags: list[str] | None
+) -> BreakpointFields:
+    """Top-level title and tags win over the payload's; the key follows the winning title."""
+    validate_payload(payload)
+    effective_title = title if title is not None else payload.get("title")
+    errors: dict[str, list[str]] = {}
+    effective_tags = (
+        validate_tags(errors, "tags", tags)
+        if tags is not None
+        else validate_tags(errors, "payload.tags", payload.get("tags") or [])
+    )
+    if errors:
+        raise InvalidInput(next(iter(errors.values()))[0], errors)
+    question = payload.get("question")
+    return BreakpointFields(
+        title=effective_title or None,
+        question=question if isinstance(question, str) else None,
+        tags=effective_tags,
+        key=derive_key(payload, effective_title),
+    )
+
+
+def payload_options(payload: Mapping[str, Any]) -> list[str]:
+    options = payload.get("options")
+    return list(options) if isinstance(options, list) else []

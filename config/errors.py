@@ -1,0 +1,161 @@
+"""The API's one error contract: every error is {"error": {"code", "message", "details"}}.
+
+Domain code raises the exceptions below (or Django's/DRF's own); the DRF exception
+handler and the project-level 404/500 handlers map them all to the envelope.
+"""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class DomainError(Exception):
+    """Base of the errors services raise; each maps to one status and code."""
+
+    status_code = 400
+    code = "validation_error"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class InvalidInput(DomainError):
+    status_code = 400
+    code = "validation_error"
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "permission_denied"
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class InvalidState(DomainError):
+    """A transition that the current status does not allow; details carry that status."""
+
+    status_code = 409
+    code = "invalid_state"
+
+    def __init__(self, message: str, *, current_status: str, details: dict | None = None):
+        super().__init__(message, {"currentStatus": current_status, **(details or {})})
+        self.current_status = current_status
+
+
+class IdempotencyConflict(DomainError):
+    status_code = 409
+    code = "idempotency_conflict"
+
+
+def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JsonResponse:
+    return JsonResponse(envelope(code, message, details), status=status)
+
+
+_DRF_CODES: list[tuple[type[Exception], int, str]] = [
+    (drf.NotAuthenticated, 401, "not_authenticated"),
+    (drf.AuthenticationFailed, 401, "not_authenticated"),
+    (drf.PermissionDenied, 403, "permission_denied"),
+    (drf.NotFound, 404, "not_found"),
+    (drf.MethodNotAllowed, 405, "method_not_allowed"),
+    (drf.NotAcceptable, 406, "not_acceptable"),
+    (drf.UnsupportedMediaType, 415, "unsupported_media_type"),
+    (drf.Throttled, 429, "throttled"),
+    (drf.ParseError, 400, "validation_error"),
+    (drf.ValidationError, 400, "validation_error"),
+]
+
+_MESSAGES = {
+    "validation_error": "The request is not valid.",
+    "not_found": "Not found.",
+}
+
+
+def _flatten(detail: Any) -> Any:
+    """DRF ErrorDetail trees into plain JSON (lists of strings keyed by field)."""
+    if isinstance(detail, dict):
+        return {str(key): _flatten(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [_flatten(item) for item in detail]
+    return str(detail)
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    """DRF EXCEPTION_HANDLER: map every known exception to the envelope."""
+    if isinstance(exc, DomainError):
+        return Response(envelope(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        return Response(envelope("payload_too_large", "The request body is too large."), status=413)
+    for exc_type, status, code in _DRF_CODES:
+        if isinstance(exc, exc_type):
+            headers = {}
+            if isinstance(exc, drf.Throttled) and exc.wait is not None:
+                headers["Retry-After"] = str(int(exc.wait))
+            if isinstance(exc, drf.ValidationError):
+                details = _flatten(exc.detail)
+                if not isinstance(details, dict):
+                    details = {"non_field_errors": details}
+                message = _first_message(details) or _MESSAGES[code]
+            else:
+                details = {}
+                message = str(exc.detail) if hasattr(exc, "detail") else str(exc)
+            return Response(envelope(code, message, details), status=status, headers=headers)
+    if isinstance(exc, drf.APIException):
+        return Response(envelope(exc.default_code, str(exc.detail)), status=exc.status_code)
+    return None
+
+
+def _first_message(details: dict[str, Any]) -> str:
+    """A readable one-line summary: 'payload.question: Must be a string.'"""
+    for field, value in details.items():
+        while isinstance(value, list | dict) and value:
+            value = value[0] if isinstance(value, list) else next(iter(value.values()))
+        if isinstance(value, str):
+            return value if field == "non_field_errors" else f"{field}: {value}"
+    return ""
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """Unknown /api/ paths answer in the envelope, in DEBUG too."""
+    return error_response(404, "not_found", "No such endpoint.")
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _wants_json(request):
+        return error_response(404, "not_found", "No such endpoint.")
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if _wants_json(request):
+        return error_response(500, "server_error", "Internal server error.")
+    from django.views.defaults import server_error
+
+    return server_error(request)

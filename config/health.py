@@ -1,0 +1,51 @@
+"""Liveness and readiness probes (no auth, no database session)."""
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+def _check_database() -> str | None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _check_broker() -> str | None:
+    if settings.REDIS_URL:
+        import redis
+
+        try:
+            client = redis.Redis.from_url(
+                settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1
+            )
+            client.ping()
+        except Exception as exc:  # noqa: BLE001
+            return f"{type(exc).__name__}: {exc}"
+        return None
+    queue = settings.BROKER_DIR / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    failures = {
+        name: error
+        for name, check in (("database", _check_database), ("broker", _check_broker))
+        if (error := check()) is not None
+    }
+    checks = {name: failures.get(name, "ok") for name in ("database", "broker")}
+    if failures:
+        return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+    return JsonResponse({"status": "ok", "checks": checks})

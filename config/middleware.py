@@ -1,0 +1,50 @@
+"""Request-wide concerns: correlation ids and the request body size limit."""
+
+import re
+import uuid
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from config.errors import error_response
+
+_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+class RequestIDMiddleware:
+    """Echo the caller's X-Request-ID (when well formed) or mint one, on every response."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        incoming = request.headers.get("X-Request-ID", "")
+        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id  # type: ignore[attr-defined]
+        response = self.get_response(request)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+class BodySizeLimitMiddleware:
+    """Refuse bodies over BPM_MAX_BODY_BYTES with 413 before anything reads them."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = settings.BPM_MAX_BODY_BYTES
+        raw_length = request.META.get("CONTENT_LENGTH") or "0"
+        try:
+            length = int(raw_length)
+        except ValueError:
+            return error_response(400, "validation_error", "Content-Length is not a number.")
+        if length > limit:
+            return error_response(
+                413,
+                "payload_too_large",
+                f"Request body is {length} bytes; the limit is {limit} bytes.",
+                {"limit": limit},
+            )
+        return self.get_response(request)
