@@ -1,0 +1,70 @@
+"""Shared fixtures: API clients authenticated as agents, reviewers and admins."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from breakpoints.actors import Actor
+from breakpoints.services import breakpoint_create
+from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from tests.factories import AdminFactory, ReviewerFactory, UserFactory
+
+
+def bearer_client(raw_token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
+    return client
+
+
+@pytest.fixture
+def agent_token(db) -> str:
+    return token_create_for_agent(agent_id="agent-a")[1]
+
+
+@pytest.fixture
+def agent_client(agent_token) -> APIClient:
+    """Agent 'agent-a'."""
+    return bearer_client(agent_token)
+
+
+@pytest.fixture
+def other_agent_client(db) -> APIClient:
+    """Agent 'agent-b'."""
+    return bearer_client(token_create_for_agent(agent_id="agent-b")[1])
+
+
+@pytest.fixture
+def reviewer(db):
+    return ReviewerFactory(username="alice")
+
+
+@pytest.fixture
+def reviewer_client(reviewer) -> APIClient:
+    return bearer_client(token_create_for_user(user=reviewer)[1])
+
+
+@pytest.fixture
+def admin_user(db):
+    return AdminFactory(username="root-admin")
+
+
+@pytest.fixture
+def admin_client(admin_user) -> APIClient:
+    return bearer_client(token_create_for_user(user=admin_user)[1])
+
+
+@pytest.fixture
+def nobody_client(db) -> APIClient:
+    """A user with a personal token but no reviewer/admin role."""
+    return bearer_client(token_create_for_user(user=UserFactory(username="nobody"))[1])
+
+
+@pytest.fixture
+def make_breakpoint(db):
+    """Create a breakpoint through the service, as agent 'agent-a' unless told otherwise."""
+
+    def make(agent_id: str = "agent-a", **fields):
+        fields.setdefault("payload", {"question": "Approve the plan?", "title": "Plan Review"})
+        bp, _ = breakpoint_create(actor=Actor.for_agent(agent_id), **fields)
+        return bp
+
+    return make
