@@ -19,8 +19,9 @@ from audit.models import EventType
 from audit.services import event_record
 from breakpoints.actors import Actor, is_admin, is_reviewer
 from breakpoints.choices import ALLOWED_TRANSITIONS, Status
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, WebhookEventType
 from breakpoints.payload import payload_options, resolve_fields
+from breakpoints.webhooks import deliveries_enqueue
 from config.errors import Forbidden, IdempotencyConflict, InvalidInput, InvalidState, NotFound
 from reviews.models import Feedback
 
@@ -125,10 +126,10 @@ def breakpoint_create(
                 idempotency_key=idempotency_key,
                 request_hash=request_hash,
             )
-            event_record(
-                breakpoint_id=bp.pk,
+            _record(
+                bp,
                 type=EventType.CREATED,
-                actor=actor.name,
+                actor=actor,
                 metadata={"statusTo": Status.WAITING, "key": bp.key},
             )
     except IntegrityError:
@@ -147,6 +148,16 @@ def _context_run_id(payload: dict[str, Any]) -> str | None:
     context = payload.get("context")
     run_id = context.get("runId") if isinstance(context, dict) else None
     return run_id if isinstance(run_id, str) and run_id else None
+
+
+# --- audit and notification ----------------------------------------------------
+
+
+def _record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any]) -> None:
+    """The audit event, and the webhook outbox rows for it, in the caller's transaction."""
+    event_record(breakpoint_id=bp.pk, type=type, actor=actor.name, metadata=metadata)
+    if type in WebhookEventType.values:
+        deliveries_enqueue(breakpoint=bp, event_type=type)
 
 
 # --- transitions -------------------------------------------------------------
@@ -188,10 +199,10 @@ def _move(
     previous = bp.status
     for field, value in changes.items():
         setattr(bp, field, value)
-    event_record(
-        breakpoint_id=bp.pk,
+    _record(
+        bp,
         type=event_type,
-        actor=actor.name,
+        actor=actor,
         metadata={"statusFrom": previous, "statusTo": to, **(metadata or {})},
     )
     return bp
@@ -260,10 +271,10 @@ def feedback_add(
             approved=approved if release else None,
             option=option if release else None,
         )
-        event_record(
-            breakpoint_id=bp.pk,
+        _record(
+            bp,
             type=EventType.FEEDBACK,
-            actor=actor.name,
+            actor=actor,
             metadata={"feedbackId": str(feedback.pk), "release": release},
         )
         if release:
@@ -365,3 +376,27 @@ def breakpoints_expire_due(
                 expired += 1
         if len(due) < batch_size:
             return expired
+
+
+# --- retention -----------------------------------------------------------------
+
+PURGE_BATCH_SIZE = 1000
+
+
+def breakpoints_purge(*, older_than_days: int) -> int:
+    """Delete finished breakpoints (with feedback, events, deliveries) older than the cutoff.
+
+    Waiting breakpoints are never purged. Deletes in batches to keep transactions short.
+    """
+    if older_than_days < 0:
+        raise InvalidInput("older_than_days must be 0 or more.")
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    finished = Breakpoint.objects.exclude(status=Status.WAITING).filter(updated_at__lt=cutoff)
+    purged = 0
+    while True:
+        ids = list(finished.values_list("pk", flat=True)[:PURGE_BATCH_SIZE])
+        if not ids:
+            return purged
+        with transaction.atomic():
+            Breakpoint.objects.filter(pk__in=ids).delete()
+        purged += len(ids)

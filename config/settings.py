@@ -7,9 +7,10 @@ without SECRET_KEY.
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -131,6 +132,9 @@ BPM_TTL_SWEEP_SECONDS = env_int("BPM_TTL_SWEEP_SECONDS", 10)
 BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
 BPM_WEBHOOK_ALLOWED_HOSTS = env_list("BPM_WEBHOOK_ALLOWED_HOSTS")
 BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
+BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
+BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
+BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
 
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
@@ -175,7 +179,12 @@ REDIS_URL = env_str("REDIS_URL")
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+    # Short socket timeouts: publishing from a request must never hang on Redis.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "visibility_timeout": 3600,
+        "socket_connect_timeout": 2,
+        "socket_timeout": 5,
+    }
 else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
     CELERY_BROKER_URL = "filesystem://"
@@ -190,7 +199,23 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# The one place that defines the periodic tasks. Run exactly one beat process.
+CELERY_BEAT_SCHEDULE = {
+    "expire-due-breakpoints": {
+        "task": "breakpoints.tasks.expire_due_breakpoints",
+        "schedule": float(BPM_TTL_SWEEP_SECONDS),
+    },
+    "dispatch-due-webhooks": {
+        "task": "breakpoints.tasks.dispatch_due_webhooks",
+        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
+    },
+    "purge-finished-breakpoints": {
+        "task": "breakpoints.tasks.purge_finished_breakpoints",
+        "schedule": crontab(hour=3, minute=17),
+    },
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = {

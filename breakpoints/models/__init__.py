@@ -2,5 +2,19 @@
 
 from breakpoints.models.breakpoint import Breakpoint, new_breakpoint_id
 from breakpoints.models.token import ApiToken
+from breakpoints.models.webhook import (
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+    WebhookEventType,
+)
 
-__all__ = ["ApiToken", "Breakpoint", "new_breakpoint_id"]
+__all__ = [
+    "ApiToken",
+    "Breakpoint",
+    "DeliveryStatus",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEventType",
+    "new_breakpoint_id",
+]

@@ -1,0 +1,20 @@
+"""manage.py remove_webhook ID."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from breakpoints.webhooks import webhook_remove
+from config.errors import DomainError
+
+
+class Command(BaseCommand):
+    help = "Remove a webhook subscription and its pending deliveries."
+
+    def add_arguments(self, parser):
+        parser.add_argument("webhook_id", type=int, metavar="ID")
+
+    def handle(self, *args, webhook_id: int, **options):
+        try:
+            webhook_remove(webhook_id=webhook_id)
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(f"Removed webhook {webhook_id}.")

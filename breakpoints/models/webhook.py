@@ -1,0 +1,94 @@
+"""Webhook subscriptions and their deliveries (the transactional outbox)."""
+
+import base64
+import secrets
+
+from django.db import models
+from django.db.models import Q
+
+
+def new_delivery_id() -> str:
+    """The `webhook-id` header: the same on every retry, so receivers can deduplicate."""
+    return "msg_" + secrets.token_urlsafe(18)
+
+
+def new_webhook_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+class WebhookEventType(models.TextChoices):
+    CREATED = "created"
+    RELEASED = "released"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    FEEDBACK = "feedback"
+
+
+class Webhook(models.Model):
+    url = models.URLField(max_length=2000)
+    secret = models.CharField(
+        max_length=200,
+        default=new_webhook_secret,
+        help_text="whsec_<base64> is used base64-decoded; any other secret as UTF-8 bytes.",
+    )
+    event_types = models.JSONField(
+        default=list, blank=True, help_text="Subscribed event types; empty means all."
+    )
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def wants(self, event_type: str) -> bool:
+        return not self.event_types or event_type in self.event_types
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+class WebhookDelivery(models.Model):
+    """One notification to one subscriber, written in the transaction of the change.
+
+    Workers claim a pending row with a short lease (`locked_until`); the outbox sweep
+    re-dispatches pending rows whose lease ran out, so nothing is lost when the broker
+    was down at commit time or a worker died mid-delivery.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    breakpoint = models.ForeignKey(
+        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event_type = models.CharField(max_length=40)
+    body = models.JSONField(help_text="The exact JSON sent: {type, timestamp, data}.")
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    locked_until = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_pending_due",
+                condition=Q(status="pending"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} → {self.webhook_id} ({self.status})"

@@ -1,0 +1,344 @@
+"""Webhooks: subscriptions, the transactional outbox, and signed delivery with retries.
+
+The intent to notify is written as WebhookDelivery rows in the transaction of the
+change; publishing to the broker happens after commit and may fail harmlessly, since
+the outbox sweep re-dispatches every pending row that is due. A worker claims a row
+with a short lease before the HTTP call, so one delivery is never sent twice at once;
+the `webhook-id` stays the same on every retry for receivers to deduplicate.
+"""
+
+import ipaddress
+import json
+import logging
+import random
+import socket
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+
+from audit.models import EventType
+from audit.services import event_record
+from breakpoints.models import (
+    Breakpoint,
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+    WebhookEventType,
+)
+from config.errors import InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_ACTOR = "system:webhooks"
+MAX_ATTEMPTS = 8
+MAX_BACKOFF_SECONDS = 8 * 60 * 60
+REQUEST_TIMEOUT_SECONDS = 10
+DUE_BATCH_SIZE = 500
+
+
+# --- subscriptions ---------------------------------------------------------------
+
+
+def _parse_event_types(event_types: list[str] | None) -> list[str]:
+    chosen = [t.strip() for t in (event_types or []) if t.strip()]
+    unknown = sorted(set(chosen) - set(WebhookEventType.values))
+    if unknown:
+        raise InvalidInput(
+            f"Unknown event type(s): {', '.join(unknown)}. "
+            f"Choose from: {', '.join(WebhookEventType.values)}.",
+            {"events": unknown},
+        )
+    return sorted(set(chosen), key=WebhookEventType.values.index)
+
+
+def webhook_add(*, url: str, event_types: list[str] | None = None, secret: str = "") -> Webhook:
+    """Subscribe `url` to the given event types (none means all)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput("The webhook URL must be an absolute http(s) URL.", {"url": [url]})
+    literal = _literal_address(parts.hostname)
+    if (literal is not None or parts.hostname == "localhost") and not _host_allowed(
+        parts.hostname, [literal] if literal else _resolve(parts.hostname, parts.port)
+    ):
+        raise InvalidInput(
+            f"{parts.hostname} is a private or loopback address; allow it with "
+            "BPM_WEBHOOK_ALLOWED_HOSTS first.",
+            {"url": [url]},
+        )
+    webhook = Webhook(url=url.strip(), event_types=_parse_event_types(event_types))
+    if secret:
+        webhook.secret = secret
+    if secret.startswith("whsec_"):
+        _signer(secret)  # refuse a whsec_ secret that is not valid base64 now, not at delivery
+    webhook.full_clean()
+    webhook.save()
+    return webhook
+
+
+def webhook_remove(*, webhook_id: int) -> None:
+    deleted, _ = Webhook.objects.filter(pk=webhook_id).delete()
+    if not deleted:
+        raise NotFound(f"No webhook with id {webhook_id}.")
+
+
+# --- address safety ---------------------------------------------------------------
+
+
+def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _resolve(host: str, port: int | None) -> list:
+    infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+def _host_allowed(host: str, addresses: list) -> bool:
+    """Public addresses are allowed; private/loopback ones only via BPM_WEBHOOK_ALLOWED_HOSTS."""
+    allowed_names, allowed_networks = set(), []
+    for entry in settings.BPM_WEBHOOK_ALLOWED_HOSTS:
+        try:
+            allowed_networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            allowed_names.add(entry.lower())
+    if host.lower() in allowed_names:
+        return True
+    return bool(addresses) and all(
+        address.is_global or any(address in network for network in allowed_networks)
+        for address in addresses
+    )
+
+
+class DeliveryRefused(Exception):
+    """The target may not be reached (private address not allowed): no retry."""
+
+
+def _check_target(url: str) -> None:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        addresses = _resolve(host, parts.port)
+    except OSError as exc:
+        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
+    if not _host_allowed(host, addresses):
+        raise DeliveryRefused(f"{host} resolves to a private or loopback address")
+
+
+# --- the outbox ------------------------------------------------------------------
+
+
+def _representation(bp: Breakpoint) -> dict:
+    from breakpoints.api.serializers import BreakpointSerializer
+
+    return BreakpointSerializer(bp).data
+
+
+def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
+    """Write one pending delivery per interested subscriber, in the caller's transaction."""
+    subscribers = [w for w in Webhook.objects.filter(active=True) if w.wants(event_type)]
+    if not subscribers:
+        return []
+    now = timezone.now()
+    body = json.loads(
+        json.dumps(
+            {
+                "type": f"breakpoint.{event_type}",
+                "timestamp": now.isoformat(),
+                "data": _representation(breakpoint),
+            },
+            default=str,
+        )
+    )
+    deliveries = WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(
+                webhook=webhook,
+                breakpoint=breakpoint,
+                event_type=event_type,
+                body=body,
+                next_attempt_at=now,
+            )
+            for webhook in subscribers
+        ]
+    )
+    ids = [delivery.pk for delivery in deliveries]
+    transaction.on_commit(lambda: publish_deliveries(ids))
+    return ids
+
+
+def publish_deliveries(delivery_ids: list[str]) -> int:
+    """Hand deliveries to the workers; never raises, never waits long on the broker.
+
+    A publish that fails leaves the row pending, and the outbox sweep sends it later.
+    """
+    from breakpoints.tasks import deliver_webhook
+
+    published = 0
+    for delivery_id in delivery_ids:
+        try:
+            deliver_webhook.apply_async((delivery_id,), retry=False)
+            published += 1
+        except Exception:  # noqa: BLE001 - broker down: the outbox sweep covers it
+            logger.warning(
+                "Could not publish webhook delivery %s; the sweep will retry.",
+                delivery_id,
+                exc_info=True,
+            )
+            break
+    return published
+
+
+def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
+    """Pending deliveries whose time has come and that no worker holds."""
+    now = timezone.now()
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
+    """An admin sends a delivery again (same webhook-id), whatever became of it."""
+    with transaction.atomic():
+        updated = WebhookDelivery.objects.filter(pk=delivery_id).update(
+            status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None
+        )
+        if not updated:
+            raise NotFound(f"No delivery {delivery_id}.")
+        transaction.on_commit(lambda: publish_deliveries([delivery_id]))
+    return WebhookDelivery.objects.get(pk=delivery_id)
+
+
+# --- one attempt -------------------------------------------------------------------
+
+
+def backoff_seconds(attempts: int) -> float:
+    """Exponential (x4) from BPM_WEBHOOK_RETRY_BASE_SECONDS, capped, with ±20% jitter.
+
+    With the default 15 s base, 8 attempts span about a day.
+    """
+    delay = min(settings.BPM_WEBHOOK_RETRY_BASE_SECONDS * 4 ** (attempts - 1), MAX_BACKOFF_SECONDS)
+    return delay * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not security
+
+
+def _signer(secret: str) -> StandardWebhook:
+    return StandardWebhook(secret if secret.startswith("whsec_") else secret.encode())
+
+
+def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
+    """The body bytes and Standard Webhooks headers for one delivery."""
+    body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False)
+    now = timezone.now()
+    signature = _signer(delivery.webhook.secret).sign(delivery.pk, now, body)
+    headers = {
+        "content-type": "application/json",
+        "user-agent": "BreakpointManager-Webhooks/1.0",
+        "webhook-id": delivery.pk,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signature,
+    }
+    return body.encode(), headers
+
+
+def _claim(delivery_id: str) -> WebhookDelivery | None:
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.BPM_WEBHOOK_LEASE_SECONDS)
+    claimed = (
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+        )
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .update(locked_until=lease)
+    )
+    if not claimed:
+        return None
+    return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    status: str  # "skipped", "delivered", "retry", "failed"
+    status_code: int | None = None
+    error: str = ""
+
+
+def delivery_attempt(delivery_id: str) -> AttemptOutcome:
+    """Send one delivery once, if it is pending, due and not held by another worker."""
+    delivery = _claim(delivery_id)
+    if delivery is None:
+        return AttemptOutcome("skipped")
+    started = time.monotonic()
+    status_code, error, retryable = None, "", True
+    try:
+        _check_target(delivery.webhook.url)
+        body, headers = signed_request(delivery)
+        with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False) as client:
+            response = client.post(delivery.webhook.url, content=body, headers=headers)
+        status_code = response.status_code
+        retryable = status_code >= 500 or status_code == 429
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}"
+    except DeliveryRefused as exc:
+        error, retryable = f"refused: {exc}", False
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    duration_ms = int((time.monotonic() - started) * 1000)
+    return _record_attempt(delivery, status_code, error, retryable, duration_ms)
+
+
+def _record_attempt(
+    delivery: WebhookDelivery,
+    status_code: int | None,
+    error: str,
+    retryable: bool,
+    duration_ms: int,
+) -> AttemptOutcome:
+    attempts = delivery.attempts + 1
+    now = timezone.now()
+    if not error:
+        outcome = AttemptOutcome("delivered", status_code)
+        changes = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
+    elif retryable and attempts < MAX_ATTEMPTS:
+        outcome = AttemptOutcome("retry", status_code, error)
+        changes = {"next_attempt_at": now + timedelta(seconds=backoff_seconds(attempts))}
+    else:
+        outcome = AttemptOutcome("failed", status_code, error)
+        changes = {"status": DeliveryStatus.FAILED}
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            attempts=attempts,
+            locked_until=None,
+            last_status_code=status_code,
+            last_error=error[:2000],
+            **changes,
+        )
+        event_record(
+            breakpoint_id=delivery.breakpoint_id,
+            type=EventType.NOTIFICATION,
+            actor=WEBHOOK_ACTOR,
+            metadata={
+                "deliveryId": delivery.pk,
+                "webhookId": delivery.webhook_id,
+                "url": delivery.webhook.url,
+                "eventType": delivery.event_type,
+                "attempt": attempts,
+                "statusCode": status_code,
+                "durationMs": duration_ms,
+                "error": error[:500],
+                "outcome": outcome.status,
+            },
+        )
+    return outcome
