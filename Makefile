@@ -9,7 +9,7 @@ RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 
-.PHONY: install run migrate test lint format schema clean
+.PHONY: install run web migrate test lint format schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ install: $(STAMP)
 migrate: install
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
+# The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
 run: migrate
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(RUN_ENV) $(BIN)/honcho -f Procfile.dev start
+
+# Only the web process, for working on the API or console.
+web: migrate
 	$(RUN_ENV) $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install
