@@ -4,6 +4,7 @@ Agents see only their own breakpoints (another agent's is "not found"); reviewer
 admins see all. Reads expire an overdue waiting breakpoint on the spot.
 """
 
+import time
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -52,6 +53,25 @@ def breakpoint_status(user: Any, breakpoint_id: str) -> dict[str, Any]:
     if is_overdue(row["status"], row["expires_at"]):
         breakpoint_expire_if_due(row["pk"])
         row = Breakpoint.objects.values(*_STATUS_COLUMNS).get(pk=row["pk"])
+    return row
+
+
+MAX_WAIT_SECONDS = 60
+WAIT_POLL_INTERVAL_SECONDS = 0.5
+
+
+def breakpoint_status_wait(user: Any, breakpoint_id: str, *, wait_seconds: float) -> dict[str, Any]:
+    """Long-poll: hold the answer until the status changes or `wait_seconds` pass.
+
+    Re-reads the same one-row indexed query every half second: cheap, and it needs no
+    broker, so it behaves the same on the embedded defaults and in production.
+    """
+    row = breakpoint_status(user, breakpoint_id)
+    deadline = time.monotonic() + min(wait_seconds, MAX_WAIT_SECONDS)
+    initial = row["status"]
+    while row["status"] == initial and (remaining := deadline - time.monotonic()) > 0:
+        time.sleep(min(WAIT_POLL_INTERVAL_SECONDS, remaining))
+        row = breakpoint_status(user, breakpoint_id)
     return row
 
 

@@ -156,5 +156,14 @@ class FeedbackCreateSerializer(serializers.Serializer):
     option = StrictCharField(required=False, allow_null=True, default=None, max_length=500)
 
 
+class StatusQuerySerializer(serializers.Serializer):
+    wait = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=60,
+        help_text="Seconds to hold the answer until the status changes (0-60).",
+    )
+
+
 class CancelSerializer(serializers.Serializer):
     reason = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)

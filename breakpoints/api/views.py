@@ -20,6 +20,7 @@ from breakpoints.api.serializers import (
     FeedbackCreateSerializer,
     FeedbackSerializer,
     StatusOnlySerializer,
+    StatusQuerySerializer,
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
@@ -112,12 +113,21 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Poll a breakpoint's status",
-        description="The polling hot path: small and fast.",
-        responses={200: StatusSerializer, **_errors(401, 403, 404)},
+        description="The polling hot path: small and fast. With `?wait=N` (0-60 s) the "
+        "answer is held until the status changes or N seconds pass.",
+        parameters=[StatusQuerySerializer],
+        responses={200: StatusSerializer, **_errors(400, 401, 403, 404)},
     )
     @action(detail=True, methods=["get"], url_path="status", filterset_class=None)
     def poll_status(self, request: Request, pk: str) -> Response:
-        return Response(StatusSerializer(selectors.breakpoint_status(request.user, pk)).data)
+        query = StatusQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        wait = query.validated_data.get("wait") or 0
+        if wait:
+            row = selectors.breakpoint_status_wait(request.user, pk, wait_seconds=wait)
+        else:
+            row = selectors.breakpoint_status(request.user, pk)
+        return Response(StatusSerializer(row).data)
 
     @extend_schema(
         summary="Cancel a breakpoint",
