@@ -8,6 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.errors import error_response
+from config.logging import current_request_id
 
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
@@ -22,7 +23,11 @@ class RequestIDMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        token = current_request_id.set(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            current_request_id.reset(token)
         response["X-Request-ID"] = request_id
         return response
 
