@@ -60,6 +60,11 @@ def _group_names(user: Any) -> set[str]:
     return cached
 
 
+def group_names(user: Any) -> set[str]:
+    """The names of a person's groups (cached on the user object)."""
+    return _group_names(user)
+
+
 def is_admin(user: Any) -> bool:
     if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
         return False

@@ -7,6 +7,8 @@ from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from drf_spectacular.utils import extend_schema_field
 
+from breakpoints import routing
+from breakpoints.actors import is_reviewer
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 
@@ -21,6 +23,8 @@ class TagValuesField(forms.Field):
         for tag in values:
             if len(tag) > 100:
                 raise forms.ValidationError("A tag has at most 100 characters.")
+            if "\x00" in tag:
+                raise forms.ValidationError("Null characters are not allowed.")
         return values
 
 
@@ -32,20 +36,52 @@ class AllTagsFilter(django_filters.Filter):
         return filter_has_all_tags(qs, value) if value else qs
 
 
+def _sqlite_list_has(field: str, values: list[str]) -> RawSQL:
+    """SQLite: the JSON list column `field` holds one of `values` (json_each)."""
+    table = Breakpoint._meta.db_table
+    placeholders = ", ".join(["%s"] * len(values))
+    return RawSQL(
+        f'EXISTS (SELECT 1 FROM json_each("{table}"."{field}") '
+        f"WHERE json_each.value IN ({placeholders}))",
+        tuple(values),
+        output_field=BooleanField(),
+    )
+
+
+def filter_json_list(
+    qs: QuerySet[Breakpoint], field: str, values: list[str], *, match: str = "all"
+) -> QuerySet[Breakpoint]:
+    """Rows whose JSON list column `field` holds every (match="all") or any ("any") value.
+
+    On PostgreSQL each value is a jsonb @> test, served by the column's GIN index
+    (jsonb_path_ops, which answers @> only); "any" ORs them.
+    """
+    if not values:
+        return qs if match == "all" else qs.none()
+    if connection.vendor == "postgresql":
+        if match == "all":
+            return qs.filter(**{f"{field}__contains": values})
+        condition = Q()
+        for value in values:
+            condition |= Q(**{f"{field}__contains": [value]})
+        return qs.filter(condition)
+    if match == "all":
+        for value in values:
+            qs = qs.filter(_sqlite_list_has(field, [value]))
+        return qs
+    return qs.filter(_sqlite_list_has(field, values))
+
+
 def filter_has_all_tags(qs: QuerySet[Breakpoint], tags: list[str]) -> QuerySet[Breakpoint]:
     """Breakpoints carrying every tag in `tags`."""
-    if connection.vendor == "postgresql":
-        return qs.filter(tags__contains=tags)  # jsonb @>, served by the GIN index
-    table = Breakpoint._meta.db_table
-    for tag in tags:
-        qs = qs.filter(
-            RawSQL(
-                f'EXISTS (SELECT 1 FROM json_each("{table}"."tags") WHERE json_each.value = %s)',
-                (tag,),
-                output_field=BooleanField(),
-            )
-        )
-    return qs
+    return filter_json_list(qs, "tags", tags, match="all")
+
+
+def filter_routed_to(qs: QuerySet[Breakpoint], user) -> QuerySet[Breakpoint]:
+    """Breakpoints routed to a seat `user` holds: a group of theirs, their username, owner."""
+    if not is_reviewer(user):
+        return qs.none()
+    return filter_json_list(qs, "experts", routing.assigned_names(user), match="any")
 
 
 class BreakpointFilter(django_filters.FilterSet):
@@ -56,6 +92,12 @@ class BreakpointFilter(django_filters.FilterSet):
     createdAfter = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     createdBefore = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     search = django_filters.CharFilter(method="filter_search", max_length=200)
+    assignedTo = django_filters.ChoiceFilter(
+        choices=[("me", "me")],
+        method="filter_assigned_to",
+        label="me: breakpoints routed (payload.expert) to one of your groups, to you, or to "
+        "owner when you are a project owner",
+    )
 
     class Meta:
         model = Breakpoint
@@ -66,3 +108,7 @@ class BreakpointFilter(django_filters.FilterSet):
         if not value:
             return qs
         return qs.filter(Q(title__icontains=value) | Q(question__icontains=value))
+
+    def filter_assigned_to(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        user = getattr(self.request, "user", None)
+        return filter_routed_to(qs, user) if value == "me" else qs

@@ -20,6 +20,7 @@ MAX_KEY_LENGTH = 255
 MAX_TAGS = 50
 MAX_TAG_LENGTH = 100
 MAX_FILES = 100
+MAX_NESTING = 100
 FALLBACK_KEY = "untitled"
 
 
@@ -71,6 +72,8 @@ def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
     for index, tag in enumerate(value):
         if not isinstance(tag, str) or not tag.strip():
             errors[f"{path}[{index}]"] = ["Must be a non-empty string."]
+        elif "\x00" in tag:
+            errors[f"{path}[{index}]"] = ["Must not contain NUL characters."]
         elif len(tag) > MAX_TAG_LENGTH:
             errors[f"{path}[{index}]"] = [f"At most {MAX_TAG_LENGTH} characters."]
         elif tag.strip() not in tags:
@@ -130,11 +133,35 @@ def _check_options(errors: dict, options: Any) -> None:
             errors[f"payload.options[{index}]"] = ["Must be a non-empty string (500 chars max)."]
 
 
+def _check_storable(errors: dict, payload: Mapping[str, Any]) -> None:
+    """Refuse what the database cannot store (NUL in text) or re-encode (absurd nesting).
+
+    Iterative on purpose: a recursive walk would itself hit the recursion limit.
+    """
+    pending: list[tuple[Any, int]] = [(payload, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_NESTING:
+            errors["payload"] = [f"Must not be nested more than {MAX_NESTING} levels deep."]
+            return
+        if isinstance(value, str) and "\x00" in value:
+            errors["payload"] = ["Must not contain NUL characters."]
+            return
+        if isinstance(value, Mapping):
+            if any("\x00" in key for key in value):
+                errors["payload"] = ["Must not contain NUL characters."]
+                return
+            pending.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1) for item in value)
+
+
 def validate_payload(payload: Any) -> None:
     """Raise InvalidInput, with every problem keyed by JSON path, if `payload` is malformed."""
     if not isinstance(payload, Mapping):
         raise InvalidInput("payload must be a JSON object.", {"payload": ["Must be an object."]})
     errors: dict[str, list[str]] = {}
+    _check_storable(errors, payload)
     if "question" in payload:
         _check_string(errors, "payload.question", payload["question"], max_length=20_000)
     if "title" in payload and payload["title"] is not None:

@@ -1,4 +1,4 @@
-"""Every write to a breakpoint: create, feedback/release, cancel, expire.
+"""Every write to a breakpoint: create (and auto-approval), feedback/votes/release, cancel, expire.
 
 Each transition is one transaction that locks the row, checks ALLOWED_TRANSITIONS,
 moves the status with a conditional UPDATE (so two concurrent releases cannot both
@@ -8,6 +8,7 @@ Views, admin, tasks and commands call these functions and hold no business rule.
 
 import hashlib
 import json
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,9 +18,10 @@ from django.utils import timezone
 
 from audit.models import EventType
 from audit.services import event_record
+from breakpoints import autoapproval, routing
 from breakpoints.actors import Actor, is_admin, is_reviewer
-from breakpoints.choices import ALLOWED_TRANSITIONS, Status
-from breakpoints.models import Breakpoint, WebhookEventType
+from breakpoints.choices import ALLOWED_TRANSITIONS, Status, Strategy
+from breakpoints.models import AutoApprovalRule, Breakpoint, WebhookEventType
 from breakpoints.payload import payload_options, resolve_fields
 from breakpoints.webhooks import deliveries_enqueue
 from config.errors import Forbidden, IdempotencyConflict, InvalidInput, InvalidState, NotFound
@@ -77,8 +79,10 @@ def breakpoint_create(
 ) -> tuple[Breakpoint, bool]:
     """Create a waiting breakpoint; returns (breakpoint, created).
 
-    With an Idempotency-Key, a retry with the same body returns the first breakpoint
-    (created=False) and another body raises IdempotencyConflict.
+    The auto-approval rules are evaluated and the verdict stored; when they recommend
+    approval the breakpoint is released at once (an `auto_approved` event, then the
+    `released` transition). With an Idempotency-Key, a retry with the same body returns
+    the first breakpoint (created=False) and another body raises IdempotencyConflict.
     """
     if not actor.is_agent:
         raise Forbidden("Only agent tokens can create breakpoints.")
@@ -110,9 +114,16 @@ def breakpoint_create(
         )
         if existing is not None:
             return existing, False
+    experts = routing.expert_names(payload.get("expert"))
     now = timezone.now()
     try:
         with transaction.atomic():
+            verdict = autoapproval.evaluate(
+                key=fields.key,
+                tags=fields.tags,
+                experts=experts,
+                auto_approve_after_n=payload.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+            )
             bp = Breakpoint.objects.create(
                 agent_id=agent_id,
                 run_id=run_id or _context_run_id(payload),
@@ -125,6 +136,9 @@ def breakpoint_create(
                 expires_at=now + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
                 idempotency_key=idempotency_key,
                 request_hash=request_hash,
+                experts=experts,
+                strategy=payload.get("strategy") or Strategy.SINGLE,
+                auto_approval=verdict.as_dict(),
             )
             _record(
                 bp,
@@ -132,6 +146,8 @@ def breakpoint_create(
                 actor=actor,
                 metadata={"statusTo": Status.WAITING, "key": bp.key},
             )
+            if verdict.recommended:
+                _auto_release(bp, verdict)
     except IntegrityError:
         # A concurrent retry with the same Idempotency-Key won the insert.
         if idempotency_key:
@@ -142,6 +158,25 @@ def breakpoint_create(
                 return existing, False
         raise
     return bp, True
+
+
+def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
+    """Release a just-created breakpoint on a rule's say-so; the rule is the responder."""
+    responder = verdict.responder or f"rule:{verdict.matched_rule}"
+    rule_actor = Actor(name=responder)
+    _record(bp, type=EventType.AUTO_APPROVED, actor=rule_actor, metadata=verdict.as_dict())
+    _move(
+        bp,
+        to=Status.RELEASED,
+        actor=rule_actor,
+        result={
+            "approved": True,
+            "feedback": f"Auto-approved: {verdict.reason}",
+            "respondedBy": responder,
+        },
+        event_type=EventType.RELEASED,
+        metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
+    )
 
 
 def _context_run_id(payload: dict[str, Any]) -> str | None:
@@ -182,8 +217,9 @@ def _move(
     result: dict[str, Any],
     event_type: str,
     metadata: dict[str, Any] | None = None,
+    also: dict[str, Any] | None = None,
 ) -> Breakpoint:
-    """Apply one allowed transition to a locked row and record it."""
+    """Apply one allowed transition to a locked row and record it (`also`: more columns)."""
     if to not in ALLOWED_TRANSITIONS[bp.status]:
         raise InvalidState(
             f"Breakpoint is already {bp.status}; it cannot become {to}.",
@@ -191,6 +227,7 @@ def _move(
         )
     now = timezone.now()
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
+    changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
     moved = Breakpoint.objects.filter(pk=bp.pk, status=bp.status).update(**changes)
     if not moved:
@@ -208,16 +245,39 @@ def _move(
     return bp
 
 
-def _release_result(
-    *, approved: bool, comment: str, option: str | None, responder: str, at: datetime
+def _vote(
+    *,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    responder: str,
+    at: datetime,
+    seat: str | None = None,
 ) -> dict[str, Any]:
-    """A babysitter BreakpointResult for a reviewer's release."""
+    """One response, as listed in result.allResponses (and Breakpoint.votes)."""
     vote: dict[str, Any] = {
         "respondedBy": responder,
         "approved": approved,
         "feedback": comment,
         "respondedAt": at.isoformat(),
     }
+    if option is not None:
+        vote["option"] = option
+    if seat is not None:
+        vote["seat"] = seat
+    return vote
+
+
+def _release_result(
+    *,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    responder: str,
+    at: datetime,
+    seat: str | None = None,
+) -> dict[str, Any]:
+    """A babysitter BreakpointResult for a reviewer's release."""
     result: dict[str, Any] = {
         "approved": approved,
         "response": comment,
@@ -225,9 +285,57 @@ def _release_result(
         "respondedBy": responder,
     }
     if option is not None:
-        vote["option"] = option
         result["option"] = option
-    result["allResponses"] = [vote]
+    result["allResponses"] = [
+        _vote(
+            approved=approved, comment=comment, option=option, responder=responder, at=at, seat=seat
+        )
+    ]
+    return result
+
+
+VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
+
+
+def votes_outcome(strategy: str, seat_count: int, approvals: list[bool]) -> bool | None:
+    """The decision the votes so far make (True/False), or None while it is still open.
+
+    collect-all: every seat votes; approved only if all approved. quorum: approved once
+    more than half the seats approved, rejected once such a majority is out of reach.
+    """
+    approved = sum(1 for vote in approvals if vote)
+    if strategy == Strategy.COLLECT_ALL:
+        return approved == seat_count if len(approvals) >= seat_count else None
+    if strategy == Strategy.QUORUM:
+        majority = seat_count // 2 + 1
+        if approved >= majority:
+            return True
+        if approved + (seat_count - len(approvals)) < majority:
+            return False
+        return None
+    return approvals[-1] if approvals else None
+
+
+def _votes_result(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The BreakpointResult of a collect-all or quorum decision.
+
+    feedback/response join the comments of the side that won (so a rejected agent reads
+    why); option is the one most chosen on that side; respondedBy lists every voter.
+    """
+    winning = [vote for vote in votes if vote["approved"] is approved]
+    comments = [vote for vote in winning if vote["feedback"].strip()]
+    if len(comments) == 1:
+        text = comments[0]["feedback"]
+    else:
+        text = "\n".join(
+            f"{vote['respondedBy']} ({vote['seat']}): {vote['feedback']}" for vote in comments
+        )
+    result: dict[str, Any] = {"approved": approved, "response": text, "feedback": text}
+    options = [vote["option"] for vote in winning if vote.get("option")]
+    if options:
+        result["option"] = Counter(options).most_common(1)[0][0]
+    result["respondedBy"] = list(dict.fromkeys(vote["respondedBy"] for vote in votes))
+    result["allResponses"] = votes
     return result
 
 
@@ -240,7 +348,12 @@ def feedback_add(
     approved: bool = True,
     option: str | None = None,
 ) -> tuple[Feedback, Breakpoint]:
-    """Add a reviewer's comment; with release=True it also decides the breakpoint."""
+    """Add a reviewer's comment; with release=True it also decides the breakpoint.
+
+    On a routed breakpoint (payload.expert) only members of its seats, or admins, may
+    release; any reviewer may comment. With collect-all or quorum a release is one seat's
+    vote, and the breakpoint is released once the votes decide it. A seat votes once.
+    """
     if actor.user is None or not is_reviewer(actor.user):
         raise Forbidden("Only reviewers and admins can give feedback.")
     comment = comment or ""
@@ -262,38 +375,109 @@ def feedback_add(
                 "option must be one of the breakpoint's options.",
                 {"option": [f"Must be one of: {', '.join(options)}."]},
             )
+        seat: routing.Seat | None = None
+        seat_count = 0
+        if release and bp.experts:
+            seats = routing.seats_for(bp.experts)
+            seat_count = len(seats)
+            voted = [vote.get("seat") for vote in bp.votes]
+            seat = routing.seat_for_response(actor.user, seats, voted)
+        voting = seat is not None and bp.strategy in VOTING_STRATEGIES
+        if voting:
+            decision = votes_outcome(
+                bp.strategy, seat_count, [vote["approved"] for vote in bp.votes] + [approved]
+            )
+        else:
+            decision = approved if release else None
         feedback = Feedback.objects.create(
             breakpoint=bp,
             author=actor.name,
             author_user=actor.user,
             comment=comment,
-            releases=release,
+            releases=decision is not None,
             approved=approved if release else None,
             option=option if release else None,
         )
-        _record(
-            bp,
-            type=EventType.FEEDBACK,
-            actor=actor,
-            metadata={"feedbackId": str(feedback.pk), "release": release},
+        metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": release}
+        if seat is not None:
+            metadata["vote"] = {"seat": seat.name, "approved": approved}
+        _record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
+        if not release:
+            return feedback, bp
+        vote = _vote(
+            approved=approved,
+            comment=comment,
+            option=option,
+            responder=actor.name,
+            at=feedback.created_at,
+            seat=seat.name if seat else None,
         )
-        if release:
+        votes = [*bp.votes, vote]
+        if decision is None:
+            _votes_save(bp, votes)
+            return feedback, bp
+        if voting:
+            result = _votes_result(decision, votes)
+        else:
             result = _release_result(
                 approved=approved,
                 comment=comment,
                 option=option,
                 responder=actor.name,
                 at=feedback.created_at,
+                seat=seat.name if seat else None,
             )
-            _move(
-                bp,
-                to=Status.RELEASED,
-                actor=actor,
-                result=result,
-                event_type=EventType.RELEASED,
-                metadata={"approved": approved, "option": option},
-            )
+        _move(
+            bp,
+            to=Status.RELEASED,
+            actor=actor,
+            result=result,
+            event_type=EventType.RELEASED,
+            metadata={"approved": decision, "option": result.get("option", option)},
+            also={"votes": votes},
+        )
     return feedback, bp
+
+
+def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:
+    """Record a vote that did not decide yet, only while the breakpoint is still waiting."""
+    now = timezone.now()
+    saved = Breakpoint.objects.filter(pk=bp.pk, status=Status.WAITING).update(
+        votes=votes, updated_at=now
+    )
+    if not saved:
+        current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
+        raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    bp.votes, bp.updated_at = votes, now
+
+
+def breakpoint_always_approve(
+    *, breakpoint_id: str, actor: Actor, comment: str = ""
+) -> tuple[Feedback, Breakpoint, AutoApprovalRule]:
+    """A reviewer's "Always approve": approve (or vote approve) and add an auto-approve rule.
+
+    The rule matches exactly this breakpoint's key and records the reviewer as its
+    author; an identical existing rule is reused. Refused when the agent sent
+    presentAlwaysApprove: false.
+    """
+    with transaction.atomic():
+        bp = _lock(breakpoint_id)
+        if not autoapproval.offers_always_approve(bp.payload):
+            raise InvalidInput(
+                "This breakpoint does not offer Always approve (presentAlwaysApprove is false).",
+                {"presentAlwaysApprove": ["The agent set this to false."]},
+            )
+        feedback, bp = feedback_add(
+            breakpoint_id=breakpoint_id,
+            actor=actor,
+            comment=comment,
+            release=True,
+            approved=True,
+        )
+        rule = autoapproval.rule_always_approve_key(
+            actor=actor, key=bp.key, note=f"Always approve, from breakpoint {bp.pk}"
+        )
+    return feedback, bp, rule
 
 
 def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:

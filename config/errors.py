@@ -112,6 +112,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             headers = {}
             if isinstance(exc, drf.Throttled) and exc.wait is not None:
                 headers["Retry-After"] = str(int(exc.wait))
+            if getattr(exc, "auth_header", None):
+                # A 401 must name the scheme to use (RFC 9110); DRF sets it on the exception.
+                headers["WWW-Authenticate"] = exc.auth_header
             if isinstance(exc, drf.ValidationError):
                 details = _flatten(exc.detail)
                 if not isinstance(details, dict):

@@ -68,3 +68,43 @@ def make_breakpoint(db):
         return bp
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """PBKDF2 costs ~0.3 s per user; tests only need hashing to round-trip."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def client_for(db):
+    """An API client with a personal token for any user: client_for(user)."""
+
+    def make(user) -> APIClient:
+        return bearer_client(token_create_for_user(user=user)[1])
+
+    return make
+
+
+@pytest.fixture
+def expert_member(db):
+    """A reviewer who is a member of the named expert groups: expert_member("tina", "tech-lead")."""
+    from django.contrib.auth.models import Group
+
+    def make(username: str, *groups: str):
+        user = ReviewerFactory(username=username)
+        for name in groups:
+            user.groups.add(Group.objects.get_or_create(name=name)[0])
+        return user
+
+    return make
+
+
+@pytest.fixture
+def three_experts(expert_member) -> dict:
+    """Groups tech-lead, ops-lead and security-lead, one reviewer member each."""
+    return {
+        "tech-lead": expert_member("tina", "tech-lead"),
+        "ops-lead": expert_member("oscar", "ops-lead"),
+        "security-lead": expert_member("sam", "security-lead"),
+    }

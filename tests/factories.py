@@ -23,36 +23,36 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     @factory.post_generation
     def groups(self, create, extracted, **kwargs):
-        if create and extracted:
-            for name in extracted:
-                self.groups.add(Group.objects.get_or_create(name=name)[0])
-        if create:
-            self.save()
+        _join_and_save(self, create, extracted or [])
 
 
 class ReviewerFactory(UserFactory):
+    """A staff user in group `reviewers` (plus any groups=[...] given)."""
+
     username = factory.Sequence(lambda n: f"reviewer{n}")
-    groups = factory.PostGeneration(
-        lambda user, create, extracted, **kw: (
-            user.groups.add(Group.objects.get_or_create(name=REVIEWERS_GROUP)[0])
-            if create
-            else None
-        )
-    )
+
+    @factory.post_generation
+    def groups(self, create, extracted, **kwargs):
+        _join_and_save(self, create, [REVIEWERS_GROUP, *(extracted or [])])
 
 
 class AdminFactory(UserFactory):
+    """A staff user in groups `reviewers` and `admins`."""
+
     username = factory.Sequence(lambda n: f"admin{n}")
-    groups = factory.PostGeneration(
-        lambda user, create, extracted, **kw: (
-            [
-                user.groups.add(Group.objects.get_or_create(name=name)[0])
-                for name in (REVIEWERS_GROUP, ADMINS_GROUP)
-            ]
-            if create
-            else None
-        )
-    )
+
+    @factory.post_generation
+    def groups(self, create, extracted, **kwargs):
+        _join_and_save(self, create, [REVIEWERS_GROUP, ADMINS_GROUP, *(extracted or [])])
+
+
+def _join_and_save(user, create: bool, group_names: list[str]) -> None:
+    """Add the groups, then save once (this also stores the password set just before)."""
+    if not create:
+        return
+    for name in group_names:
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    user.save()
 
 
 class BreakpointFactory(factory.django.DjangoModelFactory):

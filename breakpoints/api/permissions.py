@@ -2,7 +2,7 @@
 
 from rest_framework.permissions import BasePermission
 
-from breakpoints.actors import AgentPrincipal, is_reviewer
+from breakpoints.actors import AgentPrincipal, is_admin, is_reviewer
 
 
 class IsAgentOrReviewer(BasePermission):
@@ -18,3 +18,10 @@ class IsReviewer(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return is_reviewer(request.user)
+
+
+class IsAdmin(BasePermission):
+    message = "Only admins may do this."
+
+    def has_permission(self, request, view) -> bool:
+        return is_admin(request.user)

@@ -1,4 +1,4 @@
-"""OpenAPI: describe the bearer-token scheme to drf-spectacular (imported in AppConfig.ready)."""
+"""OpenAPI: the bearer-token scheme (imported in AppConfig.ready) and path post-processing."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
@@ -14,3 +14,12 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "description": "An agent token (create_agent_token) or a personal token "
             "(create_user_token): `Authorization: Bearer bpm_…`.",
         }
+
+
+def strip_trailing_slashes(result, generator, request, public):
+    """POSTPROCESSING_HOOK: list paths as the contract writes them (/api/breakpoints/{id}/status).
+
+    The router accepts both forms ("/?"), which drf-spectacular renders as a trailing slash.
+    """
+    result["paths"] = {path.rstrip("/") or "/": item for path, item in result["paths"].items()}
+    return result

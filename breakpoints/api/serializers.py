@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
+from breakpoints import routing
 from breakpoints.api.fields import (
     JSONObjectField,
     StrictBooleanField,
@@ -11,7 +12,7 @@ from breakpoints.api.fields import (
     StrictIntegerField,
     TagListField,
 )
-from breakpoints.choices import Status
+from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.services import MAX_TTL_SECONDS
 from reviews.models import Feedback
@@ -25,6 +26,20 @@ class ResponseVoteSerializer(serializers.Serializer):
     feedback = serializers.CharField(required=False)
     option = serializers.CharField(required=False)
     respondedAt = serializers.DateTimeField()
+    seat = serializers.CharField(
+        required=False, help_text="The expert (payload.expert) this response answered for."
+    )
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "Who decided: a username, `rule:<rule-id>` or `auto:after-<N>` for "
+        "an auto-approval, or the list of voters for collect-all and quorum.",
+    }
+)
+class RespondedByField(serializers.JSONField):
+    pass
 
 
 class BreakpointResultSerializer(serializers.Serializer):
@@ -34,8 +49,23 @@ class BreakpointResultSerializer(serializers.Serializer):
     response = serializers.CharField(required=False)
     feedback = serializers.CharField(required=False)
     option = serializers.CharField(required=False)
-    respondedBy = serializers.CharField(required=False)
+    respondedBy = RespondedByField(required=False)
     allResponses = ResponseVoteSerializer(many=True, required=False)
+
+
+class ExpertSerializer(serializers.Serializer):
+    """One seat of a routed breakpoint (one name of payload.expert)."""
+
+    name = serializers.CharField()
+    resolved = serializers.BooleanField(
+        help_text="False when the name matches no group with members, no user and (for "
+        "owner) no configured project owner: only admins can answer for it."
+    )
+    kind = serializers.ChoiceField(
+        choices=["group", "user", "owner"],
+        allow_null=True,
+        help_text="What the name resolved to; null when unresolved.",
+    )
 
 
 class AutoApprovalSerializer(serializers.Serializer):
@@ -67,6 +97,11 @@ class AutoApprovalField(serializers.JSONField):
     pass
 
 
+@extend_schema_field(ResponseVoteSerializer(many=True))
+class VotesField(serializers.JSONField):
+    pass
+
+
 # --- output --------------------------------------------------------------------
 
 
@@ -95,6 +130,14 @@ class BreakpointSerializer(serializers.ModelSerializer):
     feedback = FeedbackSerializer(many=True, read_only=True)
     result = ResultField(allow_null=True)
     autoApproval = AutoApprovalField(source="auto_approval", allow_null=True)
+    strategy = serializers.ChoiceField(choices=Strategy.choices)
+    experts = serializers.SerializerMethodField(
+        help_text="The seats (payload.expert names) it is routed to; empty when unrouted."
+    )
+    votes = VotesField(
+        help_text="The responses so far, one per seat (collect-all and quorum fill it while "
+        "waiting); the deciding response for other strategies."
+    )
 
     class Meta:
         model = Breakpoint
@@ -102,8 +145,22 @@ class BreakpointSerializer(serializers.ModelSerializer):
             "breakpointId", "status", "agentId", "runId", "title", "key", "question",
             "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
             "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
+            "strategy", "experts", "votes",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(ExpertSerializer(many=True))
+    def get_experts(self, bp: Breakpoint) -> list[dict]:
+        """Resolved now; a list view passes `seats` (routing.resolve for the page) in context."""
+        if not bp.experts:
+            return []
+        known = self.context.get("seats")
+        if known is None or not all(name in known for name in bp.experts):
+            known = None
+        return [
+            {"name": seat.name, "resolved": seat.resolved, "kind": seat.kind}
+            for seat in routing.seats_for(bp.experts, known)
+        ]
 
 
 class StatusSerializer(serializers.Serializer):

@@ -2,10 +2,13 @@
 
 from rest_framework.routers import SimpleRouter
 
+from breakpoints.api.rules import RuleViewSet
 from breakpoints.api.views import BreakpointViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # the constructor only takes a boolean
 router.register("breakpoints", BreakpointViewSet, basename="breakpoint")
+# List-level actions (rules/evaluate) route before the detail route (rules/{id}).
+router.register("rules", RuleViewSet, basename="rule")
 
 urlpatterns = router.urls

@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints import selectors, services
+from breakpoints import routing, selectors, services
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.pagination import BreakpointCursorPagination
 from breakpoints.api.permissions import IsAgentOrReviewer, IsReviewer
@@ -55,7 +55,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     permission_classes = [IsAgentOrReviewer]
     pagination_class = BreakpointCursorPagination
     filterset_class = BreakpointFilter
-    lookup_value_regex = r"[^/]+"
+    lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 
     def get_queryset(self):
         return selectors.breakpoint_list(self.request.user)
@@ -68,7 +68,10 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(BreakpointSerializer(page, many=True).data)
+        seats = routing.resolve({name for bp in page for name in bp.experts})
+        return self.get_paginated_response(
+            BreakpointSerializer(page, many=True, context={"seats": seats}).data
+        )
 
     @extend_schema(
         summary="Create a breakpoint",

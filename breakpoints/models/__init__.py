@@ -1,6 +1,7 @@
 """Models of the breakpoints app, one module each."""
 
 from breakpoints.models.breakpoint import Breakpoint, new_breakpoint_id
+from breakpoints.models.rule import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, new_rule_id
 from breakpoints.models.token import ApiToken
 from breakpoints.models.webhook import (
     DeliveryStatus,
@@ -10,11 +11,15 @@ from breakpoints.models.webhook import (
 )
 
 __all__ = [
+    "AlwaysBreakOnTag",
     "ApiToken",
+    "AutoApprovalRule",
     "Breakpoint",
     "DeliveryStatus",
+    "RuleAction",
     "Webhook",
     "WebhookDelivery",
     "WebhookEventType",
     "new_breakpoint_id",
+    "new_rule_id",
 ]

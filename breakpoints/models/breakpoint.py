@@ -5,7 +5,7 @@ import secrets
 from django.db import models
 from django.db.models import Q
 
-from breakpoints.choices import Status
+from breakpoints.choices import Status, Strategy
 
 
 def new_breakpoint_id() -> str:
@@ -34,6 +34,16 @@ class Breakpoint(models.Model):
     cancelled_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     auto_approval = models.JSONField(null=True, blank=True)
+    experts = models.JSONField(
+        default=list, blank=True, help_text="Expert names it is routed to (payload.expert)."
+    )
+    strategy = models.CharField(max_length=32, choices=Strategy.choices, default=Strategy.SINGLE)
+    votes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="One entry per seat that responded: seat, respondedBy, approved, feedback, "
+        "option, respondedAt.",
+    )
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_hash = models.CharField(max_length=64, null=True, blank=True)
 
@@ -48,7 +58,7 @@ class Breakpoint(models.Model):
             models.Index(
                 fields=["expires_at"], name="bp_waiting_expiry", condition=Q(status="waiting")
             ),
-            # The GIN index on tags is PostgreSQL-only: see migration 0002.
+            # The GIN indexes on tags and experts are PostgreSQL-only: see 0002 and 0004.
         ]
         constraints = [
             models.UniqueConstraint(

@@ -1,0 +1,163 @@
+"""The auto-approval rules API (admins): list, add, remove, and evaluate a key."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from breakpoints import autoapproval
+from breakpoints.actors import actor_for_request_user
+from breakpoints.api.fields import StrictCharField, StrictIntegerField
+from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.serializers import AutoApprovalSerializer
+from breakpoints.api.views import _errors, _validated
+from breakpoints.models import AutoApprovalRule, RuleAction
+from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
+
+# --- shapes ------------------------------------------------------------------------
+
+
+class RuleSerializer(serializers.ModelSerializer):
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = AutoApprovalRule
+        fields = ["id", "pattern", "action", "note", "createdBy", "createdAt"]
+        read_only_fields = fields
+
+
+class RuleListSerializer(serializers.Serializer):
+    results = RuleSerializer(many=True)
+
+
+class RuleCreateSerializer(serializers.Serializer):
+    pattern = StrictCharField(
+        # Untrimmed, so an error position counts from the first character sent.
+        trim_whitespace=False,
+        allow_blank=True,  # the parser reports "pattern is empty at position 0"
+        max_length=2 * MAX_PATTERN_LENGTH,
+        help_text="A key glob with `*`, optionally followed by predicates: "
+        "`gate.*(tags contains 'prerequisites' AND expert = 'owner')`.",
+    )
+    action = serializers.ChoiceField(
+        choices=RuleAction.choices, required=False, default=RuleAction.AUTO_APPROVE
+    )
+    note = StrictCharField(
+        required=False, allow_blank=True, default="", max_length=autoapproval.MAX_NOTE_LENGTH
+    )
+
+
+class EvaluateQuerySerializer(serializers.Serializer):
+    key = StrictCharField(max_length=255)
+    tag = serializers.ListField(child=StrictCharField(max_length=100), required=False)
+    expert = serializers.ListField(child=StrictCharField(max_length=150), required=False)
+    autoApproveAfterN = StrictIntegerField(required=False, min_value=-1)
+
+    def validate_autoApproveAfterN(self, value: int) -> int:
+        if value == 0:
+            raise serializers.ValidationError("Must be -1 (disabled) or a whole number >= 1.")
+        return value
+
+
+EVALUATE_PARAMETERS = [
+    OpenApiParameter("key", str, required=True, description="The breakpoint key to evaluate."),
+    OpenApiParameter("tag", str, many=True, explode=True, description="Repeatable."),
+    OpenApiParameter("expert", str, many=True, explode=True, description="Repeatable; e.g. owner."),
+    OpenApiParameter(
+        "autoApproveAfterN",
+        int,
+        description="The breakpoint's threshold of consecutive manual approvals (-1: none).",
+    ),
+]
+
+
+# --- views -------------------------------------------------------------------------
+
+
+class RuleViewSet(viewsets.GenericViewSet):
+    """Rules decide, at creation, whether a breakpoint is released without a human."""
+
+    serializer_class = RuleSerializer
+    permission_classes = [IsAdmin]
+    pagination_class = None
+    filterset_class = None
+    lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
+
+    def get_queryset(self):
+        return autoapproval.rule_list()
+
+    @extend_schema(
+        summary="List auto-approval rules (admins)",
+        responses={200: RuleListSerializer, **_errors(401, 403)},
+    )
+    def list(self, request: Request) -> Response:
+        return Response(RuleListSerializer({"results": autoapproval.rule_list()}).data)
+
+    @extend_schema(
+        summary="Add an auto-approval rule (admins)",
+        description="A malformed pattern is 400 with `details.position`, the 0-based "
+        "index of the problem.",
+        request=RuleCreateSerializer,
+        responses={201: RuleSerializer, **_errors(400, 401, 403)},
+    )
+    def create(self, request: Request) -> Response:
+        data = _validated(RuleCreateSerializer, request)
+        rule = autoapproval.rule_create(
+            actor=actor_for_request_user(request.user),
+            pattern=data["pattern"],
+            action=data["action"],
+            note=data["note"],
+        )
+        return Response(RuleSerializer(rule).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Get an auto-approval rule (admins)",
+        responses={200: RuleSerializer, **_errors(401, 403, 404)},
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(RuleSerializer(autoapproval.rule_get(pk)).data)
+
+    @extend_schema(
+        summary="Remove an auto-approval rule (admins)",
+        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+    )
+    def destroy(self, request: Request, pk: str) -> Response:
+        autoapproval.rule_remove(actor=actor_for_request_user(request.user), rule_id=pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Evaluate the rules for a key (admins)",
+        description="What a breakpoint with this key, tags and experts would get as "
+        "`autoApproval` if it were created now.",
+        parameters=EVALUATE_PARAMETERS,
+        responses={200: AutoApprovalSerializer, **_errors(400, 401, 403)},
+    )
+    @action(detail=False, methods=["get"])
+    def evaluate(self, request: Request) -> Response:
+        params = request.query_params
+        query = {
+            "key": params.get("key"),
+            "tag": params.getlist("tag"),
+            "expert": params.getlist("expert"),
+        }
+        if "autoApproveAfterN" in params:
+            query["autoApproveAfterN"] = _int_or_raw(params["autoApproveAfterN"])
+        serializer = EvaluateQuerySerializer(data=query)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        verdict = autoapproval.evaluate(
+            key=data["key"],
+            tags=data.get("tag", []),
+            experts=data.get("expert", []),
+            auto_approve_after_n=data.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+        )
+        return Response(AutoApprovalSerializer(verdict.as_dict()).data)
+
+
+def _int_or_raw(value: str) -> int | str:
+    try:
+        return int(value)
+    except ValueError:
+        return value

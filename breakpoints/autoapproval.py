@@ -1,0 +1,285 @@
+"""Auto-approval: rules, always-break-on tags, the verdict for a key, and decision history.
+
+Precedence, highest first (babysitter's table):
+1. a matching `never-auto-approve` rule: always prompt;
+2. a tag in the always-break-on list: always prompt;
+3. a matching `auto-approve` rule: approve without prompting;
+4. `autoApproveAfterN`: approve once the key's last N manual decisions were approvals
+   (a rejection resets the count; auto-approvals, expiries and cancellations neither
+   count nor reset it);
+5. otherwise prompt.
+"""
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from breakpoints.actors import Actor, is_admin
+from breakpoints.choices import Status
+from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, RuleAction
+from breakpoints.payload import MAX_KEY_LENGTH, MAX_TAG_LENGTH
+from breakpoints.rule_patterns import Pattern, PatternError, parse_pattern
+from config.errors import Forbidden, InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
+
+NO_THRESHOLD = -1
+# Without a threshold, consecutiveApprovals is still reported, counted this far back.
+REPORTED_STREAK_LIMIT = 20
+MAX_HISTORY_LIMIT = 1000
+MAX_NOTE_LENGTH = 2000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The autoApproval object: stored on the breakpoint at creation and returned by evaluate."""
+
+    recommended: bool
+    reason: str
+    matched_rule: str | None = None
+    consecutive_approvals: int = 0
+    responder: str | None = None  # who approves when recommended: rule:<id> or auto:after-N
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "recommended": self.recommended,
+            "reason": self.reason,
+            "matchedRule": self.matched_rule,
+            "consecutiveApprovals": self.consecutive_approvals,
+        }
+
+
+# --- rules -----------------------------------------------------------------------
+
+
+def _check_manager(actor: Actor) -> None:
+    """Admins, and the system (management commands), manage rules and tags."""
+    is_system = actor.user is None and not actor.is_agent
+    if not is_system and not (actor.user is not None and is_admin(actor.user)):
+        raise Forbidden("Only admins may manage auto-approval rules.")
+
+
+def canonical_pattern(pattern: str) -> str:
+    """The canonical text of a pattern; a malformed one is a 400 naming the position."""
+    if not isinstance(pattern, str):
+        raise InvalidInput("pattern must be a string.", {"pattern": ["Must be a string."]})
+    try:
+        return str(parse_pattern(pattern))
+    except PatternError as exc:
+        raise InvalidInput(
+            f"Invalid pattern: {exc}.",
+            {"pattern": [f"{exc.message} at position {exc.position}."], "position": exc.position},
+        ) from exc
+
+
+def _rule_insert(*, pattern: str, action: str, note: str, created_by: str) -> AutoApprovalRule:
+    if action not in RuleAction.values:
+        raise InvalidInput(
+            f"action must be one of: {', '.join(RuleAction.values)}.",
+            {"action": [f"Must be one of: {', '.join(RuleAction.values)}."]},
+        )
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE_LENGTH:
+        raise InvalidInput(
+            f"note has at most {MAX_NOTE_LENGTH} characters.",
+            {"note": [f"At most {MAX_NOTE_LENGTH} characters."]},
+        )
+    return AutoApprovalRule.objects.create(
+        pattern=canonical_pattern(pattern), action=action, note=note, created_by=created_by
+    )
+
+
+def rule_create(
+    *, actor: Actor, pattern: str, action: str = RuleAction.AUTO_APPROVE, note: str = ""
+) -> AutoApprovalRule:
+    """Add a rule (admins and management commands)."""
+    _check_manager(actor)
+    return _rule_insert(pattern=pattern, action=action, note=note, created_by=actor.name)
+
+
+def rule_always_approve_key(*, actor: Actor, key: str, note: str) -> AutoApprovalRule:
+    """The auto-approve rule for exactly `key`, made by a reviewer's "Always approve".
+
+    An existing identical rule is reused rather than duplicated.
+    """
+    existing = AutoApprovalRule.objects.filter(pattern=key, action=RuleAction.AUTO_APPROVE).first()
+    if existing is not None:
+        return existing
+    return _rule_insert(
+        pattern=key, action=RuleAction.AUTO_APPROVE, note=note, created_by=actor.name
+    )
+
+
+def rule_remove(*, actor: Actor, rule_id: str) -> None:
+    _check_manager(actor)
+    deleted, _ = AutoApprovalRule.objects.filter(pk=rule_id).delete()
+    if not deleted:
+        raise NotFound(f"No rule {rule_id}.")
+
+
+def rule_list() -> QuerySet[AutoApprovalRule]:
+    return AutoApprovalRule.objects.order_by("created_at", "id")
+
+
+def rule_get(rule_id: str) -> AutoApprovalRule:
+    rule = AutoApprovalRule.objects.filter(pk=rule_id).first()
+    if rule is None:
+        raise NotFound(f"No rule {rule_id}.")
+    return rule
+
+
+# --- always-break-on tags -----------------------------------------------------------
+
+
+def always_break_on_tags() -> list[str]:
+    return list(AlwaysBreakOnTag.objects.order_by("tag").values_list("tag", flat=True))
+
+
+def always_break_on_add(*, actor: Actor, tag: str, note: str = "") -> AlwaysBreakOnTag:
+    """Make `tag` always require a manual decision (idempotent)."""
+    _check_manager(actor)
+    tag = (tag or "").strip() if isinstance(tag, str) else ""
+    if not tag or len(tag) > MAX_TAG_LENGTH:
+        raise InvalidInput(
+            f"tag must be 1 to {MAX_TAG_LENGTH} characters.",
+            {"tag": [f"Must be 1 to {MAX_TAG_LENGTH} characters."]},
+        )
+    with transaction.atomic():
+        entry, _ = AlwaysBreakOnTag.objects.get_or_create(
+            tag=tag, defaults={"note": note.strip(), "created_by": actor.name}
+        )
+    return entry
+
+
+def always_break_on_remove(*, actor: Actor, tag: str) -> None:
+    _check_manager(actor)
+    deleted, _ = AlwaysBreakOnTag.objects.filter(tag=tag).delete()
+    if not deleted:
+        raise NotFound(f"{tag!r} is not an always-break-on tag.")
+
+
+# --- evaluation ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> Pattern | None:
+    try:
+        return parse_pattern(pattern)
+    except PatternError:
+        logger.warning("Skipping auto-approval rule with malformed pattern %r", pattern)
+        return None
+
+
+def consecutive_approvals(key: str, *, limit: int) -> int:
+    """How many of the key's latest manual decisions were approvals, counting at most `limit`.
+
+    Reads at most `limit` rows, newest first, through the (key, -created_at) index.
+    """
+    if limit < 1:
+        return 0
+    decisions = (
+        Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+        .exclude(auto_approval__recommended=True)
+        .order_by("-created_at")
+        .values_list("result__approved", flat=True)[:limit]
+    )
+    streak = 0
+    for approved in decisions:
+        if approved is not True:
+            break
+        streak += 1
+    return streak
+
+
+def evaluate(
+    *,
+    key: str,
+    tags: Iterable[str] = (),
+    experts: Iterable[str] = (),
+    auto_approve_after_n: int = NO_THRESHOLD,
+) -> Verdict:
+    """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc."""
+    tags, experts = list(tags), list(experts)
+    threshold = auto_approve_after_n if auto_approve_after_n >= 1 else NO_THRESHOLD
+    streak = consecutive_approvals(
+        key, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+    )
+    never = auto = None
+    for rule in rule_list():
+        compiled = _compiled(rule.pattern)
+        if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
+            continue
+        if rule.action == RuleAction.NEVER_AUTO_APPROVE:
+            never = rule
+            break
+        auto = auto or rule
+    if never is not None:
+        return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
+    if tags:
+        blocking = set(AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True))
+        for tag in tags:
+            if tag in blocking:
+                return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
+    if auto is not None:
+        return Verdict(
+            True, f"Matched auto-approve rule: {auto.pk}", auto.pk, streak, f"rule:{auto.pk}"
+        )
+    if threshold >= 1 and streak >= threshold:
+        return Verdict(
+            True,
+            f"{streak} consecutive approvals (threshold {threshold})",
+            None,
+            streak,
+            f"auto:after-{threshold}",
+        )
+    return Verdict(False, "No matching rule", None, streak)
+
+
+def check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_LENGTH:
+        raise InvalidInput(
+            f"key must be 1 to {MAX_KEY_LENGTH} characters.",
+            {"key": [f"Must be 1 to {MAX_KEY_LENGTH} characters."]},
+        )
+    return key.strip()
+
+
+def offers_always_approve(payload: Mapping[str, Any]) -> bool:
+    """payload.presentAlwaysApprove, true unless the agent said false."""
+    return payload.get("presentAlwaysApprove") is not False
+
+
+# --- history ---------------------------------------------------------------------------
+
+
+def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
+    """Recent decisions (released breakpoints), newest first."""
+    if not 1 <= limit <= MAX_HISTORY_LIMIT:
+        raise InvalidInput(
+            f"limit must be between 1 and {MAX_HISTORY_LIMIT}.",
+            {"limit": [f"Must be between 1 and {MAX_HISTORY_LIMIT}."]},
+        )
+    decided = Breakpoint.objects.filter(status=Status.RELEASED)
+    if key:
+        decided = decided.filter(key=key)
+    rows = decided.order_by("-created_at", "-id").only(
+        "id", "key", "title", "created_at", "released_at", "result", "auto_approval"
+    )[:limit]
+    return [
+        {
+            "breakpointId": bp.pk,
+            "key": bp.key,
+            "title": bp.title,
+            "approved": bool((bp.result or {}).get("approved")),
+            "respondedBy": (bp.result or {}).get("respondedBy"),
+            "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
+            "createdAt": bp.created_at.isoformat(),
+            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
+        }
+        for bp in rows
+    ]

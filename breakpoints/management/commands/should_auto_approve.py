@@ -1,0 +1,46 @@
+"""manage.py should_auto_approve KEY [--tag T]... [--expert E]... [--after-n N] [--json]."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from breakpoints.autoapproval import NO_THRESHOLD, check_key, evaluate
+from config.errors import DomainError
+
+
+class Command(BaseCommand):
+    help = (
+        "Evaluate the auto-approval rules for a breakpoint key: "
+        "{recommended, reason, matchedRule, consecutiveApprovals}."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("key")
+        parser.add_argument("--tag", action="append", default=[], dest="tags")
+        parser.add_argument("--expert", action="append", default=[], dest="experts")
+        parser.add_argument(
+            "--after-n",
+            type=int,
+            default=NO_THRESHOLD,
+            dest="after_n",
+            help="The breakpoint's autoApproveAfterN (default -1: none).",
+        )
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, key: str, tags, experts, after_n: int, as_json: bool, **options):
+        if after_n == 0 or after_n < NO_THRESHOLD:
+            raise CommandError("--after-n must be -1 (disabled) or a whole number >= 1.")
+        try:
+            verdict = evaluate(
+                key=check_key(key), tags=tags, experts=experts, auto_approve_after_n=after_n
+            )
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
+        result = verdict.as_dict()
+        if as_json:
+            self.stdout.write(json.dumps(result, indent=2))
+            return
+        self.stdout.write(f"recommended: {'yes' if verdict.recommended else 'no'}")
+        self.stdout.write(f"reason: {verdict.reason}")
+        self.stdout.write(f"matchedRule: {verdict.matched_rule or '-'}")
+        self.stdout.write(f"consecutiveApprovals: {verdict.consecutive_approvals}")
