@@ -1,0 +1,216 @@
+"""Admin management commands: tokens, reviewer accounts and the TTL sweep."""
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from breakpoints.models import ApiToken, Breakpoint
+from breakpoints.tokens import hash_token
+from tests.conftest import bearer_client
+from tests.factories import ReviewerFactory, UserFactory
+
+STRONG_PASSWORD = "violet-Harbor-47-quietly"
+
+
+def run(*args, stdin: str | None = None, monkeypatch=None) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def last_line(text: str) -> str:
+    lines = text.rstrip("\n").split("\n")
+    return lines[-1]
+
+
+# --- create_agent_token ------------------------------------------------------------------------
+
+
+def test_create_agent_token_prints_the_token_alone_on_the_last_line(db):
+    out, err = run("create_agent_token", "agent-7", "--name", "ci runner")
+
+    token = last_line(out)
+    assert token.startswith("bpm_")
+    assert token == token.strip() and " " not in token
+    stored = ApiToken.objects.get()
+    assert stored.agent_id == "agent-7"
+    assert stored.name == "ci runner"
+    assert stored.token_hash == hash_token(token)
+    assert token not in err
+
+
+def test_created_agent_token_authenticates_as_that_agent(db):
+    token = last_line(run("create_agent_token", "agent-7")[0])
+
+    response = bearer_client(token).post("/api/breakpoints", {"payload": {}}, format="json")
+
+    assert response.status_code == 201
+    assert response.json()["agentId"] == "agent-7"
+
+
+def test_create_agent_token_with_a_blank_agent_id_fails_clearly(db):
+    with pytest.raises(CommandError, match="agentId"):
+        run("create_agent_token", "   ")
+    assert ApiToken.objects.count() == 0
+
+
+# --- revoke_agent_token ----------------------------------------------------------------------------
+
+
+def test_revoke_agent_token_by_prefix_makes_it_401(db):
+    token = last_line(run("create_agent_token", "agent-7")[0])
+    client = bearer_client(token)
+    assert client.get("/api/breakpoints").status_code == 200
+
+    out, _ = run("revoke_agent_token", token[:12])
+
+    assert "Revoked" in out
+    response = client.get("/api/breakpoints")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    assert ApiToken.objects.get().revoked_at is not None
+
+
+def test_revoke_agent_token_by_id_makes_it_401(db):
+    token = last_line(run("create_agent_token", "agent-7")[0])
+    token_id = ApiToken.objects.get().pk
+
+    run("revoke_agent_token", str(token_id))
+
+    assert bearer_client(token).get("/api/breakpoints").status_code == 401
+
+
+def test_revoking_one_token_leaves_the_others_working(db):
+    revoked = last_line(run("create_agent_token", "agent-7")[0])
+    kept = last_line(run("create_agent_token", "agent-7")[0])
+
+    run("revoke_agent_token", revoked[:12])
+
+    assert bearer_client(revoked).get("/api/breakpoints").status_code == 401
+    assert bearer_client(kept).get("/api/breakpoints").status_code == 200
+
+
+def test_revoke_unknown_token_fails_clearly(db):
+    with pytest.raises(CommandError, match="No token matches"):
+        run("revoke_agent_token", "bpm_unknown0")
+
+
+# --- create_reviewer -------------------------------------------------------------------------------
+
+
+def test_create_reviewer_reads_the_password_from_stdin(db, monkeypatch):
+    out, _ = run(
+        "create_reviewer",
+        "carol",
+        "--email",
+        "carol@example.com",
+        stdin=STRONG_PASSWORD + "\n",
+        monkeypatch=monkeypatch,
+    )
+
+    user = get_user_model().objects.get(username="carol")
+    assert "carol" in out
+    assert user.check_password(STRONG_PASSWORD)
+    assert user.email == "carol@example.com"
+    assert user.is_staff
+    assert set(user.groups.values_list("name", flat=True)) == {"reviewers"}
+
+
+def test_create_reviewer_admin_puts_the_user_in_admins(db, monkeypatch):
+    run("create_reviewer", "dave", "--admin", stdin=STRONG_PASSWORD, monkeypatch=monkeypatch)
+
+    user = get_user_model().objects.get(username="dave")
+    assert set(user.groups.values_list("name", flat=True)) == {"reviewers", "admins"}
+
+
+def test_created_reviewer_can_log_in_with_that_password(client, db, monkeypatch):
+    run("create_reviewer", "erin", stdin=STRONG_PASSWORD, monkeypatch=monkeypatch)
+
+    assert client.login(username="erin", password=STRONG_PASSWORD)
+    assert client.get("/api/breakpoints").status_code == 200
+
+
+@pytest.mark.parametrize("password", ["123", "password", "short"])
+def test_create_reviewer_refuses_a_weak_password(db, monkeypatch, password):
+    with pytest.raises(CommandError, match="Password refused"):
+        run("create_reviewer", "frank", stdin=password, monkeypatch=monkeypatch)
+    assert not get_user_model().objects.filter(username="frank").exists()
+
+
+def test_create_reviewer_refuses_an_empty_stdin(db, monkeypatch):
+    with pytest.raises(CommandError, match="No password"):
+        run("create_reviewer", "gina", stdin="", monkeypatch=monkeypatch)
+    assert not get_user_model().objects.filter(username="gina").exists()
+
+
+def test_create_reviewer_refuses_a_duplicate_username(db, monkeypatch):
+    ReviewerFactory(username="alice")
+
+    with pytest.raises(CommandError, match="already exists"):
+        run("create_reviewer", "alice", stdin=STRONG_PASSWORD, monkeypatch=monkeypatch)
+    assert get_user_model().objects.filter(username="alice").count() == 1
+
+
+# --- create_user_token -----------------------------------------------------------------------------
+
+
+def test_create_user_token_prints_a_working_personal_token_last(reviewer, make_breakpoint):
+    make_breakpoint(agent_id="agent-x")
+
+    out, _ = run("create_user_token", "alice")
+
+    token = last_line(out)
+    assert token.startswith("bpm_")
+    stored = ApiToken.objects.get(token_hash=hash_token(token))
+    assert stored.user == reviewer
+    response = bearer_client(token).get("/api/breakpoints")
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 1
+
+
+def test_create_user_token_for_an_unknown_user_fails_clearly(db):
+    with pytest.raises(CommandError, match="No user named 'ghost'"):
+        run("create_user_token", "ghost")
+    assert ApiToken.objects.count() == 0
+
+
+def test_create_user_token_for_a_user_without_role_fails(db):
+    UserFactory(username="plain")
+
+    with pytest.raises(CommandError, match="neither a reviewer nor an admin"):
+        run("create_user_token", "plain")
+    assert ApiToken.objects.count() == 0
+
+
+def test_create_user_token_for_an_inactive_user_fails(reviewer):
+    reviewer.is_active = False
+    reviewer.save(update_fields=["is_active"])
+
+    with pytest.raises(CommandError, match="inactive"):
+        run("create_user_token", "alice")
+
+
+# --- expire_breakpoints --------------------------------------------------------------------------
+
+
+def test_expire_breakpoints_runs_the_sweep_once(make_breakpoint):
+    due = [make_breakpoint(ttl_seconds=30), make_breakpoint(ttl_seconds=30)]
+    Breakpoint.objects.filter(pk__in=[bp.pk for bp in due]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    waiting = make_breakpoint(ttl_seconds=3600)
+
+    out, _ = run("expire_breakpoints")
+
+    assert out.strip() == "Expired 2 breakpoint(s)."
+    assert set(Breakpoint.objects.filter(status="expired").values_list("pk", flat=True)) == {
+        bp.pk for bp in due
+    }
+    assert Breakpoint.objects.get(pk=waiting.pk).status == "waiting"
+    assert run("expire_breakpoints")[0].strip() == "Expired 0 breakpoint(s)."

@@ -1,0 +1,331 @@
+"""breakpoints.payload: validation of the babysitter payload keys and derivation of the key."""
+
+import pytest
+
+from breakpoints.payload import (
+    FALLBACK_KEY,
+    MAX_NESTING,
+    MAX_TAGS,
+    derive_key,
+    payload_options,
+    resolve_fields,
+    validate_payload,
+    validate_tags,
+)
+from config.errors import InvalidInput
+
+
+def errors_of(payload) -> dict:
+    with pytest.raises(InvalidInput) as caught:
+        validate_payload(payload)
+    return caught.value.details
+
+
+def file_payload(**file) -> dict:
+    return {"context": {"files": [{"path": "docs/plan.md", "format": "markdown", **file}]}}
+
+
+# --- accepted payloads ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {},
+        {"anything": {"free": ["form"]}, "nested": [1, 2, 3]},
+        {
+            "question": "Approve?",
+            "title": "Plan Review",
+            "context": {
+                "runId": "run-1",
+                "files": [
+                    {"path": "docs/plan.md", "format": "markdown", "content": "# Plan"},
+                    {"path": "src/app.py", "format": "code", "language": "python"},
+                    {"path": "out/report.html", "format": "html"},
+                    {"path": "notes.txt", "format": "text", "content": None},
+                ],
+            },
+            "expert": ["owner", "security"],
+            "tags": ["design"],
+            "strategy": "collect-all",
+            "previousFeedback": "Add tests",
+            "attempt": 2,
+            "breakpointId": "confirm.star-repo",
+            "autoApproveAfterN": -1,
+            "presentAlwaysApprove": True,
+            "options": ["ship", "hold"],
+        },
+        {"expert": "owner"},
+        {"autoApproveAfterN": 3},
+        {"strategy": "single"},
+        {"strategy": "first-response-wins"},
+        {"strategy": "quorum"},
+        {"breakpointId": "a.b-c.d1"},
+        {"title": None, "context": None, "tags": None, "options": None},
+        file_payload(path="a/b/c.md"),
+        file_payload(path="./relative.md"),
+        file_payload(path="name..with..dots.md"),
+    ],
+)
+def test_valid_payloads_pass(payload):
+    assert validate_payload(payload) is None
+
+
+# --- refused payloads ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", [[], ["a"], "text", 3, None, True])
+def test_payload_must_be_an_object(payload):
+    assert errors_of(payload) == {"payload": ["Must be an object."]}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "C:\\x",
+        "C:/Windows/system.ini",
+        "c:relative-but-drive.txt",
+        "\\\\server\\share\\f.txt",
+        "\\rooted.txt",
+    ],
+)
+def test_absolute_file_paths_are_refused(path):
+    details = errors_of(file_payload(path=path))
+
+    assert details["payload.context.files[0].path"] == [
+        "Must be relative to the run directory, not absolute."
+    ]
+
+
+@pytest.mark.parametrize("path", ["..", "../secret", "docs/../../etc", "docs\\..\\..\\x"])
+def test_parent_directory_paths_are_refused(path):
+    assert errors_of(file_payload(path=path))["payload.context.files[0].path"] == [
+        "Must not contain '..'."
+    ]
+
+
+@pytest.mark.parametrize("path", ["", "   ", None, 5])
+def test_empty_or_non_string_paths_are_refused(path):
+    assert "payload.context.files[0].path" in errors_of(file_payload(path=path))
+
+
+def test_nul_in_path_is_refused():
+    assert "payload.context.files[0].path" in errors_of(file_payload(path="a\x00b"))
+
+
+def test_overlong_path_is_refused():
+    assert "payload.context.files[0].path" in errors_of(file_payload(path="a/" * 600))
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "Markdown", None, 1])
+def test_unknown_file_format_is_refused(fmt):
+    assert "payload.context.files[0].format" in errors_of(file_payload(format=fmt))
+
+
+def test_missing_file_format_is_refused():
+    payload = {"context": {"files": [{"path": "a.md"}]}}
+
+    assert "payload.context.files[0].format" in errors_of(payload)
+
+
+@pytest.mark.parametrize(
+    "payload, path",
+    [
+        ({"question": 1}, "payload.question"),
+        ({"question": None}, "payload.question"),
+        ({"question": "x" * 20_001}, "payload.question"),
+        ({"title": ["t"]}, "payload.title"),
+        ({"title": "t" * 501}, "payload.title"),
+        ({"context": "run-1"}, "payload.context"),
+        ({"context": {"runId": 5}}, "payload.context.runId"),
+        ({"context": {"files": "a.md"}}, "payload.context.files"),
+        ({"context": {"files": ["a.md"]}}, "payload.context.files[0]"),
+        ({"context": {"files": [{"path": "a", "format": "text"}] * 101}}, "payload.context.files"),
+        (file_payload(language=3), "payload.context.files[0].language"),
+        (file_payload(content=["x"]), "payload.context.files[0].content"),
+        ({"expert": []}, "payload.expert"),
+        ({"expert": 5}, "payload.expert"),
+        ({"expert": [""]}, "payload.expert[0]"),
+        ({"expert": ["ok", 3]}, "payload.expert[1]"),
+        ({"tags": "design"}, "payload.tags"),
+        ({"tags": ["ok", 1]}, "payload.tags[1]"),
+        ({"strategy": "majority"}, "payload.strategy"),
+        ({"strategy": None}, "payload.strategy"),
+        ({"previousFeedback": 1}, "payload.previousFeedback"),
+        ({"attempt": 0}, "payload.attempt"),
+        ({"attempt": True}, "payload.attempt"),
+        ({"attempt": "2"}, "payload.attempt"),
+        ({"breakpointId": "Has Spaces"}, "payload.breakpointId"),
+        ({"breakpointId": "UPPER"}, "payload.breakpointId"),
+        ({"breakpointId": "trailing-"}, "payload.breakpointId"),
+        ({"breakpointId": "double..dot"}, "payload.breakpointId"),
+        ({"breakpointId": "under_score"}, "payload.breakpointId"),
+        ({"breakpointId": ""}, "payload.breakpointId"),
+        ({"breakpointId": 7}, "payload.breakpointId"),
+        ({"breakpointId": "a" * 256}, "payload.breakpointId"),
+        ({"autoApproveAfterN": 0}, "payload.autoApproveAfterN"),
+        ({"autoApproveAfterN": -2}, "payload.autoApproveAfterN"),
+        ({"autoApproveAfterN": False}, "payload.autoApproveAfterN"),
+        ({"presentAlwaysApprove": "yes"}, "payload.presentAlwaysApprove"),
+        ({"options": "yes"}, "payload.options"),
+        ({"options": []}, "payload.options"),
+        ({"options": ["ok", ""]}, "payload.options[1]"),
+        ({"options": ["x" * 501]}, "payload.options[0]"),
+    ],
+)
+def test_malformed_known_keys_are_reported_by_json_path(payload, path):
+    assert path in errors_of(payload)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"question": "a\x00b"},
+        {"free": {"form": ["ok", "a\x00b"]}},
+        {"key\x00": "value"},
+        {"nested": {"key\x00": 1}},
+    ],
+)
+def test_nul_characters_anywhere_are_refused(payload):
+    assert "Must not contain NUL characters." in errors_of(payload)["payload"]
+
+
+def test_nesting_up_to_the_limit_is_accepted_and_beyond_is_refused():
+    def nested(depth: int) -> dict:
+        value: dict = {}
+        for _ in range(depth - 1):
+            value = {"x": value}
+        return value
+
+    assert validate_payload(nested(MAX_NESTING)) is None
+    assert errors_of(nested(MAX_NESTING + 1))["payload"] == [
+        f"Must not be nested more than {MAX_NESTING} levels deep."
+    ]
+
+
+def test_nesting_check_survives_depths_beyond_the_recursion_limit():
+    value: list = []
+    for _ in range(5000):
+        value = [value]
+
+    assert "payload" in errors_of({"x": value})
+
+
+def test_nul_in_a_tag_is_refused():
+    errors: dict = {}
+
+    validate_tags(errors, "tags", ["ok", "a\x00b"])
+
+    assert errors == {"tags[1]": ["Must not contain NUL characters."]}
+
+
+def test_every_problem_is_reported_and_the_message_names_the_first():
+    with pytest.raises(InvalidInput) as caught:
+        validate_payload({"question": 1, "strategy": "nope", "attempt": 0})
+
+    assert set(caught.value.details) == {"payload.question", "payload.strategy", "payload.attempt"}
+    assert caught.value.message.startswith("payload.question: ")
+
+
+# --- tags ---------------------------------------------------------------------------------------
+
+
+def test_tags_are_stripped_and_deduplicated_in_order():
+    errors: dict = {}
+
+    assert validate_tags(errors, "tags", [" b", "a", "b ", "a"]) == ["b", "a"]
+    assert errors == {}
+
+
+def test_too_many_tags_are_refused():
+    errors: dict = {}
+
+    validate_tags(errors, "tags", [f"t{i}" for i in range(MAX_TAGS + 1)])
+
+    assert "tags" in errors
+
+
+def test_overlong_tag_is_refused():
+    errors: dict = {}
+
+    validate_tags(errors, "tags", ["x" * 101])
+
+    assert "tags[0]" in errors
+
+
+# --- key derivation and field resolution -----------------------------------------------------------
+
+
+def test_payload_breakpoint_id_wins_over_title():
+    assert derive_key({"breakpointId": "confirm.star-repo"}, "Some Title") == "confirm.star-repo"
+
+
+@pytest.mark.parametrize(
+    "title, key",
+    [
+        ("Review Design Document", "review-design-document"),
+        ("  Deploy   to  PROD!  ", "deploy-to-prod"),
+        ("Überprüfung der Pläne", "uberprufung-der-plane"),
+        ("--edge--", "edge"),
+    ],
+)
+def test_key_is_the_slug_of_the_title(title, key):
+    assert derive_key({}, title) == key
+
+
+@pytest.mark.parametrize("title", [None, "", "!!!", "   "])
+def test_key_falls_back_when_the_title_has_no_slug(title):
+    assert derive_key({}, title) == FALLBACK_KEY
+
+
+def test_key_from_a_long_title_is_capped_at_255_characters():
+    key = derive_key({}, "word " * 200)
+
+    assert len(key) <= 255
+    assert not key.endswith("-")
+
+
+def test_resolve_fields_top_level_title_and_tags_win():
+    fields = resolve_fields(
+        payload={"title": "Inner", "tags": ["inner"], "question": "Q?"},
+        title="Outer Title",
+        tags=["outer"],
+    )
+
+    assert fields.title == "Outer Title"
+    assert fields.key == "outer-title"
+    assert fields.tags == ["outer"]
+    assert fields.question == "Q?"
+
+
+def test_resolve_fields_falls_back_to_the_payload():
+    fields = resolve_fields(payload={"title": "Inner Title", "tags": ["x"]}, title=None, tags=None)
+
+    assert (fields.title, fields.key, fields.tags, fields.question) == (
+        "Inner Title",
+        "inner-title",
+        ["x"],
+        None,
+    )
+
+
+def test_resolve_fields_validates_the_payload_first():
+    with pytest.raises(InvalidInput) as caught:
+        resolve_fields(payload={"strategy": "vote"}, title="T", tags=["ok"])
+
+    assert "payload.strategy" in caught.value.details
+
+
+@pytest.mark.parametrize("tags", ["design", ["ok", 3], [""]])
+def test_resolve_fields_refuses_bad_top_level_tags(tags):
+    with pytest.raises(InvalidInput) as caught:
+        resolve_fields(payload={}, title=None, tags=tags)
+
+    assert any(path.startswith("tags") for path in caught.value.details)
+
+
+def test_payload_options_lists_options_or_nothing():
+    assert payload_options({"options": ["a", "b"]}) == ["a", "b"]
+    assert payload_options({}) == []
+    assert payload_options({"options": None}) == []

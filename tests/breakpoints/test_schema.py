@@ -1,0 +1,116 @@
+"""OpenAPI: /api/schema is a valid OpenAPI 3 document covering the contract; /api/docs serves."""
+
+import json
+
+import pytest
+import yaml
+from drf_spectacular.validation import validate_schema
+
+CONTRACT_PATHS = {
+    "/api/breakpoints": {"get", "post"},
+    "/api/breakpoints/{id}": {"get"},
+    "/api/breakpoints/{id}/status": {"get"},
+    "/api/breakpoints/{id}/cancel": {"post"},
+    "/api/breakpoints/{id}/events": {"get"},
+    "/api/breakpoints/{id}/feedback": {"post"},
+    "/api/breakpoints/{id}/expire": {"post"},
+}
+
+
+@pytest.fixture
+def schema(client, db) -> dict:
+    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def test_schema_is_served_without_auth_as_openapi_3_yaml_by_default(client, db):
+    response = client.get("/api/schema")
+
+    assert response.status_code == 200
+    document = yaml.safe_load(response.content)
+    assert str(document["openapi"]).startswith("3.")
+
+
+def test_schema_with_trailing_slash_is_served_too(client, db):
+    assert client.get("/api/schema/").status_code == 200
+
+
+def test_schema_validates_against_the_openapi_3_spec(schema):
+    validate_schema(schema)  # raises on an invalid document
+    assert schema["openapi"].startswith("3.")
+    assert schema["info"]["title"] == "Breakpoint Manager API"
+
+
+def test_every_contract_endpoint_is_in_the_schema_with_its_methods(schema):
+    paths = schema["paths"]
+
+    for path, methods in CONTRACT_PATHS.items():
+        assert path in paths, f"{path} missing; schema has {sorted(paths)}"
+        assert methods <= set(paths[path]), f"{path}: {sorted(paths[path])}"
+
+
+def test_bearer_security_scheme_is_declared_and_used(schema):
+    schemes = schema["components"]["securitySchemes"]
+    bearer = [
+        s for s in schemes.values() if s.get("type") == "http" and s.get("scheme") == "bearer"
+    ]
+    assert bearer, schemes
+    bearer_name = next(name for name, s in schemes.items() if s in bearer)
+
+    create = schema["paths"]["/api/breakpoints"]["post"]
+    assert any(bearer_name in requirement for requirement in create["security"])
+
+
+def test_breakpoint_component_has_the_contract_properties(schema):
+    component = schema["components"]["schemas"]["Breakpoint"]
+
+    properties = component["properties"]
+    assert properties, "Breakpoint must not be an empty object"
+    for name in (
+        "breakpointId", "status", "agentId", "runId", "title", "key", "question", "payload",
+        "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt", "releasedAt",
+        "expiredAt", "cancelledAt", "feedback", "result",
+    ):  # fmt: skip
+        assert name in properties, name
+
+
+def test_status_enum_lists_the_four_states(schema):
+    schemas = schema["components"]["schemas"]
+    status = schemas["Breakpoint"]["properties"]["status"]
+    ref = status.get("$ref") or status["allOf"][0]["$ref"]
+
+    enum = schemas[ref.rsplit("/", 1)[-1]]["enum"]
+
+    assert set(enum) == {"waiting", "released", "expired", "cancelled"}
+
+
+def test_create_documents_201_200_and_error_responses(schema):
+    responses = schema["paths"]["/api/breakpoints"]["post"]["responses"]
+
+    assert {"200", "201", "400", "401", "403", "409", "413"} <= set(responses)
+    error_ref = responses["400"]["content"]["application/json"]["schema"]["$ref"]
+    error = schema["components"]["schemas"][error_ref.rsplit("/", 1)[-1]]
+    assert "error" in error["properties"]
+
+
+@pytest.fixture
+def plain_static_storage(settings):
+    """The suite runs with DEBUG off (manifest storage) but without collectstatic."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+def test_docs_page_is_html_without_auth(client, db, plain_static_storage):
+    response = client.get("/api/docs")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    assert b"swagger-ui" in response.content.lower()
+    assert b"/api/schema" in response.content
+
+
+def test_docs_with_trailing_slash_is_served_too(client, db, plain_static_storage):
+    assert client.get("/api/docs/").status_code == 200

@@ -1,0 +1,50 @@
+"""Probes: /healthz (process alive) and /readyz (database and broker reachable)."""
+
+import pytest
+
+
+def test_healthz_is_200_without_auth_or_database(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_is_200_when_database_and_broker_answer(client, db):
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok", "broker": "ok"}}
+
+
+def test_readyz_is_503_naming_the_broker_when_redis_is_unreachable(client, db, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["checks"]["database"] == "ok"
+    assert body["checks"]["broker"] != "ok"
+    assert "Connection" in body["checks"]["broker"]
+
+
+def test_readyz_is_503_naming_the_database_when_it_is_unreachable(client, db, monkeypatch):
+    from config import health
+
+    def broken_cursor():
+        raise OSError("connection refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(health.connection, "cursor", broken_cursor)
+        response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json()["checks"]["database"] == "OSError: connection refused"
+    assert response.json()["checks"]["broker"] == "ok"
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_probes_answer_get_only(client, db, path):
+    assert client.post(path).status_code == 405

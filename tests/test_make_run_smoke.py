@@ -1,0 +1,151 @@
+"""`make run` on a fresh checkout: SQLite, embedded broker, a real HTTP server that takes a breakpoint.
+
+Boots a clean copy of the project in a temporary folder the way `make run` does (migrate,
+then runserver) with no DATABASE_URL/REDIS_URL, so it never touches the outer test database.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NOT_PROJECT_FILES = shutil.ignore_patterns(
+    ".venv",
+    ".git",
+    "__pycache__",
+    "*.pyc",
+    "db.sqlite3",
+    "db.sqlite3-journal",
+    "var",
+    "staticfiles",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "*.egg-info",
+    "node_modules",
+    "artifacts",
+)
+BOOT_TIMEOUT_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def fresh_env(var_dir: Path) -> dict[str, str]:
+    """A developer's shell on a fresh machine: DEBUG on, no database or broker configured."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("BPM_", "CELERY_", "DJANGO_"))
+        and key not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PYTHONPATH", "ALLOWED_HOSTS"}
+    }
+    env.update({"DEBUG": "1", "BPM_VAR_DIR": str(var_dir), "PYTHONDONTWRITEBYTECODE": "1"})
+    return env
+
+
+def manage(app: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=app,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stderr}"
+    return result
+
+
+def http(method: str, url: str, body: dict | None = None, token: str | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def wait_until_healthy(base: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + BOOT_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        assert server.poll() is None, f"runserver exited early:\n{log.read_text()}"
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"/healthz did not answer within {BOOT_TIMEOUT_SECONDS}s:\n{log.read_text()}")
+
+
+@pytest.mark.slow
+def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path):
+    app = tmp_path / "app"
+    shutil.copytree(REPO_ROOT, app, ignore=NOT_PROJECT_FILES)
+    assert not (app / "db.sqlite3").exists()
+    env = fresh_env(tmp_path / "var")
+
+    manage(app, env, "migrate", "--noinput")
+    token = manage(app, env, "create_agent_token", "smoke-agent").stdout.strip().splitlines()[-1]
+    assert token.startswith("bpm_")
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "runserver.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            cwd=app,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until_healthy(base, server, log)
+
+            status, body = http(
+                "POST",
+                f"{base}/api/breakpoints",
+                {"payload": {"question": "Ship it?", "title": "Smoke Test"}},
+                token=token,
+            )
+            assert status == 201, body
+            assert body["status"] == "waiting"
+            assert body["agentId"] == "smoke-agent"
+            assert body["key"] == "smoke-test"
+
+            status, polled = http(
+                "GET", f"{base}/api/breakpoints/{body['breakpointId']}/status", token=token
+            )
+            assert status == 200
+            assert polled["status"] == "waiting"
+
+            status, refused = http("GET", f"{base}/api/breakpoints")
+            assert status == 401
+            assert refused["error"]["code"] == "not_authenticated"
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+
+    assert (app / "db.sqlite3").is_file(), "make run must default to SQLite in the project folder"
+    assert (app / "db.sqlite3").stat().st_size > 0
