@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -59,8 +60,8 @@ def _parse_event_types(event_types: list[str] | None) -> list[str]:
     return sorted(set(chosen), key=WebhookEventType.values.index)
 
 
-def webhook_add(*, url: str, event_types: list[str] | None = None, secret: str = "") -> Webhook:
-    """Subscribe `url` to the given event types (none means all)."""
+def webhook_build(*, url: str, event_types: list[str] | None = None, secret: str = "") -> Webhook:
+    """A validated, unsaved subscription: raises InvalidInput on a bad URL, type or secret."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput("The webhook URL must be an absolute http(s) URL.", {"url": [url]})
@@ -76,11 +77,29 @@ def webhook_add(*, url: str, event_types: list[str] | None = None, secret: str =
     webhook = Webhook(url=url.strip(), event_types=_parse_event_types(event_types))
     if secret:
         webhook.secret = secret
-    if secret.startswith("whsec_"):
-        _signer(secret)  # refuse a whsec_ secret that is not valid base64 now, not at delivery
-    webhook.full_clean()
+    try:
+        _signer(webhook.secret)
+        webhook.full_clean()
+    except ValidationError as exc:
+        raise InvalidInput("The webhook is not valid.", exc.message_dict) from exc
+    except Exception as exc:  # standardwebhooks refuses a whsec_ secret that is not base64
+        raise InvalidInput(f"The secret is not usable: {exc}", {"secret": [str(exc)]}) from exc
+    return webhook
+
+
+def webhook_add(*, url: str, event_types: list[str] | None = None, secret: str = "") -> Webhook:
+    """Subscribe `url` to the given event types (none means all)."""
+    webhook = webhook_build(url=url, event_types=event_types, secret=secret)
     webhook.save()
     return webhook
+
+
+def webhook_update(*, webhook_id: int, event_types: list[str], active: bool) -> Webhook:
+    """Change what a subscription receives, or pause it; the URL and secret stay."""
+    chosen = _parse_event_types(event_types)
+    if not Webhook.objects.filter(pk=webhook_id).update(event_types=chosen, active=active):
+        raise NotFound(f"No webhook with id {webhook_id}.")
+    return Webhook.objects.get(pk=webhook_id)
 
 
 def webhook_remove(*, webhook_id: int) -> None:

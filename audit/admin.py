@@ -1,0 +1,50 @@
+"""The audit trail in the console: read-only for everyone, superusers included."""
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.urls import reverse
+from django.utils.html import format_html
+
+from audit.models import Event
+from breakpoints.actors import is_reviewer
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("timestamp", "type", "actor", "breakpoint_link", "details")
+    list_filter = ("type", ("timestamp", admin.DateFieldListFilter))
+    search_fields = ("actor", "=breakpoint__id")
+    fields = ("timestamp", "type", "actor", "breakpoint_link", "metadata")
+    readonly_fields = fields
+    ordering = ("-timestamp", "-id")
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
+
+    def has_module_permission(self, request) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return is_reviewer(request.user)
+
+    # Append-only: events are written by audit.services inside each transition.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Breakpoint", ordering="breakpoint_id")
+    def breakpoint_link(self, event: Event) -> str:
+        # breakpoint_id only: no join, no payload loaded per row.
+        url = reverse("admin:breakpoints_breakpoint_change", args=[quote(event.breakpoint_id)])
+        return format_html('<a href="{}">{}</a>', url, event.breakpoint_id)
+
+    @admin.display(description="Details")
+    def details(self, event: Event) -> str:
+        metadata = event.metadata if isinstance(event.metadata, dict) else {}
+        parts = [f"{key}={value}" for key, value in metadata.items() if value not in (None, "")]
+        return format_html('<span class="bpm-muted">{}</span>', ", ".join(parts)[:200])

@@ -1,0 +1,324 @@
+"""The reviewer console: the Breakpoint queue and review screens, and read-only feedback.
+
+Roles decide access (breakpoints.actors): reviewers see the queue, comment and
+release; admins also expire and delete. Nobody edits a breakpoint in a form: what the
+agent sent is evidence, and every change of state goes through breakpoints.services.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.db.models import (
+    Case,
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    QuerySet,
+    Value,
+    When,
+)
+from django.http import HttpRequest
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+
+from breakpoints.actors import Actor, is_admin, is_reviewer
+from breakpoints.choices import Status
+from breakpoints.filters import filter_has_all_tags
+from breakpoints.models import Breakpoint
+from breakpoints.services import breakpoint_expire
+from config.errors import DomainError
+from reviews import console, rendering
+from reviews.models import Feedback
+
+admin.site.site_header = "Breakpoint Manager"
+admin.site.site_title = "Breakpoint Manager"
+admin.site.index_title = "Reviewer console"
+
+# Columns the queue never shows: payloads can be megabytes per row.
+HEAVY_FIELDS = ("payload", "result", "auto_approval", "request_hash")
+SOON_SECONDS = 5 * 60
+
+# The queue's default order: waiting first, oldest waiting at the top; then the rest,
+# newest first. Expressions (not field names), so no column claims to be "the" sort.
+QUEUE_ORDERING = [
+    Case(
+        When(status=Status.WAITING, then=Value(0)), default=Value(1), output_field=IntegerField()
+    ).asc(),
+    Case(When(status=Status.WAITING, then=F("created_at"))).asc(),
+    ExpressionWrapper(F("created_at"), output_field=DateTimeField()).desc(),
+]
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A sidebar filter with a text box (for values too many to list: tags, agents)."""
+
+    template = "admin/breakpoints/input_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self) -> bool:
+        return True
+
+    def choices(self, changelist):
+        # Every other current parameter rides along as a hidden field, so filters combine.
+        yield {
+            "value": self.value() or "",
+            "parameter_name": self.parameter_name,
+            "clear_query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "hidden_params": [
+                (key, value)
+                for key, value in changelist.params.items()
+                if key != self.parameter_name
+            ],
+        }
+
+
+class TagFilter(InputFilter):
+    title = "tag"
+    parameter_name = "tag"
+
+    def tags(self) -> list[str]:
+        return [t.strip() for t in (self.value() or "").split(",") if t.strip()][:10]
+
+    def queryset(self, request, queryset):
+        tags = self.tags()
+        return filter_has_all_tags(queryset, tags) if tags else queryset
+
+
+class AgentFilter(InputFilter):
+    title = "agent id"
+    parameter_name = "agent"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(agent_id=value) if value else queryset
+
+
+class RunFilter(InputFilter):
+    title = "run id"
+    parameter_name = "run"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(run_id=value) if value else queryset
+
+
+def _badge(status: str) -> str:
+    return format_html(
+        '<span class="bpm-badge bpm-badge--{}">{}</span>', status, Status(status).label
+    )
+
+
+@admin.register(Breakpoint)
+class BreakpointAdmin(admin.ModelAdmin):
+    list_display = ("summary", "agent_id", "run_id", "tag_list", "status_badge", "age", "time_left")
+    list_display_links = ("summary",)
+    list_filter = (
+        "status",
+        TagFilter,
+        AgentFilter,
+        RunFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
+    search_fields = ("title", "question")
+    search_help_text = "Search titles and questions."
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 50
+    ordering = QUEUE_ORDERING
+    actions = ["expire_selected"]
+    sortable_by = ("agent_id", "run_id", "status_badge", "age", "time_left")
+
+    # --- permissions: roles, not per-model grants --------------------------
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_reviewer(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # agents create breakpoints through the API
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the payload is what the agent sent; state moves only via services
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_admin(request.user)
+
+    def has_release_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_expire_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)
+
+    # --- the queue -----------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Breakpoint]:
+        return super().get_queryset(request).defer(*HEAVY_FIELDS)
+
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        if request.GET.get("status__exact") == Status.WAITING:
+            return ["created_at"]  # oldest first, served by the (status, created_at) index
+        return list(self.ordering)
+
+    @admin.display(description="Breakpoint")
+    def summary(self, bp: Breakpoint) -> str:
+        question = Truncator(bp.question or "").chars(160)
+        return format_html(
+            '<span class="bpm-title">{}</span><span class="bpm-question">{}</span>',
+            bp.title or bp.key,
+            question,
+        )
+
+    @admin.display(description="Tags")
+    def tag_list(self, bp: Breakpoint) -> str:
+        tags = bp.tags if isinstance(bp.tags, list) else []
+        return format_html_join(
+            "",
+            '<a class="bpm-tag" href="?{}" title="Show only this tag">{}</a>',
+            ((urlencode({"tag": tag}), tag) for tag in tags if isinstance(tag, str)),
+        )
+
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, bp: Breakpoint) -> str:
+        return _badge(bp.status)
+
+    @admin.display(description="Age", ordering="created_at")
+    def age(self, bp: Breakpoint) -> str:
+        return format_html(
+            '<time datetime="{}" title="{}">{}</time>',
+            bp.created_at.isoformat(),
+            bp.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            rendering.age(bp.created_at, timezone.now()),
+        )
+
+    @admin.display(description="Time left", ordering="expires_at")
+    def time_left(self, bp: Breakpoint) -> str:
+        now = timezone.now()
+        text = self.time_left_text(bp, now)
+        if bp.expires_at is None or not bp.is_waiting:
+            return format_html('<span class="bpm-muted">{}</span>', text)
+        remaining = (bp.expires_at - now).total_seconds()
+        css = "bpm-soon" if remaining < SOON_SECONDS else "bpm-left"
+        return format_html(
+            '<time class="{}" datetime="{}">{}</time>', css, bp.expires_at.isoformat(), text
+        )
+
+    @staticmethod
+    def time_left_text(bp: Breakpoint, now: datetime) -> str:
+        if not bp.is_waiting:
+            return "—"
+        if bp.expires_at is None:
+            return "no expiry"
+        if bp.expires_at <= now:
+            return "overdue"
+        return rendering.compact_duration(bp.expires_at - now)
+
+    # --- actions ---------------------------------------------------------------
+
+    @admin.action(description="Expire selected waiting breakpoints", permissions=["expire"])
+    def expire_selected(self, request: HttpRequest, queryset: QuerySet[Breakpoint]) -> None:
+        actor = Actor.for_user(request.user)
+        expired, skipped = 0, 0
+        for pk in queryset.filter(status=Status.WAITING).values_list("pk", flat=True):
+            try:
+                breakpoint_expire(breakpoint_id=pk, actor=actor)
+            except DomainError:
+                skipped += 1
+            else:
+                expired += 1
+        if expired:
+            self.message_user(request, f"Expired {expired} breakpoint(s).", messages.SUCCESS)
+        if skipped or not expired:
+            self.message_user(
+                request,
+                f"{skipped} breakpoint(s) were no longer waiting and were left as they are."
+                if skipped
+                else "None of the selected breakpoints was waiting.",
+                messages.WARNING,
+            )
+
+    # --- per-object screens ----------------------------------------------------
+
+    def get_urls(self):
+        def wrap(view):
+            def wrapper(request, object_id):
+                return view(self, request, object_id)
+
+            return self.admin_site.admin_view(wrapper)
+
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path("<path:object_id>/comment/", wrap(console.comment_view), name=f"{name}_comment"),
+            path("<path:object_id>/release/", wrap(console.release_view), name=f"{name}_release"),
+            path("<path:object_id>/expire/", wrap(console.expire_view), name=f"{name}_expire"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The review screen replaces the (never used) edit form."""
+        return console.review_view(self, request, object_id)
+
+    def get_deleted_objects(self, objs, request):
+        # Events and feedback go with their breakpoint; admins may delete without
+        # per-model delete rights on the append-only children.
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
+
+
+def breakpoint_link(breakpoint_id: str) -> str:
+    url = reverse("admin:breakpoints_breakpoint_change", args=[quote(breakpoint_id)])
+    return format_html('<a href="{}">{}</a>', url, breakpoint_id)
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(admin.ModelAdmin):
+    """Read-only: feedback is written by reviewers on the review screen, via services."""
+
+    list_display = ("created_at", "author", "excerpt", "releases", "approved", "option", "on")
+    list_filter = ("releases", "approved", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("author", "comment", "=breakpoint__id")
+    list_select_related = ("breakpoint",)
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    ordering = ("-created_at", "-id")
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .defer(*(f"breakpoint__{field}" for field in (*HEAVY_FIELDS, "question")))
+        )
+
+    def has_module_permission(self, request) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return is_reviewer(request.user)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Comment")
+    def excerpt(self, feedback: Feedback) -> str:
+        return Truncator(feedback.comment).chars(120)
+
+    @admin.display(description="Breakpoint")
+    def on(self, feedback: Feedback) -> str:
+        bp = feedback.breakpoint
+        url = reverse("admin:breakpoints_breakpoint_change", args=[quote(bp.pk)])
+        return format_html('<a href="{}">{}</a>', url, bp.title or bp.key)

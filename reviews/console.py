@@ -1,0 +1,375 @@
+"""The reviewer console's per-breakpoint screens: review, comment, release (with a
+confirmation step) and expire.
+
+BreakpointAdmin.get_urls() mounts these behind admin_site.admin_view(); each takes the
+ModelAdmin first. Every write goes through breakpoints.services with the reviewer as
+Actor, and every DomainError becomes a message, never an error page.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+
+from breakpoints import routing, selectors, services
+from breakpoints.actors import Actor
+from breakpoints.choices import Strategy
+from breakpoints.models import Breakpoint
+from breakpoints.payload import payload_options
+from config.errors import DomainError, InvalidState, NotFound
+from reviews import rendering
+
+if TYPE_CHECKING:
+    from reviews.admin import BreakpointAdmin
+
+VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
+APPROVE = "approve"
+REJECT = "reject"
+OPTION_PREFIX = "option:"
+
+
+class DecisionForm(forms.Form):
+    """A reviewer's comment and, for a release, the decision: approve, reject or an option."""
+
+    comment = forms.CharField(
+        required=False,
+        strip=True,
+        max_length=20_000,
+        widget=forms.Textarea(
+            attrs={"rows": 5, "placeholder": "Feedback for the agent (required to reject)"}
+        ),
+    )
+    decision = forms.ChoiceField(widget=forms.RadioSelect, required=True)
+
+    def __init__(self, *args: Any, options: list[str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.options = list(options or [])
+        choices = [(f"{OPTION_PREFIX}{i}", option) for i, option in enumerate(self.options)]
+        choices += [(APPROVE, "Approve"), (REJECT, "Reject with feedback")]
+        self.fields["decision"].choices = choices
+
+    def clean_comment(self) -> str:
+        # Browsers submit textarea line breaks as CRLF; the agent gets plain "\n".
+        return self.cleaned_data["comment"].replace("\r\n", "\n").replace("\r", "\n")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("decision") == REJECT and not data.get("comment"):
+            self.add_error("comment", "Tell the agent why: rejecting needs feedback.")
+        return data
+
+    @property
+    def approved(self) -> bool:
+        return self.cleaned_data["decision"] != REJECT
+
+    @property
+    def option(self) -> str | None:
+        decision = self.cleaned_data["decision"]
+        if decision.startswith(OPTION_PREFIX):
+            return self.options[int(decision.removeprefix(OPTION_PREFIX))]
+        return None
+
+    @property
+    def decision_label(self) -> str:
+        if self.option is not None:
+            return f"Choose option “{self.option}”"
+        return "Approve" if self.approved else "Reject"
+
+    @property
+    def outcome(self) -> str:
+        if self.option is not None:
+            return f"option “{self.option}” chosen"
+        return "approved" if self.approved else "rejected"
+
+
+class ExpireForm(forms.Form):
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs={"placeholder": "Optional: why, for the agent"}),
+    )
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def _actor(request: HttpRequest) -> Actor:
+    return Actor.for_user(request.user)
+
+
+def _url(model_admin: "BreakpointAdmin", request: HttpRequest, name: str, *args: Any) -> str:
+    """An admin URL for this model that keeps the reviewer's queue filters."""
+    opts = model_admin.opts
+    url = reverse(
+        f"admin:{opts.app_label}_{opts.model_name}_{name}",
+        args=[quote(arg) for arg in args],
+        current_app=model_admin.admin_site.name,
+    )
+    context = {"opts": opts, "preserved_filters": model_admin.get_preserved_filters(request)}
+    return add_preserved_filters(context, url)
+
+
+def detail_url(model_admin: "BreakpointAdmin", request: HttpRequest, breakpoint_id: str) -> str:
+    return _url(model_admin, request, "change", breakpoint_id)
+
+
+def _redirect_detail(model_admin, request, object_id: str) -> HttpResponseRedirect:
+    """Back to the review screen; `object_id` is the (admin-quoted) id from the URL."""
+    return HttpResponseRedirect(detail_url(model_admin, request, unquote(object_id)))
+
+
+def _load(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str) -> Breakpoint:
+    """The breakpoint, expired on the spot if overdue (selectors do that on every read)."""
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    return selectors.breakpoint_get(request.user, unquote(object_id))
+
+
+def _not_found(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    return model_admin._get_obj_does_not_exist_redirect(request, model_admin.opts, object_id)
+
+
+def _context(model_admin: "BreakpointAdmin", request: HttpRequest, **extra: Any) -> dict:
+    return {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "app_label": model_admin.opts.app_label,
+        "preserved_filters": model_admin.get_preserved_filters(request),
+        "changelist_url": _url(model_admin, request, "changelist"),
+        **extra,
+    }
+
+
+def _status_message(bp_status: str) -> str:
+    return (
+        f"This breakpoint is already {bp_status}: nothing was sent to the agent. "
+        "Another reviewer, the agent or the expiry timer got there first."
+    )
+
+
+def _release_refusal(request: HttpRequest, bp: Breakpoint) -> str | None:
+    """Why this reviewer may comment but not release a routed breakpoint, or None."""
+    if not bp.experts:
+        return None
+    seats = routing.seats_for(bp.experts)
+    try:
+        routing.seat_for_response(request.user, seats, [v.get("seat") for v in bp.votes])
+    except DomainError as exc:
+        return exc.message
+    return None
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+# --- views -------------------------------------------------------------------
+
+
+def review_view(
+    model_admin: "BreakpointAdmin",
+    request: HttpRequest,
+    object_id: str,
+    form: DecisionForm | None = None,
+) -> HttpResponse:
+    """The detail page: question first, context files, result, feedback, timeline, actions."""
+    try:
+        bp = _load(model_admin, request, object_id)
+    except NotFound:
+        return _not_found(model_admin, request, object_id)
+    payload = bp.payload if isinstance(bp.payload, dict) else {}
+    can_release = bp.is_waiting and model_admin.has_release_permission(request)
+    if form is None and can_release:
+        # "Back" on the confirmation page posts the decision here to edit it again.
+        initial = {key: request.POST.get(key, "") for key in ("comment", "decision")}
+        form = DecisionForm(
+            options=payload_options(payload),
+            initial=initial if request.method == "POST" else None,
+        )
+    release_note = _release_refusal(request, bp) if can_release else None
+    events = list(selectors.breakpoint_events(request.user, bp.pk))
+    now = timezone.now()
+    context = _context(
+        model_admin,
+        request,
+        title=bp.title or bp.key,
+        subtitle=None,
+        bp=bp,
+        original=bp,
+        question=bp.question,
+        payload=payload,
+        attempt=payload.get("attempt"),
+        previous_feedback=payload.get("previousFeedback"),
+        experts=_as_list(payload.get("expert")),
+        strategy=payload.get("strategy"),
+        options=payload_options(payload),
+        files=rendering.context_files(payload),
+        payload_html=rendering.render_json(payload),
+        result_html=rendering.render_json(bp.result) if bp.result is not None else None,
+        feedback=list(bp.feedback.all()),
+        events=events,
+        form=form if can_release else None,
+        can_release=can_release,
+        can_decide=can_release and release_note is None,
+        release_note=release_note,
+        can_expire=bp.is_waiting and model_admin.has_expire_permission(request),
+        can_delete=model_admin.has_delete_permission(request, bp),
+        age=rendering.age(bp.created_at, now),
+        time_left=model_admin.time_left_text(bp, now),
+        queue_url=reverse("admin:breakpoints_breakpoint_changelist"),
+        comment_url=_url(model_admin, request, "comment", bp.pk),
+        release_url=_url(model_admin, request, "release", bp.pk),
+        expire_url=_url(model_admin, request, "expire", bp.pk),
+        delete_url=_url(model_admin, request, "delete", bp.pk),
+    )
+    return TemplateResponse(request, "admin/breakpoints/breakpoint/review.html", context)
+
+
+def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Add a comment without deciding (feedback_add with release=False)."""
+    if request.method != "POST":
+        return _redirect_detail(model_admin, request, object_id)
+    if not model_admin.has_release_permission(request):
+        raise PermissionDenied
+    comment = (request.POST.get("comment") or "").strip()
+    if not comment:
+        messages.error(request, "Write a comment first: an empty comment was not added.")
+        return _redirect_detail(model_admin, request, object_id)
+    try:
+        services.feedback_add(
+            breakpoint_id=unquote(object_id), actor=_actor(request), comment=comment
+        )
+    except NotFound:
+        return _not_found(model_admin, request, object_id)
+    except InvalidState as exc:
+        messages.error(
+            request, f"This breakpoint is already {exc.current_status}: it takes no more comments."
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Comment added. The agent sees it with the breakpoint.")
+    return _redirect_detail(model_admin, request, object_id)
+
+
+def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Release in two steps: show what the agent will receive, then send it on confirm."""
+    if request.method != "POST":
+        return _redirect_detail(model_admin, request, object_id)
+    if not model_admin.has_release_permission(request):
+        raise PermissionDenied
+    try:
+        bp = _load(model_admin, request, object_id)
+    except NotFound:
+        return _not_found(model_admin, request, object_id)
+    if not bp.is_waiting:
+        messages.error(request, _status_message(bp.status))
+        return _redirect_detail(model_admin, request, object_id)
+    refusal = _release_refusal(request, bp)
+    if refusal:
+        messages.error(request, refusal)
+        return _redirect_detail(model_admin, request, object_id)
+    form = DecisionForm(request.POST, options=payload_options(bp.payload))
+    if not form.is_valid():
+        return review_view(model_admin, request, object_id, form=form)
+    comment = form.cleaned_data["comment"]
+    if request.POST.get("confirm") != "yes":
+        preview = services._release_result(
+            approved=form.approved,
+            comment=comment,
+            option=form.option,
+            responder=request.user.get_username(),
+            at=timezone.now(),
+        )
+        context = _context(
+            model_admin,
+            request,
+            title="Confirm release",
+            subtitle=None,
+            bp=bp,
+            original=bp,
+            form=form,
+            decision_label=form.decision_label,
+            is_vote=bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
+            approved=form.approved,
+            result_html=rendering.render_json(preview),
+            release_url=_url(model_admin, request, "release", bp.pk),
+            detail_url=detail_url(model_admin, request, bp.pk),
+        )
+        return TemplateResponse(
+            request, "admin/breakpoints/breakpoint/release_confirm.html", context
+        )
+    try:
+        _, bp = services.feedback_add(
+            breakpoint_id=bp.pk,
+            actor=_actor(request),
+            comment=comment,
+            release=True,
+            approved=form.approved,
+            option=form.option,
+        )
+    except InvalidState as exc:
+        messages.error(request, _status_message(exc.current_status))
+        return _redirect_detail(model_admin, request, object_id)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return _redirect_detail(model_admin, request, object_id)
+    if bp.is_waiting:
+        # A multi-reviewer strategy (collect-all, quorum) counted the vote but is not done.
+        messages.success(
+            request, "Your decision was recorded; other reviewers still have to respond."
+        )
+        return _redirect_detail(model_admin, request, object_id)
+    messages.success(
+        request,
+        f"Released “{bp.title or bp.key}”: {form.outcome}. "
+        "The agent receives the result on its next poll.",
+    )
+    return HttpResponseRedirect(_url(model_admin, request, "changelist"))
+
+
+def expire_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Admins only: confirm, then expire a waiting breakpoint (breakpoint_expire)."""
+    if not model_admin.has_expire_permission(request):
+        raise PermissionDenied
+    try:
+        bp = _load(model_admin, request, object_id)
+    except NotFound:
+        return _not_found(model_admin, request, object_id)
+    if not bp.is_waiting:
+        messages.error(request, f"This breakpoint is already {bp.status}: it cannot expire.")
+        return _redirect_detail(model_admin, request, object_id)
+    form = ExpireForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.breakpoint_expire(
+                breakpoint_id=bp.pk, actor=_actor(request), reason=form.cleaned_data["reason"]
+            )
+        except InvalidState as exc:
+            messages.error(request, f"This breakpoint is already {exc.current_status}.")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Expired “{bp.title or bp.key}”.")
+        return _redirect_detail(model_admin, request, object_id)
+    context = _context(
+        model_admin,
+        request,
+        title="Expire breakpoint",
+        subtitle=None,
+        bp=bp,
+        original=bp,
+        form=form,
+        expire_url=_url(model_admin, request, "expire", bp.pk),
+        detail_url=detail_url(model_admin, request, bp.pk),
+    )
+    return TemplateResponse(request, "admin/breakpoints/breakpoint/expire_confirm.html", context)

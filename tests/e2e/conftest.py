@@ -1,0 +1,108 @@
+"""Browser tests: a live server, headless Chromium driven by Playwright's sync API."""
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tests.factories import PASSWORD, AdminFactory, ReviewerFactory
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM calls from the
+# test body are still synchronous and safe.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
+
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason=f"{CHROMIUM} is missing: install Chromium (apt-get install chromium) to run e2e tests",
+)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_page(chromium):
+    """A fresh browser context (own cookies) per call; all closed after the test."""
+    contexts = []
+
+    def make():
+        context = chromium.new_context(viewport={"width": 1440, "height": 900})
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(autouse=True)
+def _plain_static_storage(settings):
+    """DEBUG is off in the suite (manifest storage) but nothing was collected."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+def _with_password(user):
+    user.set_password(PASSWORD)
+    user.save()
+    return user
+
+
+@pytest.fixture
+def e2e_reviewer(transactional_db):
+    return _with_password(ReviewerFactory(username="rita"))
+
+
+@pytest.fixture
+def e2e_admin(transactional_db):
+    return _with_password(AdminFactory(username="adam"))
+
+
+@pytest.fixture
+def login(live_server):
+    """Log `user` in through the real login form; returns the page on the console index."""
+
+    def do(page, user):
+        page.goto(f"{live_server.url}/admin/")
+        page.fill("#id_username", user.get_username())
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        page.wait_for_selector("#site-name")
+        assert "/admin/login/" not in page.url
+        return page
+
+    return do
+
+
+@pytest.fixture
+def screenshot():
+    def save(page, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return save

@@ -1,0 +1,281 @@
+"""Console actions go through the services, as the reviewer, and never error on a stale page."""
+
+from django.contrib.messages import get_messages
+
+from audit.models import Event
+from breakpoints.actors import Actor
+from breakpoints.models import Breakpoint
+from breakpoints.services import breakpoint_cancel, feedback_add
+from reviews.models import Feedback
+from tests.factories import BreakpointFactory, ReviewerFactory
+from tests.reviews.conftest import QUEUE_URL, action_url, review_url
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def _release(client, bp, **data):
+    """Both steps: the confirmation page, then the confirmed release."""
+    step1 = client.post(action_url("release", bp.pk), data)
+    assert step1.status_code == 200, step1
+    assert b"Confirm and release" in step1.content
+    return client.post(action_url("release", bp.pk), {**data, "confirm": "yes"})
+
+
+def test_comment_adds_feedback_and_an_event_by_the_reviewer(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    response = reviewer_browser.post(
+        action_url("comment", bp.pk), {"comment": "Checking the numbers"}
+    )
+    assert response.status_code == 302
+    assert response["Location"].startswith(review_url(bp.pk))
+    feedback = Feedback.objects.get(breakpoint=bp)
+    assert (feedback.author, feedback.comment, feedback.releases) == (
+        "rita",
+        "Checking the numbers",
+        False,
+    )
+    assert Event.objects.filter(breakpoint=bp, type="feedback", actor="rita").exists()
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+    page = reviewer_browser.get(review_url(bp.pk))
+    assert b"Checking the numbers" in page.content
+
+
+def test_empty_comment_is_refused_with_a_message(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    response = reviewer_browser.post(action_url("comment", bp.pk), {"comment": "   "}, follow=True)
+    assert response.status_code == 200
+    assert (
+        any("empty comment" in m for m in _messages(response))
+        or b"empty comment" in response.content
+    )
+    assert not Feedback.objects.filter(breakpoint=bp).exists()
+
+
+def test_confirmation_step_shows_the_result_and_changes_nothing(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    response = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "reject", "comment": "Split it in two"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "The agent will receive this result" in html
+    assert "&quot;approved&quot;" in html or '"approved"' in html
+    assert "false" in html and "Split it in two" in html and "rita" in html
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+    assert not Feedback.objects.filter(breakpoint=bp).exists()
+
+
+def test_approve_releases_with_the_reviewer_as_responder(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    response = _release(reviewer_browser, bp, decision="approve", comment="Ship it")
+    assert response.status_code == 302
+    assert response["Location"].startswith(QUEUE_URL)
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert bp.result["approved"] is True
+    assert bp.result["feedback"] == bp.result["response"] == "Ship it"
+    assert bp.result["respondedBy"] == "rita"
+    assert Event.objects.filter(breakpoint=bp, type="released", actor="rita").exists()
+
+
+def test_approve_without_a_comment_is_allowed(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    _release(reviewer_browser, bp, decision="approve", comment="")
+    bp.refresh_from_db()
+    assert bp.status == "released" and bp.result["approved"] is True
+
+
+def test_reject_needs_feedback_and_sends_it(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    refused = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "reject", "comment": ""}
+    )
+    assert refused.status_code == 200
+    assert b"rejecting needs feedback" in refused.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+    _release(reviewer_browser, bp, decision="reject", comment="Line one\r\nLine two")
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert bp.result["approved"] is False
+    assert bp.result["feedback"] == "Line one\nLine two"  # browser CRLF normalised
+
+
+def test_choosing_an_option_releases_with_result_option(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
+    page = reviewer_browser.get(review_url(bp.pk))
+    assert b"Ship Monday" in page.content
+    _release(reviewer_browser, bp, decision="option:1", comment="")
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert bp.result["option"] == "Ship Monday"
+    assert bp.result["approved"] is True
+    feedback = Feedback.objects.get(breakpoint=bp)
+    assert feedback.option == "Ship Monday" and feedback.releases
+
+
+def test_unknown_option_is_refused(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now"]})
+    response = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "option:7", "confirm": "yes"}
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
+def test_stale_release_shows_a_message_and_leaves_the_state(reviewer_browser, make_breakpoint):
+    """Two reviewers on the same page: the second release is refused politely."""
+    bp = make_breakpoint()
+    step1 = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "approve", "comment": "ok"}
+    )
+    assert step1.status_code == 200
+    other = ReviewerFactory(username="bob")
+    feedback_add(
+        breakpoint_id=bp.pk, actor=Actor.for_user(other), comment="No", release=True, approved=False
+    )
+
+    response = reviewer_browser.post(
+        action_url("release", bp.pk),
+        {"decision": "approve", "comment": "ok", "confirm": "yes"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert (
+        any("already released" in m for m in _messages(response))
+        or b"already released" in response.content
+    )
+    bp.refresh_from_db()
+    assert bp.result["respondedBy"] == "bob" and bp.result["approved"] is False
+    assert Feedback.objects.filter(breakpoint=bp).count() == 1
+
+
+def test_stale_release_of_a_cancelled_breakpoint(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    breakpoint_cancel(breakpoint_id=bp.pk, actor=Actor.for_agent("agent-a"))
+    response = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "approve", "confirm": "yes"}, follow=True
+    )
+    assert response.status_code == 200
+    assert b"already cancelled" in response.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "cancelled"
+
+
+def test_finished_breakpoints_are_read_only(reviewer_browser, console_reviewer, make_breakpoint):
+    bp = make_breakpoint()
+    feedback_add(
+        breakpoint_id=bp.pk, actor=Actor.for_user(console_reviewer), comment="ok", release=True
+    )
+    page = reviewer_browser.get(review_url(bp.pk))
+    assert b"read-only" in page.content
+    assert b"Review and release" not in page.content
+    assert b"Result sent to the agent" in page.content
+    late = reviewer_browser.post(action_url("comment", bp.pk), {"comment": "too late"}, follow=True)
+    assert b"takes no more comments" in late.content
+    assert Feedback.objects.filter(breakpoint=bp).count() == 1
+
+
+def test_admin_expires_through_the_confirmation(admin_browser, make_breakpoint):
+    bp = make_breakpoint()
+    confirm = admin_browser.get(action_url("expire", bp.pk))
+    assert confirm.status_code == 200 and b"Expire now" in confirm.content
+    response = admin_browser.post(action_url("expire", bp.pk), {"reason": "Superseded by run 44"})
+    assert response.status_code == 302
+    bp.refresh_from_db()
+    assert bp.status == "expired"
+    assert bp.result == {
+        "approved": False,
+        "feedback": "Superseded by run 44",
+        "respondedBy": "adam",
+    }
+    assert Event.objects.filter(breakpoint=bp, type="expired", actor="adam").exists()
+
+
+def test_expiring_a_finished_breakpoint_is_a_message(admin_browser, make_breakpoint):
+    bp = make_breakpoint()
+    breakpoint_cancel(breakpoint_id=bp.pk, actor=Actor.for_agent("agent-a"))
+    response = admin_browser.post(action_url("expire", bp.pk), {"reason": "x"}, follow=True)
+    assert response.status_code == 200
+    assert b"already cancelled" in response.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "cancelled"
+
+
+def test_admin_bulk_expire_action(admin_browser, make_breakpoint):
+    waiting = [make_breakpoint(), make_breakpoint()]
+    done = make_breakpoint()
+    breakpoint_cancel(breakpoint_id=done.pk, actor=Actor.for_agent("agent-a"))
+    response = admin_browser.post(
+        QUEUE_URL,
+        {"action": "expire_selected", "_selected_action": [b.pk for b in [*waiting, done]]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert b"Expired 2 breakpoint(s)" in response.content
+    assert set(Breakpoint.objects.values_list("status", flat=True)) == {"expired", "cancelled"}
+
+
+def test_routed_breakpoint_lets_other_reviewers_comment_only(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(payload={"question": "Schema change?", "expert": "dba-team"})
+    ReviewerFactory(username="dba").groups.create(name="dba-team")
+    page = reviewer_browser.get(review_url(bp.pk))
+    assert b"Only members of dba-team" in page.content
+    assert b"Review and release" not in page.content
+    response = reviewer_browser.post(
+        action_url("release", bp.pk), {"decision": "approve"}, follow=True
+    )
+    assert b"Only members of dba-team" in response.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
+def test_missing_breakpoint_redirects_with_a_message(reviewer_browser, db):
+    response = reviewer_browser.get(review_url("bp_nope"), follow=True)
+    assert response.status_code == 200
+    assert b"doesn" in response.content and b"exist" in response.content
+
+
+def test_release_keeps_the_reviewers_queue_filters(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(tags=["billing"])
+    filters = "_changelist_filters=tag%3Dbilling%26status__exact%3Dwaiting"
+    url = f"{action_url('release', bp.pk)}?{filters}"
+    response = reviewer_browser.post(url, {"decision": "approve", "confirm": "yes"})
+    assert response.status_code == 302
+    assert response["Location"] == f"{QUEUE_URL}?tag=billing&status__exact=waiting"
+
+
+def test_ids_that_look_like_admin_escapes_work_end_to_end(reviewer_browser, db):
+    """Ids are url-safe base64: '_3D' or '_5F' in one must not be read as an admin escape."""
+    bp = BreakpointFactory(id="bp_3Dab_5F-x_2F")
+    assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    response = reviewer_browser.post(action_url("comment", bp.pk), {"comment": "hi"})
+    assert response["Location"] == review_url(bp.pk)
+    _release(reviewer_browser, bp, decision="approve")
+    assert Breakpoint.objects.get(pk=bp.pk).status == "released"
+    queue = reviewer_browser.get(QUEUE_URL + "?status__exact=released").content.decode()
+    assert review_url(bp.pk) in queue
+
+
+def test_a_vote_on_a_collect_all_breakpoint_keeps_it_waiting(make_breakpoint):
+    """With several expert seats, one reviewer's release is a vote, said so on every step."""
+    from django.contrib.auth.models import Group
+
+    from tests.reviews.conftest import session_client, with_password
+
+    bp = make_breakpoint(
+        payload={"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
+    )
+    tina = with_password(ReviewerFactory(username="tina"))
+    tina.groups.add(Group.objects.get_or_create(name="tech-lead")[0])
+    ReviewerFactory(username="oscar").groups.add(Group.objects.get_or_create(name="ops-lead")[0])
+    client = session_client(tina)
+
+    step1 = client.post(action_url("release", bp.pk), {"decision": "approve", "comment": "fine"})
+    assert b"Your vote" in step1.content and b"collect-all" in step1.content
+    done = client.post(
+        action_url("release", bp.pk),
+        {"decision": "approve", "comment": "fine", "confirm": "yes"},
+        follow=True,
+    )
+    assert b"other reviewers still have to respond" in done.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"

@@ -1,0 +1,95 @@
+"""The console stays fast: a fixed number of queries whatever the size of the queue."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from breakpoints.actors import Actor
+from breakpoints.services import feedback_add
+from tests.factories import BreakpointFactory
+from tests.reviews.conftest import QUEUE_URL, review_url
+
+# session, user, the user's groups (roles, cached per request), the page COUNT, the
+# user's and groups' permissions (the admin's nav sidebar, for stock User/Group), the
+# page of rows, the waiting badge COUNT.
+QUEUE_QUERIES = 8
+# session, user, groups, the breakpoint, its feedback, events (exists + list), the two
+# permission queries of the nav sidebar, the waiting badge COUNT.
+REVIEW_QUERIES = 10
+
+
+def _queue_queries(client, url: str) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200
+    return [query["sql"] for query in captured.captured_queries]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        QUEUE_URL,
+        QUEUE_URL + "?status__exact=waiting",
+        QUEUE_URL + "?tag=billing&agent=agent-a&q=plan",
+        QUEUE_URL + "?created_at__gte=2000-01-01T00:00:00Z",
+    ],
+)
+def test_queue_query_count_does_not_grow_with_the_queue(reviewer_browser, url):
+    BreakpointFactory.create_batch(5, tags=["billing", "db"])
+    few = _queue_queries(reviewer_browser, url)
+    BreakpointFactory.create_batch(45, tags=["billing"])
+    many = _queue_queries(reviewer_browser, url)
+    assert len(few) == len(many) == QUEUE_QUERIES, many
+
+
+def test_admin_queue_with_actions_has_the_same_query_count(admin_browser):
+    BreakpointFactory.create_batch(50)
+    assert len(_queue_queries(admin_browser, QUEUE_URL)) == QUEUE_QUERIES
+
+
+def test_waiting_badge_counts_once_per_page(reviewer_browser):
+    BreakpointFactory.create_batch(3)
+    queries = _queue_queries(reviewer_browser, QUEUE_URL)
+    waiting_counts = [q for q in queries if "COUNT(" in q.upper() and "waiting" in q]
+    assert len(waiting_counts) == 1
+
+
+def test_queue_rows_do_not_load_payloads(reviewer_browser):
+    """Payloads can be megabytes: the queue selects only what it shows."""
+    BreakpointFactory.create_batch(3)
+    queries = _queue_queries(reviewer_browser, QUEUE_URL)
+    row_query = next(
+        q for q in queries if "ORDER BY" in q.upper() and "breakpoints_breakpoint" in q
+    )
+    assert '"payload"' not in row_query
+    assert '"result"' not in row_query
+
+
+def test_review_page_query_count_is_fixed(
+    reviewer_browser, console_reviewer, make_breakpoint, rich_payload
+):
+    bp = make_breakpoint(payload=rich_payload)
+    with CaptureQueriesContext(connection) as once:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    for n in range(10):
+        feedback_add(
+            breakpoint_id=bp.pk, actor=Actor.for_user(console_reviewer), comment=f"note {n}"
+        )
+    with CaptureQueriesContext(connection) as later:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    assert len(once) == len(later) == REVIEW_QUERIES, [q["sql"] for q in later.captured_queries]
+
+
+def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    make_breakpoint()
+    for url in (
+        "/admin/",
+        QUEUE_URL,
+        review_url(bp.pk),
+        "/admin/audit/event/",
+        "/admin/reviews/feedback/",
+    ):
+        response = reviewer_browser.get(url)
+        assert response.status_code == 200, url
+        assert b'<span class="bpm-waiting__count">2</span>' in response.content, url
