@@ -5,6 +5,7 @@ from django import forms
 from django.db import connection
 from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 
 from breakpoints import routing
@@ -85,7 +86,7 @@ def filter_routed_to(qs: QuerySet[Breakpoint], user) -> QuerySet[Breakpoint]:
 
 
 class BreakpointFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=Status.choices)
+    status = django_filters.ChoiceFilter(choices=Status.choices, method="filter_status")
     tag = AllTagsFilter(label="Tag (repeatable: all must match)")
     agentId = django_filters.CharFilter(field_name="agent_id", max_length=128)
     runId = django_filters.CharFilter(field_name="run_id", max_length=128)
@@ -102,6 +103,13 @@ class BreakpointFilter(django_filters.FilterSet):
     class Meta:
         model = Breakpoint
         fields: list[str] = []
+
+    def filter_status(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """`waiting` leaves out breakpoints already past expiresAt (the sweep is due)."""
+        qs = qs.filter(status=value)
+        if value == Status.WAITING:
+            qs = qs.exclude(expires_at__lte=timezone.now())
+        return qs
 
     def filter_search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()

@@ -207,7 +207,8 @@ def derive_key(payload: Mapping[str, Any], title: str | None) -> str:
     explicit = payload.get("breakpointId")
     if isinstance(explicit, str) and explicit:
         return explicit
-    slug = slugify(title or "")[:MAX_KEY_LENGTH].strip("-")
+    # slugify keeps "_" and can leave "--"; a key is kebab-case like payload.breakpointId.
+    slug = re.sub(r"[-_]+", "-", slugify(title or ""))[:MAX_KEY_LENGTH].strip("-")
     return slug or FALLBACK_KEY
 
 

@@ -42,6 +42,17 @@ def breakpoint_get(user: Any, breakpoint_id: str) -> Breakpoint:
     return bp
 
 
+def expire_overdue(page: list[Breakpoint], user: Any) -> list[Breakpoint]:
+    """A list page never shows a waiting breakpoint past its expiresAt: expire those now."""
+    overdue = [bp.pk for bp in page if is_overdue(bp.status, bp.expires_at)]
+    if not overdue:
+        return page
+    for breakpoint_id in overdue:
+        breakpoint_expire_if_due(breakpoint_id)
+    fresh = breakpoint_list(user).in_bulk(overdue)
+    return [fresh.get(bp.pk, bp) for bp in page]
+
+
 _STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at")
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from breakpoints.payload import (
     FALLBACK_KEY,
+    KEY_PATTERN,
     MAX_NESTING,
     MAX_TAGS,
     derive_key,
@@ -329,3 +330,9 @@ def test_payload_options_lists_options_or_nothing():
     assert payload_options({"options": ["a", "b"]}) == ["a", "b"]
     assert payload_options({}) == []
     assert payload_options({"options": None}) == []
+
+
+def test_key_from_a_title_with_underscores_is_kebab_case():
+    key = derive_key({}, "Plan_Review -- Phase 2")
+    assert key == "plan-review-phase-2"
+    assert KEY_PATTERN.match(key)

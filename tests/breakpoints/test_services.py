@@ -6,7 +6,6 @@ import pytest
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import services
 from breakpoints.actors import Actor
 from breakpoints.choices import ALLOWED_TRANSITIONS, FINAL_STATUSES, Status
 from breakpoints.models import Breakpoint
@@ -17,6 +16,7 @@ from breakpoints.services import (
     breakpoint_expire,
     breakpoints_expire_due,
     feedback_add,
+    transitions,
 )
 from config.errors import Forbidden, InvalidInput, InvalidState, NotFound
 from reviews.models import Feedback
@@ -192,14 +192,14 @@ def test_system_actor_may_expire(make_breakpoint):
 
 def _fail_on(monkeypatch, event_type: str) -> None:
     """Make the audit write of `event_type` fail, to prove the change rolls back with it."""
-    real = services.event_record
+    real = transitions.event_record
 
     def failing(**kwargs):
         if kwargs["type"] == event_type:
             raise RuntimeError("audit store unavailable")
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "event_record", failing)
+    monkeypatch.setattr(transitions, "event_record", failing)
 
 
 def test_create_rolls_back_when_its_event_cannot_be_written(db, monkeypatch):

@@ -1,0 +1,165 @@
+"""Creating breakpoints: validation, idempotent retries, and auto-approval at birth."""
+
+import hashlib
+import json
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.models import EventType
+from breakpoints import autoapproval, routing
+from breakpoints.actors import Actor
+from breakpoints.choices import Status, Strategy
+from breakpoints.models import Breakpoint
+from breakpoints.payload import resolve_fields
+from breakpoints.services.transitions import move, record
+from config.errors import Forbidden, IdempotencyConflict, InvalidInput
+
+MAX_TTL_SECONDS = 365 * 24 * 60 * 60
+
+
+def _request_hash(body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _idempotent_match(*, agent_id: str, key: str, request_hash: str) -> Breakpoint | None:
+    """The earlier breakpoint for this Idempotency-Key, if still within the window.
+
+    A stale one gives its key up so the key can be used again.
+    """
+    existing = Breakpoint.objects.filter(agent_id=agent_id, idempotency_key=key).first()
+    if existing is None:
+        return None
+    window = timedelta(seconds=settings.BPM_IDEMPOTENCY_WINDOW_SECONDS)
+    if existing.created_at < timezone.now() - window:
+        Breakpoint.objects.filter(pk=existing.pk).update(idempotency_key=None)
+        return None
+    if existing.request_hash != request_hash:
+        raise IdempotencyConflict(
+            "This Idempotency-Key was already used with a different request body.",
+            {"breakpointId": existing.pk},
+        )
+    return existing
+
+
+def breakpoint_create(
+    *,
+    actor: Actor,
+    payload: Any,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    title: str | None = None,
+    tags: list[str] | None = None,
+    ttl_seconds: int | None = None,
+    idempotency_key: str | None = None,
+) -> tuple[Breakpoint, bool]:
+    """Create a waiting breakpoint; returns (breakpoint, created).
+
+    The auto-approval rules are evaluated and the verdict stored; when they recommend
+    approval the breakpoint is released at once (an `auto_approved` event, then the
+    `released` transition). With an Idempotency-Key, a retry with the same body returns
+    the first breakpoint (created=False) and another body raises IdempotencyConflict.
+    """
+    if not actor.is_agent:
+        raise Forbidden("Only agent tokens can create breakpoints.")
+    agent_id = agent_id if agent_id is not None else actor.agent_id
+    if agent_id != actor.agent_id:
+        raise Forbidden(
+            "This token may only create breakpoints for its own agentId.",
+            {"agentId": actor.agent_id},
+        )
+    if ttl_seconds is not None and not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise InvalidInput(
+            f"ttlSeconds must be between 1 and {MAX_TTL_SECONDS}.",
+            {"ttlSeconds": [f"Must be between 1 and {MAX_TTL_SECONDS}."]},
+        )
+    fields = resolve_fields(payload=payload, title=title, tags=tags)
+    body = {
+        "agentId": agent_id,
+        "runId": run_id,
+        "title": title,
+        "payload": payload,
+        "tags": tags,
+        "ttlSeconds": ttl_seconds,
+    }
+    request_hash = _request_hash(body) if idempotency_key else None
+
+    if idempotency_key:
+        existing = _idempotent_match(
+            agent_id=agent_id, key=idempotency_key, request_hash=request_hash
+        )
+        if existing is not None:
+            return existing, False
+    experts = routing.expert_names(payload.get("expert"))
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            verdict = autoapproval.evaluate(
+                key=fields.key,
+                tags=fields.tags,
+                experts=experts,
+                auto_approve_after_n=payload.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+            )
+            bp = Breakpoint.objects.create(
+                agent_id=agent_id,
+                run_id=run_id or _context_run_id(payload),
+                title=fields.title,
+                key=fields.key,
+                question=fields.question,
+                payload=payload,
+                tags=fields.tags,
+                ttl_seconds=ttl_seconds,
+                expires_at=now + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash,
+                experts=experts,
+                strategy=payload.get("strategy") or Strategy.SINGLE,
+                auto_approval=verdict.as_dict(),
+            )
+            record(
+                bp,
+                type=EventType.CREATED,
+                actor=actor,
+                metadata={"statusTo": Status.WAITING, "key": bp.key},
+            )
+            if verdict.recommended:
+                _auto_release(bp, verdict)
+    except IntegrityError:
+        # A concurrent retry with the same Idempotency-Key won the insert.
+        if idempotency_key:
+            existing = _idempotent_match(
+                agent_id=agent_id, key=idempotency_key, request_hash=request_hash
+            )
+            if existing is not None:
+                return existing, False
+        raise
+    return bp, True
+
+
+def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
+    """Release a just-created breakpoint on a rule's say-so; the rule is the responder."""
+    responder = verdict.responder or f"rule:{verdict.matched_rule}"
+    rule_actor = Actor(name=responder)
+    record(bp, type=EventType.AUTO_APPROVED, actor=rule_actor, metadata=verdict.as_dict())
+    move(
+        bp,
+        to=Status.RELEASED,
+        actor=rule_actor,
+        result={
+            "approved": True,
+            "feedback": f"Auto-approved: {verdict.reason}",
+            "respondedBy": responder,
+        },
+        event_type=EventType.RELEASED,
+        metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
+    )
+
+
+def _context_run_id(payload: dict[str, Any]) -> str | None:
+    context = payload.get("context")
+    run_id = context.get("runId") if isinstance(context, dict) else None
+    return run_id if isinstance(run_id, str) and run_id else None

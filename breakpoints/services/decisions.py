@@ -1,0 +1,293 @@
+"""Reviewers' decisions: comments, releases, votes of routed seats, "Always approve"."""
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import EventType
+from breakpoints import autoapproval, routing
+from breakpoints.actors import Actor, is_reviewer
+from breakpoints.choices import Status, Strategy
+from breakpoints.models import AutoApprovalRule, Breakpoint
+from breakpoints.payload import payload_options
+from breakpoints.services.lifecycle import breakpoint_expire_if_due
+from breakpoints.services.transitions import lock, move, record
+from config.errors import Forbidden, InvalidInput, InvalidState
+from reviews.models import Feedback
+
+
+def _vote(
+    *,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    responder: str,
+    at: datetime,
+    seat: str | None = None,
+) -> dict[str, Any]:
+    """One response, as listed in result.allResponses (and Breakpoint.votes)."""
+    vote: dict[str, Any] = {
+        "respondedBy": responder,
+        "approved": approved,
+        "feedback": comment,
+        "respondedAt": at.isoformat(),
+    }
+    if option is not None:
+        vote["option"] = option
+    if seat is not None:
+        vote["seat"] = seat
+    return vote
+
+
+def _release_result(
+    *,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    responder: str,
+    at: datetime,
+    seat: str | None = None,
+) -> dict[str, Any]:
+    """A babysitter BreakpointResult for a reviewer's release."""
+    result: dict[str, Any] = {
+        "approved": approved,
+        "response": comment,
+        "feedback": comment,
+        "respondedBy": responder,
+    }
+    if option is not None:
+        result["option"] = option
+    result["allResponses"] = [
+        _vote(
+            approved=approved, comment=comment, option=option, responder=responder, at=at, seat=seat
+        )
+    ]
+    return result
+
+
+VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
+
+
+def votes_outcome(strategy: str, seat_count: int, approvals: list[bool]) -> bool | None:
+    """The decision the votes so far make (True/False), or None while it is still open.
+
+    collect-all: every seat votes; approved only if all approved. quorum: approved once
+    more than half the seats approved, rejected once such a majority is out of reach.
+    """
+    approved = sum(1 for vote in approvals if vote)
+    if strategy == Strategy.COLLECT_ALL:
+        return approved == seat_count if len(approvals) >= seat_count else None
+    if strategy == Strategy.QUORUM:
+        majority = seat_count // 2 + 1
+        if approved >= majority:
+            return True
+        if approved + (seat_count - len(approvals)) < majority:
+            return False
+        return None
+    return approvals[-1] if approvals else None
+
+
+def _votes_result(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The BreakpointResult of a collect-all or quorum decision.
+
+    feedback/response join the comments of the side that won (so a rejected agent reads
+    why); option is the one most chosen on that side; respondedBy lists every voter.
+    """
+    winning = [vote for vote in votes if vote["approved"] is approved]
+    comments = [vote for vote in winning if vote["feedback"].strip()]
+    if len(comments) == 1:
+        text = comments[0]["feedback"]
+    else:
+        text = "\n".join(
+            f"{vote['respondedBy']} ({vote['seat']}): {vote['feedback']}" for vote in comments
+        )
+    result: dict[str, Any] = {"approved": approved, "response": text, "feedback": text}
+    options = [vote["option"] for vote in winning if vote.get("option")]
+    if options:
+        result["option"] = Counter(options).most_common(1)[0][0]
+    result["respondedBy"] = list(dict.fromkeys(vote["respondedBy"] for vote in votes))
+    result["allResponses"] = votes
+    return result
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one reviewer's release does: the seat it fills, the votes after it, and the
+    decision (None while a collect-all/quorum vote leaves the breakpoint open)."""
+
+    seat: routing.Seat | None
+    votes: list[dict[str, Any]]
+    decision: bool | None
+    result: dict[str, Any] | None
+
+
+def _check_release(bp: Breakpoint, option: str | None) -> None:
+    if not bp.is_waiting:
+        raise InvalidState(
+            f"Breakpoint is {bp.status}; it no longer takes feedback.",
+            current_status=bp.status,
+        )
+    options = payload_options(bp.payload)
+    if option is not None and options and option not in options:
+        raise InvalidInput(
+            "option must be one of the breakpoint's options.",
+            {"option": [f"Must be one of: {', '.join(options)}."]},
+        )
+
+
+def _release(
+    bp: Breakpoint,
+    *,
+    actor: Actor,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    at: datetime,
+) -> Release:
+    """Work out a release without writing anything (raises if the actor may not release)."""
+    seat: routing.Seat | None = None
+    seat_count = 0
+    if bp.experts:
+        seats = routing.seats_for(bp.experts)
+        seat_count = len(seats)
+        seat = routing.seat_for_response(actor.user, seats, [v.get("seat") for v in bp.votes])
+    vote = _vote(
+        approved=approved,
+        comment=comment,
+        option=option,
+        responder=actor.name,
+        at=at,
+        seat=seat.name if seat else None,
+    )
+    votes = [*bp.votes, vote]
+    if seat is not None and bp.strategy in VOTING_STRATEGIES:
+        decision = votes_outcome(bp.strategy, seat_count, [v["approved"] for v in votes])
+        result = _votes_result(decision, votes) if decision is not None else None
+        return Release(seat, votes, decision, result)
+    result = _release_result(
+        approved=approved,
+        comment=comment,
+        option=option,
+        responder=actor.name,
+        at=at,
+        seat=seat.name if seat else None,
+    )
+    return Release(seat, votes, approved, result)
+
+
+def release_preview(
+    *, bp: Breakpoint, actor: Actor, approved: bool, comment: str, option: str | None
+) -> Release:
+    """What a release would send the agent, for the console's confirmation step."""
+    _check_release(bp, option)
+    return _release(
+        bp, actor=actor, approved=approved, comment=comment, option=option, at=timezone.now()
+    )
+
+
+def feedback_add(
+    *,
+    breakpoint_id: str,
+    actor: Actor,
+    comment: str,
+    release: bool = False,
+    approved: bool = True,
+    option: str | None = None,
+) -> tuple[Feedback, Breakpoint]:
+    """Add a reviewer's comment; with release=True it also decides the breakpoint.
+
+    On a routed breakpoint (payload.expert) only members of its seats, or admins, may
+    release; any reviewer may comment. With collect-all or quorum a release is one seat's
+    vote, and the breakpoint is released once the votes decide it. A seat votes once.
+    """
+    if actor.user is None or not is_reviewer(actor.user):
+        raise Forbidden("Only reviewers and admins can give feedback.")
+    comment = comment or ""
+    if not release and not comment.strip():
+        raise InvalidInput(
+            "comment may be empty only when release is true.",
+            {"comment": ["This field may not be blank unless release is true."]},
+        )
+    breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
+    with transaction.atomic():
+        bp = lock(breakpoint_id)
+        _check_release(bp, option)
+        now = timezone.now()
+        outcome = (
+            _release(bp, actor=actor, approved=approved, comment=comment, option=option, at=now)
+            if release
+            else None
+        )
+        feedback = Feedback.objects.create(
+            breakpoint=bp,
+            author=actor.name,
+            author_user=actor.user,
+            comment=comment,
+            releases=outcome is not None and outcome.decision is not None,
+            approved=approved if release else None,
+            option=option if release else None,
+        )
+        metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": release}
+        if outcome is not None and outcome.seat is not None:
+            metadata["vote"] = {"seat": outcome.seat.name, "approved": approved}
+        record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
+        if outcome is None:
+            return feedback, bp
+        if outcome.decision is None:
+            _votes_save(bp, outcome.votes)
+            return feedback, bp
+        move(
+            bp,
+            to=Status.RELEASED,
+            actor=actor,
+            result=outcome.result,
+            event_type=EventType.RELEASED,
+            metadata={"approved": outcome.decision, "option": outcome.result.get("option", option)},
+            also={"votes": outcome.votes},
+        )
+    return feedback, bp
+
+
+def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:
+    """Record a vote that did not decide yet, only while the breakpoint is still waiting."""
+    now = timezone.now()
+    saved = Breakpoint.objects.filter(pk=bp.pk, status=Status.WAITING).update(
+        votes=votes, updated_at=now
+    )
+    if not saved:
+        current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
+        raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    bp.votes, bp.updated_at = votes, now
+
+
+def breakpoint_always_approve(
+    *, breakpoint_id: str, actor: Actor, comment: str = ""
+) -> tuple[Feedback, Breakpoint, AutoApprovalRule]:
+    """A reviewer's "Always approve": approve (or vote approve) and add an auto-approve rule.
+
+    The rule matches exactly this breakpoint's key and records the reviewer as its
+    author; an identical existing rule is reused. Refused when the agent sent
+    presentAlwaysApprove: false.
+    """
+    with transaction.atomic():
+        bp = lock(breakpoint_id)
+        if not autoapproval.offers_always_approve(bp.payload):
+            raise InvalidInput(
+                "This breakpoint does not offer Always approve (presentAlwaysApprove is false).",
+                {"presentAlwaysApprove": ["The agent set this to false."]},
+            )
+        feedback, bp = feedback_add(
+            breakpoint_id=breakpoint_id,
+            actor=actor,
+            comment=comment,
+            release=True,
+            approved=True,
+        )
+        rule = autoapproval.rule_always_approve_key(
+            actor=actor, key=bp.key, note=f"Always approve, from breakpoint {bp.pk}"
+        )
+    return feedback, bp, rule

@@ -1,0 +1,132 @@
+"""The other ends of a breakpoint: cancel, expire (by hand, on read, by the TTL sweep), purge."""
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import EventType
+from breakpoints.actors import Actor, is_admin
+from breakpoints.choices import Status
+from breakpoints.models import Breakpoint
+from breakpoints.services.transitions import lock, move
+from config.errors import Forbidden, InvalidInput, InvalidState
+
+TTL_ACTOR = Actor.system("ttl")
+EXPIRE_BATCH_SIZE = 500
+
+
+def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
+    """Cancel a waiting breakpoint (its agent, or an admin). Cancelling twice is a no-op."""
+    if not actor.is_agent and not (actor.user is not None and is_admin(actor.user)):
+        raise Forbidden("Only the breakpoint's agent or an admin can cancel it.")
+    breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
+    with transaction.atomic():
+        bp = lock(breakpoint_id, actor=actor)
+        if bp.status == Status.CANCELLED:
+            return bp
+        feedback = reason.strip() or f"Cancelled by {actor.name}."
+        return move(
+            bp,
+            to=Status.CANCELLED,
+            actor=actor,
+            result={"approved": False, "feedback": feedback, "respondedBy": actor.name},
+            event_type=EventType.CANCELLED,
+            metadata={"reason": reason},
+        )
+
+
+def breakpoint_expire(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
+    """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed."""
+    is_system = actor.user is None and not actor.is_agent
+    if not is_system and not (actor.user is not None and is_admin(actor.user)):
+        raise Forbidden("Only admins can expire breakpoints.")
+    with transaction.atomic():
+        bp = lock(breakpoint_id)
+        return _expire_locked(bp, actor=actor, reason=reason)
+
+
+def _expire_locked(bp: Breakpoint, *, actor: Actor, reason: str = "") -> Breakpoint:
+    if actor == TTL_ACTOR:
+        feedback = reason or f"Expired: no decision within {bp.ttl_seconds} seconds."
+    else:
+        feedback = reason or f"Expired by {actor.name}."
+    return move(
+        bp,
+        to=Status.EXPIRED,
+        actor=actor,
+        result={"approved": False, "feedback": feedback, "respondedBy": actor.name},
+        event_type=EventType.EXPIRED,
+        metadata={"reason": feedback},
+    )
+
+
+def is_overdue(status: str, expires_at: datetime | None) -> bool:
+    return status == Status.WAITING and expires_at is not None and expires_at <= timezone.now()
+
+
+def breakpoint_expire_if_due(breakpoint_id: str) -> None:
+    """Expire a waiting breakpoint past its expiresAt now, even with beat down.
+
+    Reads call it so nobody sees such a breakpoint as waiting; decisions call it so
+    nobody can release or cancel one after its time. Cheap when nothing is due.
+    """
+    due = Breakpoint.objects.filter(
+        pk=breakpoint_id, status=Status.WAITING, expires_at__lte=timezone.now()
+    )
+    if not due.exists():
+        return
+    with transaction.atomic():
+        locked = lock(breakpoint_id)
+        if is_overdue(locked.status, locked.expires_at):
+            _expire_locked(locked, actor=TTL_ACTOR)
+
+
+def breakpoints_expire_due(
+    *, now: datetime | None = None, batch_size: int = EXPIRE_BATCH_SIZE
+) -> int:
+    """The TTL sweep: expire every waiting breakpoint past expiresAt, in batches.
+
+    Rows are taken with SKIP LOCKED, so overlapping sweeps never expire one twice.
+    """
+    now = now or timezone.now()
+    expired = 0
+    while True:
+        with transaction.atomic():
+            due = list(
+                Breakpoint.objects.select_for_update(skip_locked=True)
+                .filter(status=Status.WAITING, expires_at__lte=now)
+                .order_by("expires_at")[:batch_size]
+            )
+            for bp in due:
+                try:
+                    _expire_locked(bp, actor=TTL_ACTOR)
+                except InvalidState:
+                    continue  # moved by someone else meanwhile (SQLite has no row locks)
+                expired += 1
+        if len(due) < batch_size:
+            return expired
+
+
+# --- retention -----------------------------------------------------------------
+
+PURGE_BATCH_SIZE = 1000
+
+
+def breakpoints_purge(*, older_than_days: int) -> int:
+    """Delete finished breakpoints (with feedback, events, deliveries) older than the cutoff.
+
+    Waiting breakpoints are never purged. Deletes in batches to keep transactions short.
+    """
+    if older_than_days < 0:
+        raise InvalidInput("older_than_days must be 0 or more.")
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    finished = Breakpoint.objects.exclude(status=Status.WAITING).filter(updated_at__lt=cutoff)
+    purged = 0
+    while True:
+        ids = list(finished.values_list("pk", flat=True)[:PURGE_BATCH_SIZE])
+        if not ids:
+            return purged
+        with transaction.atomic():
+            Breakpoint.objects.filter(pk__in=ids).delete()
+        purged += len(ids)

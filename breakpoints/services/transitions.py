@@ -1,0 +1,77 @@
+"""The core of every write: lock a row, move it along an allowed transition, record it.
+
+A transition moves the status with a conditional UPDATE (so two concurrent releases
+cannot both win, on any database) and records the audit event, with the webhook outbox
+rows, in the caller's transaction.
+"""
+
+from typing import Any
+
+from django.utils import timezone
+
+from audit.services import event_record
+from breakpoints.actors import Actor
+from breakpoints.choices import ALLOWED_TRANSITIONS, Status
+from breakpoints.models import Breakpoint, WebhookEventType
+from breakpoints.webhooks import deliveries_enqueue
+from config.errors import InvalidState, NotFound
+
+_TIMESTAMP_FIELD = {
+    Status.RELEASED: "released_at",
+    Status.EXPIRED: "expired_at",
+    Status.CANCELLED: "cancelled_at",
+}
+
+
+def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any]) -> None:
+    """The audit event, and the webhook outbox rows for it, in the caller's transaction."""
+    event_record(breakpoint_id=bp.pk, type=type, actor=actor.name, metadata=metadata)
+    if type in WebhookEventType.values:
+        deliveries_enqueue(breakpoint=bp, event_type=type)
+
+
+def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:
+    """Lock the row for this transaction; another agent's breakpoint is not found."""
+    queryset = Breakpoint.objects.select_for_update()
+    if actor is not None and actor.is_agent:
+        queryset = queryset.filter(agent_id=actor.agent_id)
+    try:
+        return queryset.get(pk=breakpoint_id)
+    except Breakpoint.DoesNotExist:
+        raise NotFound("Breakpoint not found.") from None
+
+
+def move(
+    bp: Breakpoint,
+    *,
+    to: Status,
+    actor: Actor,
+    result: dict[str, Any],
+    event_type: str,
+    metadata: dict[str, Any] | None = None,
+    also: dict[str, Any] | None = None,
+) -> Breakpoint:
+    """Apply one allowed transition to a locked row and record it (`also`: more columns)."""
+    if to not in ALLOWED_TRANSITIONS[bp.status]:
+        raise InvalidState(
+            f"Breakpoint is already {bp.status}; it cannot become {to}.",
+            current_status=bp.status,
+        )
+    now = timezone.now()
+    changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
+    changes.update(also or {})
+    # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
+    moved = Breakpoint.objects.filter(pk=bp.pk, status=bp.status).update(**changes)
+    if not moved:
+        current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
+        raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    previous = bp.status
+    for field, value in changes.items():
+        setattr(bp, field, value)
+    record(
+        bp,
+        type=event_type,
+        actor=actor,
+        metadata={"statusFrom": previous, "statusTo": to, **(metadata or {})},
+    )
+    return bp
