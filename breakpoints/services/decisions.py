@@ -43,29 +43,17 @@ def _vote(
     return vote
 
 
-def _release_result(
-    *,
-    approved: bool,
-    comment: str,
-    option: str | None,
-    responder: str,
-    at: datetime,
-    seat: str | None = None,
-) -> dict[str, Any]:
-    """A babysitter BreakpointResult for a reviewer's release."""
+def _release_result(vote: dict[str, Any]) -> dict[str, Any]:
+    """A babysitter BreakpointResult for one reviewer's deciding release."""
     result: dict[str, Any] = {
-        "approved": approved,
-        "response": comment,
-        "feedback": comment,
-        "respondedBy": responder,
+        "approved": vote["approved"],
+        "response": vote["feedback"],
+        "feedback": vote["feedback"],
+        "respondedBy": vote["respondedBy"],
     }
-    if option is not None:
-        result["option"] = option
-    result["allResponses"] = [
-        _vote(
-            approved=approved, comment=comment, option=option, responder=responder, at=at, seat=seat
-        )
-    ]
+    if "option" in vote:
+        result["option"] = vote["option"]
+    result["allResponses"] = [vote]
     return result
 
 
@@ -168,15 +156,7 @@ def _release(
         decision = votes_outcome(bp.strategy, seat_count, [v["approved"] for v in votes])
         result = _votes_result(decision, votes) if decision is not None else None
         return Release(seat, votes, decision, result)
-    result = _release_result(
-        approved=approved,
-        comment=comment,
-        option=option,
-        responder=actor.name,
-        at=at,
-        seat=seat.name if seat else None,
-    )
-    return Release(seat, votes, approved, result)
+    return Release(seat, votes, approved, _release_result(vote))
 
 
 def release_preview(
