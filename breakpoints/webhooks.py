@@ -21,7 +21,7 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
@@ -273,6 +273,8 @@ def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
 
 
 def _claim(delivery_id: str) -> WebhookDelivery | None:
+    """Lease a due delivery and count the attempt now, so one cut short by a killed
+    worker still counts towards MAX_ATTEMPTS."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.BPM_WEBHOOK_LEASE_SECONDS)
     claimed = (
@@ -280,7 +282,7 @@ def _claim(delivery_id: str) -> WebhookDelivery | None:
             pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
         )
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .update(locked_until=lease)
+        .update(locked_until=lease, attempts=F("attempts") + 1)
     )
     if not claimed:
         return None
@@ -325,7 +327,7 @@ def _record_attempt(
     retryable: bool,
     duration_ms: int,
 ) -> AttemptOutcome:
-    attempts = delivery.attempts + 1
+    attempts = delivery.attempts  # counted when the delivery was claimed
     now = timezone.now()
     if not error:
         outcome = AttemptOutcome("delivered", status_code)

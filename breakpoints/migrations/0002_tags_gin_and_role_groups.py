@@ -1,4 +1,8 @@
-"""PostgreSQL-only GIN index on tags (jsonb @> filters), and the reviewer/admin groups."""
+"""PostgreSQL-only GIN index on tags (jsonb @> filters).
+
+The reviewer/admin groups and their permissions are kept in step after every migrate
+by breakpoints.accounts.role_groups_sync (a post_migrate handler).
+"""
 
 from django.db import migrations
 
@@ -18,12 +22,6 @@ def drop_gin_index(apps, schema_editor):
         schema_editor.execute(f"DROP INDEX IF EXISTS {GIN_INDEX}")
 
 
-def create_groups(apps, schema_editor):
-    Group = apps.get_model("auth", "Group")
-    for name in ("reviewers", "admins"):
-        Group.objects.get_or_create(name=name)
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
@@ -32,5 +30,4 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(create_gin_index, drop_gin_index),
-        migrations.RunPython(create_groups, migrations.RunPython.noop),
     ]

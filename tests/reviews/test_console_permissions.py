@@ -124,7 +124,7 @@ def test_anonymous_is_sent_to_login(client, make_breakpoint):
 
 
 def test_reviewer_group_has_view_permissions_only(console_reviewer):
-    """The data migration grants Django's own view permissions, nothing more."""
+    """The role sync grants Django's own view permissions, nothing more."""
     assert console_reviewer.has_perm("breakpoints.view_breakpoint")
     assert console_reviewer.has_perm("reviews.view_feedback")
     assert console_reviewer.has_perm("audit.view_event")

@@ -7,7 +7,7 @@ from config.errors import DomainError
 
 
 class Command(BaseCommand):
-    help = "Remove a webhook subscription and its pending deliveries."
+    help = "Remove a webhook subscription, with all its deliveries."
 
     def add_arguments(self, parser):
         parser.add_argument("webhook_id", type=int, metavar="ID")

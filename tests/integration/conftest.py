@@ -1,0 +1,473 @@
+"""The whole system as real processes: redis-server, the web server, a Celery worker and beat.
+
+Every test here commits its data (transactional db) in the PostgreSQL test database, and
+the subprocesses use that same database, so they see the tokens and webhooks the test
+creates, and the test sees the rows they write. Redis is a dedicated `redis-server` on a
+free port per test module, so tests can stop and restart it without touching any other
+Redis on the machine.
+
+Skipped (with a reason) only when the database is not PostgreSQL or `redis-server` is not
+on PATH; CI runs them.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
+
+from breakpoints import webhooks
+from breakpoints.models import Webhook
+from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from tests.factories import ReviewerFactory
+from tests.webhook_receiver import WebhookReceiver
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+DEADLINE_SECONDS = 30.0
+SWEEP_SECONDS = 1  # BPM_OUTBOX_SWEEP_SECONDS and BPM_TTL_SWEEP_SECONDS in the subprocesses
+LEASE_SECONDS = 3  # BPM_WEBHOOK_LEASE_SECONDS in the subprocesses
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _missing_requirement() -> str | None:
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        return (
+            "integration tests need PostgreSQL: web, worker and beat subprocesses share the "
+            "test database (set DATABASE_URL=postgres://...)"
+        )
+    if shutil.which("redis-server") is None:
+        return "integration tests need `redis-server` on PATH (a dedicated one is started)"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _integration_requirements() -> None:
+    reason = _missing_requirement()
+    if reason:
+        pytest.skip(reason)
+
+
+# --- processes -----------------------------------------------------------------------------
+
+
+class Process:
+    """One subprocess in its own session (process group), its output in a log file."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path):
+        self.name = name
+        self.args = args
+        self.env = env
+        self.log_path = log_dir / f"{name}.log"
+        self.popen: subprocess.Popen | None = None
+        self.expected_alive = True  # False once a test kills it on purpose
+        self._terminated = False
+        self._log = None
+
+    def start(self) -> "Process":
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(
+            self.args,
+            cwd=PROJECT_DIR,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> int:
+        """SIGKILL the whole process group (e.g. a worker and its pool children)."""
+        self._signal_group(signal.SIGKILL)
+        return self.popen.wait(timeout=10)
+
+    def terminate(self) -> None:
+        """Ask the whole group to shut down (SIGTERM) without waiting."""
+        if self.alive and not self._terminated:
+            self._terminated = True
+            self._signal_group(signal.SIGTERM)
+
+    def stop(self, timeout: float = 8.0) -> None:
+        """Terminate and wait; SIGKILL what is left after `timeout` seconds."""
+        if self.popen is None:
+            return
+        if self.popen.poll() is None:
+            self.terminate()
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.popen.wait(timeout=10)
+        self._signal_group(signal.SIGKILL)  # any child left behind in the group
+        self._terminated = False
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def output(self, last: int = 6000) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return text[-last:]
+
+
+class RedisServer:
+    """A dedicated redis-server (no persistence) that tests may stop and restart."""
+
+    def __init__(self, log_dir: Path):
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = Process(
+            "redis",
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            dict(os.environ),
+            log_dir,
+        )
+
+    def ping(self) -> bool:
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        try:
+            return bool(client.ping())
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def start(self) -> None:
+        self.process.start()
+        wait_until(self.ping, what="redis-server to answer PING", logs=[self.process])
+
+    def stop(self) -> None:
+        self.process.stop()
+        assert not self.ping(), "redis-server still answers after stop"
+
+    def ensure_running(self) -> None:
+        if not self.process.alive:
+            self.start()
+
+    def flush(self) -> None:
+        client = redis.Redis.from_url(self.url)
+        try:
+            client.flushall()
+        finally:
+            client.close()
+
+
+def wait_until(
+    predicate: Callable[[], Any],
+    *,
+    what: str,
+    timeout: float = DEADLINE_SECONDS,
+    interval: float = 0.1,
+    logs: list[Process] | None = None,
+) -> Any:
+    """Poll until predicate() is truthy; on timeout fail with the processes' logs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        for process in logs or []:
+            if process.expected_alive and process.popen is not None and not process.alive:
+                pytest.fail(
+                    f"{process.name} exited ({process.popen.returncode}) while waiting "
+                    f"for {what}:\n{process.output()}"
+                )
+        if time.monotonic() >= deadline:
+            pytest.fail(f"Timed out after {timeout}s waiting for {what}.\n{format_logs(logs)}")
+        time.sleep(interval)
+
+
+def format_logs(processes: list[Process] | None) -> str:
+    return "\n".join(
+        f"----- {p.name} (exit {p.popen.poll() if p.popen else None}) -----\n{p.output()}"
+        for p in processes or []
+    )
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    user = quote(db.get("USER") or "", safe="")
+    password = quote(db.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = quote(db.get("HOST") or "localhost", safe="")
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{credentials}{host}{port}/{quote(db['NAME'], safe='')}"
+
+
+def _celery_command() -> list[str]:
+    beside = Path(sys.executable).parent / "celery"
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "celery"]
+
+
+class System:
+    """Web, worker and beat against the dedicated Redis and the test database."""
+
+    def __init__(self, redis_server: RedisServer, tmp_path: Path):
+        self.redis = redis_server
+        self.tmp_path = tmp_path
+        self.web_port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.web_port}"
+        var_dir = tmp_path / "var"
+        var_dir.mkdir(exist_ok=True)
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "BPM_"))},
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "PYTHONUNBUFFERED": "1",
+            "DEBUG": "0",
+            "SECRET_KEY": "integration-test-only-key",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": redis_server.url,
+            "BPM_VAR_DIR": str(var_dir),
+            "BPM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+            "BPM_OUTBOX_SWEEP_SECONDS": str(SWEEP_SECONDS),
+            "BPM_TTL_SWEEP_SECONDS": str(SWEEP_SECONDS),
+            "BPM_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
+            "BPM_WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
+            "LOG_LEVEL": "INFO",
+        }
+        self.processes: list[Process] = []
+        self.web: Process | None = None
+        self.worker: Process | None = None
+        self.beat: Process | None = None
+        self._workers_started = 0
+
+    # --- starting ---------------------------------------------------------------------
+
+    def _process(self, name: str, args: list[str]) -> Process:
+        process = Process(name, args, self.env, self.tmp_path)
+        self.processes.append(process)
+        return process.start()
+
+    def _start_web(self) -> Process:
+        return self._process(
+            "web",
+            [
+                sys.executable,
+                "manage.py",
+                "runserver",
+                f"127.0.0.1:{self.web_port}",
+                "--noreload",
+                "--skip-checks",
+            ],
+        )
+
+    def _start_worker(self) -> Process:
+        self._workers_started += 1
+        number = self._workers_started
+        return self._process(
+            f"worker-{number}",
+            [
+                *_celery_command(),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
+                "--hostname",
+                f"worker{number}@%h",
+            ],
+        )
+
+    def _start_beat(self) -> Process:
+        return self._process(
+            "beat",
+            [
+                *_celery_command(),
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--pidfile",
+                str(self.tmp_path / "beat.pid"),
+            ],
+        )
+
+    def start(self, *, beat: bool = True) -> "System":
+        self.redis.ensure_running()
+        self.redis.flush()  # no messages left over from another test
+        self.web = self._start_web()
+        self.worker = self._start_worker()
+        self.beat = self._start_beat() if beat else None
+        self.wait_web_ready()
+        self.wait_worker_ready(self.worker)
+        if self.beat is not None:
+            self.wait_log(self.beat, "beat: Starting")
+        return self
+
+    def start_worker(self) -> Process:
+        """A fresh worker (e.g. after the previous one was killed), once it is ready."""
+        self.worker = self._start_worker()
+        self.wait_worker_ready(self.worker)
+        return self.worker
+
+    # --- readiness --------------------------------------------------------------------
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def wait_web_ready(self) -> None:
+        wait_until(self._healthy, what="the web server's /healthz", logs=[self.web])
+
+    def wait_log(self, process: Process, needle: str) -> None:
+        wait_until(
+            lambda: needle in process.output(last=200_000),
+            what=f"{process.name} to log {needle!r}",
+            logs=[process],
+        )
+
+    def wait_worker_ready(self, worker: Process) -> None:
+        self.wait_log(worker, " ready.")
+
+    def wait_until(self, predicate: Callable[[], Any], *, what: str, **kwargs) -> Any:
+        return wait_until(predicate, what=what, logs=self.live_processes(), **kwargs)
+
+    def live_processes(self) -> list[Process]:
+        return [p for p in self.processes if p.expected_alive]
+
+    def logs(self) -> str:
+        return format_logs(self.processes)
+
+    # --- stopping ---------------------------------------------------------------------
+
+    def kill_worker(self) -> int:
+        worker = self.worker
+        worker.expected_alive = False
+        return worker.kill()
+
+    def stop(self) -> None:
+        for process in self.processes:  # all at once, then wait for each
+            process.terminate()
+        for process in reversed(self.processes):
+            process.stop()
+
+
+# --- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory, _integration_requirements) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.process.stop()
+
+
+@pytest.fixture
+def make_system(transactional_db, redis_server, tmp_path) -> Iterator[Callable[..., System]]:
+    """Start the system (torn down before the test database is flushed)."""
+    started: list[System] = []
+
+    def make(*, beat: bool = True) -> System:
+        system = System(redis_server, tmp_path)
+        started.append(system)
+        return system.start(beat=beat)
+
+    try:
+        yield make
+    finally:
+        for system in started:
+            system.stop()
+
+
+@pytest.fixture
+def system(make_system) -> System:
+    return make_system()
+
+
+@pytest.fixture
+def make_receiver() -> Iterator[Callable[..., WebhookReceiver]]:
+    started: list[WebhookReceiver] = []
+
+    def make(**options) -> WebhookReceiver:
+        receiver = WebhookReceiver(**options).start()
+        started.append(receiver)
+        return receiver
+
+    yield make
+    for receiver in started:
+        receiver.close()
+
+
+@pytest.fixture
+def subscribe(transactional_db) -> Callable[..., Webhook]:
+    """Subscribe a URL as an admin would (committed: the subprocesses see it)."""
+
+    def subscribe(url: str, events: list[str] | None = None, secret: str = "") -> Webhook:
+        with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.1"]):
+            return webhooks.webhook_add(url=url, event_types=events, secret=secret)
+
+    return subscribe
+
+
+@pytest.fixture
+def agent_http(system, transactional_db) -> Iterator[httpx.Client]:
+    """Agent 'agent-a' talking to the web server over real HTTP."""
+    raw = token_create_for_agent(agent_id="agent-a")[1]
+    with httpx.Client(
+        base_url=system.base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=20
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def reviewer_http(system, transactional_db) -> Iterator[httpx.Client]:
+    """Reviewer 'alice' over real HTTP."""
+    raw = token_create_for_user(user=ReviewerFactory(username="alice"))[1]
+    with httpx.Client(
+        base_url=system.base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=20
+    ) as client:
+        yield client

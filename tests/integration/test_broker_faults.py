@@ -1,0 +1,132 @@
+"""Faults: the broker down at commit time, a worker killed mid-delivery. Nothing is lost."""
+
+import time
+
+import pytest
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+
+from audit.models import Event
+from breakpoints.models import WebhookDelivery
+from tests.integration.conftest import LEASE_SECONDS, SWEEP_SECONDS
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+CREATE_BOUND_SECONDS = 10.0  # generous: a hang on the broker is the bug
+
+
+def create(agent_http, question: str) -> tuple[dict, float]:
+    started = time.monotonic()
+    response = agent_http.post("/api/breakpoints", json={"payload": {"question": question}})
+    elapsed = time.monotonic() - started
+    assert response.status_code == 201, response.text
+    return response.json(), elapsed
+
+
+def created_delivery(bp_id: str) -> WebhookDelivery:
+    return WebhookDelivery.objects.get(breakpoint_id=bp_id, event_type="created")
+
+
+def notifications(delivery_id: str) -> list[Event]:
+    return list(
+        Event.objects.filter(type="notification", metadata__deliveryId=delivery_id).order_by(
+            "timestamp", "id"
+        )
+    )
+
+
+def test_broker_down_create_still_answers_201_and_the_webhook_arrives_once_later(
+    system, agent_http, make_receiver, subscribe, redis_server
+):
+    receiver = make_receiver()
+    webhook = subscribe(receiver.url, ["created"])
+    # Warm up: the web process has published through Redis before the outage.
+    warm, _ = create(agent_http, "Before the outage?")
+    receiver.wait_for(lambda got: len(got) == 1, timeout=30, what="the warm-up webhook")
+
+    redis_server.stop()
+    bp, elapsed = create(agent_http, "During the outage?")
+
+    assert elapsed < CREATE_BOUND_SECONDS, f"POST took {elapsed:.1f}s with the broker down"
+    print(f"\nPOST /api/breakpoints with the broker down answered 201 in {elapsed:.2f}s")
+    assert bp["status"] == "waiting"
+    delivery = created_delivery(bp["breakpointId"])
+    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    readiness = agent_http.get("/readyz")
+    assert readiness.status_code == 503
+    assert readiness.json()["checks"]["broker"] != "ok"
+    assert readiness.json()["checks"]["database"] == "ok"
+    time.sleep(2 * SWEEP_SECONDS)
+    assert receiver.with_id(delivery.pk) == []  # no broker, no delivery (yet)
+    assert created_delivery(bp["breakpointId"]).status == "pending"
+
+    redis_server.start()  # same port, empty: the message published at commit is gone
+    restarted = time.monotonic()
+
+    receiver.wait_for(
+        lambda got: any(r.webhook_id == delivery.pk for r in got),
+        timeout=45,
+        what="the webhook created during the outage",
+    )
+    outage_recovered_after = time.monotonic() - restarted
+    [arrived] = receiver.with_id(delivery.pk)
+    assert arrived.json()["data"]["breakpointId"] == bp["breakpointId"]
+    StandardWebhook(webhook.secret).verify(arrived.body, arrived.headers)
+    system.wait_until(
+        lambda: created_delivery(bp["breakpointId"]).status == "delivered",
+        what="the delivery row to be marked delivered",
+    )
+    print(f"delivered {outage_recovered_after:.1f}s after the broker came back")
+    time.sleep(3 * SWEEP_SECONDS)  # more sweeps: nothing is sent twice
+    assert len(receiver.with_id(delivery.pk)) == 1
+    assert len(receiver.received) == 2  # the warm-up one and this one, once each
+    stored = created_delivery(bp["breakpointId"])
+    assert (stored.status, stored.attempts, stored.last_status_code) == ("delivered", 1, 200)
+    assert [e.metadata["outcome"] for e in notifications(delivery.pk)] == ["delivered"]
+    assert agent_http.get("/readyz").status_code == 200
+    assert created_delivery(warm["breakpointId"]).status == "delivered"
+
+
+def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
+    system, agent_http, make_receiver, subscribe
+):
+    # The first request is held long enough for the test to kill the worker that sent it.
+    receiver = make_receiver(hold_first=1, hold_seconds=20)
+    webhook = subscribe(receiver.url, ["created"])
+
+    bp, _ = create(agent_http, "Survive a crash?")
+    [first] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30, what="the first send")
+    delivery = created_delivery(bp["breakpointId"])
+    assert first.webhook_id == delivery.pk
+    # In flight: claimed (leased) by the worker, no attempt recorded yet.
+    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    assert delivery.locked_until is not None
+
+    returncode = system.kill_worker()  # SIGKILL the worker and its pool child, mid-request
+    killed_at = time.monotonic()
+    assert returncode == -9
+    assert created_delivery(bp["breakpointId"]).status == "pending"  # nothing recorded
+    system.start_worker()
+
+    got = receiver.wait_for(
+        lambda got: len([r for r in got if r.webhook_id == delivery.pk]) >= 2,
+        timeout=30,
+        what="the redelivery after the worker was killed",
+    )
+    redelivery_after = time.monotonic() - killed_at
+    second = [r for r in got if r.webhook_id == delivery.pk][1]
+    assert second.body == first.body
+    StandardWebhook(webhook.secret).verify(second.body, second.headers)
+    system.wait_until(
+        lambda: created_delivery(bp["breakpointId"]).status == "delivered",
+        what="the redelivered row to be marked delivered",
+    )
+    print(f"\nredelivered {redelivery_after:.1f}s after the worker was killed")
+    # The lease had to run out first: a live lease is never stolen.
+    assert second.received_at - first.received_at >= LEASE_SECONDS - 0.5
+    time.sleep(2 * SWEEP_SECONDS)
+    assert len(receiver.with_id(delivery.pk)) == 2  # the killed send and one redelivery
+    stored = created_delivery(bp["breakpointId"])
+    assert (stored.status, stored.last_status_code, stored.locked_until) == ("delivered", 200, None)
+    [event] = notifications(delivery.pk)  # the killed attempt never got to record itself
+    assert event.actor == "system:webhooks"
+    assert (event.metadata["outcome"], event.metadata["statusCode"]) == ("delivered", 200)
