@@ -1,8 +1,9 @@
 """The reviewer console: the Breakpoint queue and review screens, and read-only feedback.
 
-Roles decide access (breakpoints.actors): reviewers see the queue, comment and
-release; admins also expire and delete. Nobody edits a breakpoint in a form: what the
-agent sent is evidence, and every change of state goes through breakpoints.services.
+Roles decide access (breakpoints.actors): reviewers see the queue, comment, release
+and "Always approve"; admins also expire, cancel and delete. Nobody edits a breakpoint
+in a form: what the agent sent is evidence, and every change of state goes through
+breakpoints.services.
 """
 
 from datetime import datetime
@@ -10,6 +11,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import (
     Case,
     DateTimeField,
@@ -27,9 +29,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
+from breakpoints import routing
 from breakpoints.actors import Actor, is_admin, is_reviewer
 from breakpoints.choices import Status
-from breakpoints.filters import filter_has_all_tags
+from breakpoints.filters import filter_has_all_tags, filter_routed_to
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_expire
 from config.errors import DomainError
@@ -110,6 +113,41 @@ class RunFilter(InputFilter):
         return queryset.filter(run_id=value) if value else queryset
 
 
+class AssignedToMeFilter(admin.SimpleListFilter):
+    """Breakpoints routed (payload.expert) to the reviewer: the API's assignedTo=me."""
+
+    title = "routing"
+    parameter_name = "assigned"
+
+    def lookups(self, request, model_admin):
+        return (("me", "Assigned to me"),)
+
+    def queryset(self, request, queryset):
+        return filter_routed_to(queryset, request.user) if self.value() == "me" else queryset
+
+
+class QueueChangeList(ChangeList):
+    """The queue's page, with every expert name on it resolved at once (not per row)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        rows = list(self.result_list)
+        names = {name for bp in rows for name in _experts(bp)}
+        resolved = routing.resolve(names)  # two queries per page at most, none without experts
+        for bp in rows:
+            bp.unresolved_experts = [
+                name for name in _experts(bp) if not (name in resolved and resolved[name].resolved)
+            ]
+
+
+def _experts(bp: Breakpoint) -> list[str]:
+    return (
+        [name for name in bp.experts if isinstance(name, str)]
+        if isinstance(bp.experts, list)
+        else []
+    )
+
+
 def _badge(status: str) -> str:
     return format_html(
         '<span class="bpm-badge bpm-badge--{}">{}</span>', status, Status(status).label
@@ -122,6 +160,7 @@ class BreakpointAdmin(admin.ModelAdmin):
     list_display_links = ("summary",)
     list_filter = (
         "status",
+        AssignedToMeFilter,
         TagFilter,
         AgentFilter,
         RunFilter,
@@ -159,10 +198,16 @@ class BreakpointAdmin(admin.ModelAdmin):
     def has_expire_permission(self, request: HttpRequest) -> bool:
         return is_admin(request.user)
 
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)  # agents cancel through the API; in the console, admins
+
     # --- the queue -----------------------------------------------------------
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Breakpoint]:
         return super().get_queryset(request).defer(*HEAVY_FIELDS)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return QueueChangeList
 
     def get_ordering(self, request: HttpRequest) -> list[Any]:
         if request.GET.get("status__exact") == Status.WAITING:
@@ -172,9 +217,19 @@ class BreakpointAdmin(admin.ModelAdmin):
     @admin.display(description="Breakpoint")
     def summary(self, bp: Breakpoint) -> str:
         question = Truncator(bp.question or "").chars(160)
+        unresolved = getattr(bp, "unresolved_experts", None)
+        warning = (
+            format_html(
+                ' <span class="bpm-badge bpm-badge--warn" title="{}">unresolved expert</span>',
+                f"{', '.join(unresolved)}: resolves to nobody — admins answer",
+            )
+            if unresolved
+            else ""
+        )
         return format_html(
-            '<span class="bpm-title">{}</span><span class="bpm-question">{}</span>',
+            '<span class="bpm-title">{}{}</span><span class="bpm-question">{}</span>',
             bp.title or bp.key,
+            warning,
             question,
         )
 
@@ -260,6 +315,12 @@ class BreakpointAdmin(admin.ModelAdmin):
             path("<path:object_id>/comment/", wrap(console.comment_view), name=f"{name}_comment"),
             path("<path:object_id>/release/", wrap(console.release_view), name=f"{name}_release"),
             path("<path:object_id>/expire/", wrap(console.expire_view), name=f"{name}_expire"),
+            path("<path:object_id>/cancel/", wrap(console.cancel_view), name=f"{name}_cancel"),
+            path(
+                "<path:object_id>/always-approve/",
+                wrap(console.always_approve_view),
+                name=f"{name}_always_approve",
+            ),
             *super().get_urls(),
         ]
 

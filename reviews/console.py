@@ -1,5 +1,5 @@
-"""The reviewer console's per-breakpoint screens: review, comment, release (with a
-confirmation step) and expire.
+"""The reviewer console's per-breakpoint screens: review, comment, release and "Always
+approve" (each with a confirmation step), and for admins expire and cancel.
 
 BreakpointAdmin.get_urls() mounts these behind admin_site.admin_view(); each takes the
 ModelAdmin first. Every write goes through breakpoints.services with the reviewer as
@@ -18,13 +18,14 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from breakpoints import routing, selectors, services
+from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
 from breakpoints.choices import Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import payload_options
 from config.errors import DomainError, InvalidState, NotFound
 from reviews import rendering
+from reviews.seats import seats_panel
 
 if TYPE_CHECKING:
     from reviews.admin import BreakpointAdmin
@@ -35,8 +36,8 @@ REJECT = "reject"
 OPTION_PREFIX = "option:"
 
 
-class DecisionForm(forms.Form):
-    """A reviewer's comment and, for a release, the decision: approve, reject or an option."""
+class CommentForm(forms.Form):
+    """A reviewer's comment (alone, it is what "Always approve" sends with the approval)."""
 
     comment = forms.CharField(
         required=False,
@@ -46,6 +47,15 @@ class DecisionForm(forms.Form):
             attrs={"rows": 5, "placeholder": "Feedback for the agent (required to reject)"}
         ),
     )
+
+    def clean_comment(self) -> str:
+        # Browsers submit textarea line breaks as CRLF; the agent gets plain "\n".
+        return self.cleaned_data["comment"].replace("\r\n", "\n").replace("\r", "\n")
+
+
+class DecisionForm(CommentForm):
+    """A reviewer's comment and, for a release, the decision: approve, reject or an option."""
+
     decision = forms.ChoiceField(widget=forms.RadioSelect, required=True)
 
     def __init__(self, *args: Any, options: list[str] | None = None, **kwargs: Any):
@@ -54,10 +64,6 @@ class DecisionForm(forms.Form):
         choices = [(f"{OPTION_PREFIX}{i}", option) for i, option in enumerate(self.options)]
         choices += [(APPROVE, "Approve"), (REJECT, "Reject with feedback")]
         self.fields["decision"].choices = choices
-
-    def clean_comment(self) -> str:
-        # Browsers submit textarea line breaks as CRLF; the agent gets plain "\n".
-        return self.cleaned_data["comment"].replace("\r\n", "\n").replace("\r", "\n")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -89,7 +95,9 @@ class DecisionForm(forms.Form):
         return "approved" if self.approved else "rejected"
 
 
-class ExpireForm(forms.Form):
+class ReasonForm(forms.Form):
+    """Why an admin expires or cancels: the agent reads it as result.feedback."""
+
     reason = forms.CharField(
         required=False,
         max_length=2000,
@@ -154,11 +162,13 @@ def _status_message(bp_status: str) -> str:
     )
 
 
-def _release_refusal(request: HttpRequest, bp: Breakpoint) -> str | None:
+def _release_refusal(
+    request: HttpRequest, bp: Breakpoint, resolved: dict[str, routing.Seat] | None = None
+) -> str | None:
     """Why this reviewer may comment but not release a routed breakpoint, or None."""
     if not bp.experts:
         return None
-    seats = routing.seats_for(bp.experts)
+    seats = routing.seats_for(bp.experts, resolved)
     try:
         routing.seat_for_response(request.user, seats, [v.get("seat") for v in bp.votes])
     except DomainError as exc:
@@ -195,7 +205,9 @@ def review_view(
             options=payload_options(payload),
             initial=initial if request.method == "POST" else None,
         )
-    release_note = _release_refusal(request, bp) if can_release else None
+    resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
+    release_note = _release_refusal(request, bp, resolved) if can_release else None
+    can_decide = can_release and release_note is None
     events = list(selectors.breakpoint_events(request.user, bp.pk))
     now = timezone.now()
     context = _context(
@@ -219,9 +231,12 @@ def review_view(
         events=events,
         form=form if can_release else None,
         can_release=can_release,
-        can_decide=can_release and release_note is None,
+        can_decide=can_decide,
+        can_always_approve=can_decide and autoapproval.offers_always_approve(payload),
         release_note=release_note,
+        seats=seats_panel(bp, resolved),
         can_expire=bp.is_waiting and model_admin.has_expire_permission(request),
+        can_cancel=bp.is_waiting and model_admin.has_cancel_permission(request),
         can_delete=model_admin.has_delete_permission(request, bp),
         age=rendering.age(bp.created_at, now),
         time_left=model_admin.time_left_text(bp, now),
@@ -229,6 +244,8 @@ def review_view(
         comment_url=_url(model_admin, request, "comment", bp.pk),
         release_url=_url(model_admin, request, "release", bp.pk),
         expire_url=_url(model_admin, request, "expire", bp.pk),
+        cancel_url=_url(model_admin, request, "cancel", bp.pk),
+        always_url=_url(model_admin, request, "always_approve", bp.pk),
         delete_url=_url(model_admin, request, "delete", bp.pk),
     )
     return TemplateResponse(request, "admin/breakpoints/breakpoint/review.html", context)
@@ -283,13 +300,19 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
         return review_view(model_admin, request, object_id, form=form)
     comment = form.cleaned_data["comment"]
     if request.POST.get("confirm") != "yes":
-        preview = services._release_result(
-            approved=form.approved,
-            comment=comment,
-            option=form.option,
-            responder=request.user.get_username(),
-            at=timezone.now(),
-        )
+        try:
+            outcome = services.release_preview(
+                bp=bp,
+                actor=Actor.for_user(request.user),
+                approved=form.approved,
+                comment=comment,
+                option=form.option,
+            )
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return _redirect_detail(model_admin, request, object_id)
+        # A vote that does not decide yet sends nothing: show the vote being recorded.
+        preview = outcome.result if outcome.result is not None else outcome.votes[-1]
         context = _context(
             model_admin,
             request,
@@ -337,39 +360,147 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     return HttpResponseRedirect(_url(model_admin, request, "changelist"))
 
 
-def expire_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    """Admins only: confirm, then expire a waiting breakpoint (breakpoint_expire)."""
-    if not model_admin.has_expire_permission(request):
+def _end_view(
+    model_admin: "BreakpointAdmin",
+    request: HttpRequest,
+    object_id: str,
+    *,
+    action: str,
+    service: Any,
+    done: str,
+) -> HttpResponse:
+    """Admins: confirm with a reason, then end a waiting breakpoint (expire or cancel)."""
+    if not getattr(model_admin, f"has_{action}_permission")(request):
         raise PermissionDenied
     try:
         bp = _load(model_admin, request, object_id)
     except NotFound:
         return _not_found(model_admin, request, object_id)
     if not bp.is_waiting:
-        messages.error(request, f"This breakpoint is already {bp.status}: it cannot expire.")
+        messages.error(request, f"This breakpoint is already {bp.status}: it cannot be {done}.")
         return _redirect_detail(model_admin, request, object_id)
-    form = ExpireForm(request.POST or None)
+    form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.breakpoint_expire(
-                breakpoint_id=bp.pk, actor=_actor(request), reason=form.cleaned_data["reason"]
-            )
+            service(breakpoint_id=bp.pk, actor=_actor(request), reason=form.cleaned_data["reason"])
         except InvalidState as exc:
             messages.error(request, f"This breakpoint is already {exc.current_status}.")
         except DomainError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"Expired “{bp.title or bp.key}”.")
+            messages.success(request, f"{done.capitalize()} “{bp.title or bp.key}”.")
         return _redirect_detail(model_admin, request, object_id)
     context = _context(
         model_admin,
         request,
-        title="Expire breakpoint",
+        title=f"{action.capitalize()} breakpoint",
         subtitle=None,
         bp=bp,
         original=bp,
         form=form,
-        expire_url=_url(model_admin, request, "expire", bp.pk),
+        action_url=_url(model_admin, request, action, bp.pk),
         detail_url=detail_url(model_admin, request, bp.pk),
     )
-    return TemplateResponse(request, "admin/breakpoints/breakpoint/expire_confirm.html", context)
+    return TemplateResponse(request, f"admin/breakpoints/breakpoint/{action}_confirm.html", context)
+
+
+def expire_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Admins only: confirm, then expire a waiting breakpoint (breakpoint_expire)."""
+    return _end_view(
+        model_admin,
+        request,
+        object_id,
+        action="expire",
+        service=services.breakpoint_expire,
+        done="expired",
+    )
+
+
+def cancel_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Admins only: confirm, then cancel a waiting breakpoint (breakpoint_cancel)."""
+    return _end_view(
+        model_admin,
+        request,
+        object_id,
+        action="cancel",
+        service=services.breakpoint_cancel,
+        done="cancelled",
+    )
+
+
+def always_approve_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Approve and add an auto-approve rule for the key, after a confirmation step showing both."""
+    if request.method != "POST":
+        return _redirect_detail(model_admin, request, object_id)
+    if not model_admin.has_release_permission(request):
+        raise PermissionDenied
+    try:
+        bp = _load(model_admin, request, object_id)
+    except NotFound:
+        return _not_found(model_admin, request, object_id)
+    if not bp.is_waiting:
+        messages.error(request, _status_message(bp.status))
+        return _redirect_detail(model_admin, request, object_id)
+    refusal = _release_refusal(request, bp)
+    if refusal:
+        messages.error(request, refusal)
+        return _redirect_detail(model_admin, request, object_id)
+    if not autoapproval.offers_always_approve(bp.payload):
+        messages.error(request, "The agent asked not to offer “Always approve” here.")
+        return _redirect_detail(model_admin, request, object_id)
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        return review_view(model_admin, request, object_id)
+    comment = form.cleaned_data["comment"]
+    actor = _actor(request)
+    if request.POST.get("confirm") != "yes":
+        try:
+            outcome = services.release_preview(
+                bp=bp, actor=actor, approved=True, comment=comment, option=None
+            )
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return _redirect_detail(model_admin, request, object_id)
+        preview = outcome.result if outcome.result is not None else outcome.votes[-1]
+        context = _context(
+            model_admin,
+            request,
+            title="Confirm always approve",
+            subtitle=None,
+            bp=bp,
+            original=bp,
+            form=form,
+            decision_label="Always approve",
+            is_vote=bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
+            approved=True,
+            rule_key=bp.key,
+            result_html=rendering.render_json(preview),
+            confirm_url=_url(model_admin, request, "always_approve", bp.pk),
+            confirm_label="Confirm: approve and add the rule",
+            detail_url=detail_url(model_admin, request, bp.pk),
+        )
+        return TemplateResponse(
+            request, "admin/breakpoints/breakpoint/release_confirm.html", context
+        )
+    try:
+        _, bp, rule = services.breakpoint_always_approve(
+            breakpoint_id=bp.pk, actor=actor, comment=comment
+        )
+    except InvalidState as exc:
+        messages.error(request, _status_message(exc.current_status))
+        return _redirect_detail(model_admin, request, object_id)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return _redirect_detail(model_admin, request, object_id)
+    rule_note = f"Rule {rule.pk} now auto-approves key “{rule.pattern}”."
+    if bp.is_waiting:
+        messages.success(
+            request, f"Your approval was recorded; other seats still have to vote. {rule_note}"
+        )
+        return _redirect_detail(model_admin, request, object_id)
+    messages.success(
+        request,
+        f"Released “{bp.title or bp.key}”: approved. {rule_note} "
+        "The agent receives the result on its next poll.",
+    )
+    return HttpResponseRedirect(_url(model_admin, request, "changelist"))

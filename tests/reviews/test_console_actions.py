@@ -279,3 +279,42 @@ def test_a_vote_on_a_collect_all_breakpoint_keeps_it_waiting(make_breakpoint):
     )
     assert b"other reviewers still have to respond" in done.content
     assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
+def test_admin_cancels_through_the_confirmation_with_a_reason(admin_browser, make_breakpoint):
+    bp = make_breakpoint()
+    assert action_url("cancel", bp.pk).encode() in admin_browser.get(review_url(bp.pk)).content
+    page = admin_browser.get(action_url("cancel", bp.pk))
+    assert page.status_code == 200
+    assert b"Cancel the breakpoint" in page.content
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"  # the page alone changes nothing
+
+    response = admin_browser.post(
+        action_url("cancel", bp.pk), {"reason": "Superseded by run 43"}, follow=True
+    )
+    assert any("Cancelled" in m for m in _messages(response))
+    bp.refresh_from_db()
+    assert bp.status == "cancelled"
+    assert bp.result == {
+        "approved": False,
+        "feedback": "Superseded by run 43",
+        "respondedBy": "adam",
+    }
+    assert Event.objects.filter(breakpoint=bp, type="cancelled", actor="adam").exists()
+
+
+def test_cancelling_a_finished_breakpoint_is_a_message(admin_browser, make_breakpoint):
+    bp = make_breakpoint()
+    breakpoint_cancel(breakpoint_id=bp.pk, actor=Actor.for_agent("agent-a"))
+    response = admin_browser.post(action_url("cancel", bp.pk), {"reason": "late"}, follow=True)
+    assert response.status_code == 200
+    assert any("already cancelled" in m for m in _messages(response))
+    assert b'id="bpm-cancel"' not in admin_browser.get(review_url(bp.pk)).content
+
+
+def test_reviewers_cannot_cancel_in_the_console(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint()
+    assert b'id="bpm-cancel"' not in reviewer_browser.get(review_url(bp.pk)).content
+    assert reviewer_browser.get(action_url("cancel", bp.pk)).status_code == 403
+    assert reviewer_browser.post(action_url("cancel", bp.pk), {"reason": "x"}).status_code == 403
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"

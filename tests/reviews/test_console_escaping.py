@@ -149,3 +149,52 @@ def test_feedback_and_events_render_inert(console_admin, hostile_breakpoint, adm
         response = admin_browser.get(url)
         assert response.status_code == 200, url
         assert_inert(response.content.decode())
+
+
+def test_expert_names_and_votes_render_inert(admin_browser, console_admin, make_breakpoint):
+    """Expert names come from the agent: on the seats panel, the queue badge and its title."""
+    bp = make_breakpoint(
+        payload={
+            "question": "Routed to a hostile name?",
+            "expert": [XSS_SCRIPT, XSS_IMG],
+            "strategy": "quorum",
+        }
+    )
+    # An admin answers for a seat that resolves to nobody; the vote's text is shown too.
+    feedback_add(
+        breakpoint_id=bp.pk,
+        actor=Actor.for_user(console_admin),
+        comment=f"vote {XSS}",
+        release=True,
+        approved=False,
+    )
+    review = admin_browser.get(review_url(bp.pk)).content.decode()
+    assert_inert(review)
+    assert '<strong class="bpm-seat__name">&lt;script&gt;alert(1)&lt;/script&gt;</strong>' in review
+    assert "resolves to nobody" in review
+    queue = admin_browser.get(QUEUE_URL).content.decode()
+    assert_inert(queue)
+    assert "unresolved expert" in queue
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;, &lt;img src=x onerror=alert(1)&gt;" in queue
+
+
+def test_rule_notes_tags_and_evaluated_keys_render_inert(admin_browser, console_admin):
+    from breakpoints import autoapproval
+
+    actor = Actor.for_user(console_admin)
+    rule = autoapproval.rule_create(actor=actor, pattern="confirm.*", note=f"note {XSS}")
+    autoapproval.always_break_on_add(actor=actor, tag=XSS_IMG, note=f"why {XSS}")
+    for url in (
+        "/admin/breakpoints/autoapprovalrule/",
+        f"/admin/breakpoints/autoapprovalrule/{rule.pk}/change/",
+        "/admin/breakpoints/alwaysbreakontag/",
+        "/admin/breakpoints/autoapprovalrule/evaluate/?key=confirm.x&tags=" + XSS_SCRIPT,
+    ):
+        response = admin_browser.get(url)
+        assert response.status_code == 200, url
+        assert_inert(response.content.decode())
+    response = admin_browser.post(
+        "/admin/breakpoints/autoapprovalrule/add/", {"pattern": XSS, "action": "auto-approve"}
+    )
+    assert response.status_code == 200
+    assert_inert(response.content.decode())

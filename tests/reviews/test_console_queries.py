@@ -13,6 +13,8 @@ from tests.reviews.conftest import QUEUE_URL, review_url
 # user's and groups' permissions (the admin's nav sidebar, for stock User/Group), the
 # page of rows, the waiting badge COUNT.
 QUEUE_QUERIES = 8
+# Plus resolving every expert name on the page at once: their groups, then their users.
+ROUTED_QUEUE_QUERIES = QUEUE_QUERIES + 2
 # session, user, groups, the breakpoint, its feedback, events (exists + list), the two
 # permission queries of the nav sidebar, the waiting badge COUNT.
 REVIEW_QUERIES = 10
@@ -32,6 +34,7 @@ def _queue_queries(client, url: str) -> list[str]:
         QUEUE_URL + "?status__exact=waiting",
         QUEUE_URL + "?tag=billing&agent=agent-a&q=plan",
         QUEUE_URL + "?created_at__gte=2000-01-01T00:00:00Z",
+        QUEUE_URL + "?assigned=me",
     ],
 )
 def test_queue_query_count_does_not_grow_with_the_queue(reviewer_browser, url):
@@ -93,3 +96,43 @@ def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoin
         response = reviewer_browser.get(url)
         assert response.status_code == 200, url
         assert b'<span class="bpm-waiting__count">2</span>' in response.content, url
+
+
+def test_routed_queue_resolves_experts_once_per_page(reviewer_browser, expert_member):
+    """The unresolved-expert badge costs two queries per page, not per row."""
+    expert_member("tina", "tech-lead")
+
+    def routed(n: int) -> None:
+        for i in range(n):
+            experts = ["tech-lead", f"ghost-{i}"] if i % 2 else ["tech-lead"]
+            BreakpointFactory(experts=experts, strategy="quorum")
+
+    routed(5)
+    few = _queue_queries(reviewer_browser, QUEUE_URL)
+    routed(45)
+    many = _queue_queries(reviewer_browser, QUEUE_URL)
+    assert len(few) == len(many) == ROUTED_QUEUE_QUERIES, many
+    assert b"unresolved expert" in reviewer_browser.get(QUEUE_URL).content
+
+
+def test_routed_review_page_query_count_does_not_grow_with_votes(
+    reviewer_browser, make_breakpoint, three_experts
+):
+    payload = {
+        "question": "Deploy?",
+        "expert": ["tech-lead", "ops-lead", "security-lead", "ghost"],
+        "strategy": "collect-all",
+    }
+    bp = make_breakpoint(payload=payload)
+    with CaptureQueriesContext(connection) as before:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    for seat in ("tech-lead", "ops-lead", "security-lead"):
+        feedback_add(
+            breakpoint_id=bp.pk,
+            actor=Actor.for_user(three_experts[seat]),
+            comment="fine",
+            release=True,
+        )
+    with CaptureQueriesContext(connection) as after:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    assert len(before) == len(after), [q["sql"] for q in after.captured_queries]

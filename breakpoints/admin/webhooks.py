@@ -1,171 +1,36 @@
-"""Agent tokens and webhooks in the console (admins only).
-
-Tokens: list, create (raw token shown once), revoke. Webhooks: subscriptions, and
-their deliveries with every attempt, re-sendable.
-
-The Breakpoint queue and review screens live in reviews/admin.py (the console app).
-Tokens are minted and revoked only through breakpoints.tokens; the hash is never shown.
+"""Webhooks in the console (admins only): subscriptions, and their deliveries with every
+attempt, re-sendable. Writes go through breakpoints.webhooks.
 """
 
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from audit.models import Event, EventType
 from breakpoints.actors import is_admin
-from breakpoints.models import (
-    ApiToken,
-    DeliveryStatus,
-    Webhook,
-    WebhookDelivery,
-    WebhookEventType,
+from breakpoints.admin.base import AdminOnly
+from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
+from breakpoints.webhooks import (
+    delivery_resend,
+    webhook_add,
+    webhook_build,
+    webhook_remove,
+    webhook_update,
 )
-from breakpoints.tokens import token_create_for_agent, token_revoke
-from breakpoints.webhooks import delivery_resend, webhook_add, webhook_build, webhook_update
 from config.errors import DomainError
 
 
-class AgentTokenForm(forms.Form):
-    agent_id = forms.CharField(
-        label="Agent id",
-        max_length=128,
-        help_text="The agentId this token may create and read breakpoints for.",
-    )
-    name = forms.CharField(
-        max_length=200, required=False, help_text="Optional: where the token is used."
-    )
-
-
-class ActiveFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request, model_admin):
-        return (("active", "Active"), ("revoked", "Revoked"))
-
-    def queryset(self, request, queryset):
-        if self.value() == "active":
-            return queryset.filter(revoked_at__isnull=True)
-        if self.value() == "revoked":
-            return queryset.filter(revoked_at__isnull=False)
-        return queryset
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = (
-        "prefix_display",
-        "kind",
-        "owner",
-        "name",
-        "created_at",
-        "last_used_at",
-        "state",
-    )
-    list_filter = ("kind", ActiveFilter)
-    search_fields = ("=prefix", "agent_id", "name", "user__username")
-    list_select_related = ("user",)
-    fields = (
-        "prefix",
-        "kind",
-        "agent_id",
-        "user",
-        "name",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    )
-    readonly_fields = fields
-    actions = ["revoke_selected"]
-    show_facets = admin.ShowFacets.NEVER
-
-    # Admins only; tokens are never edited (revoke instead) nor deleted (keeps history).
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_revoke_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    @admin.display(description="Token", ordering="prefix")
-    def prefix_display(self, token: ApiToken) -> str:
-        return format_html("<code>{}…</code>", token.prefix)
-
-    @admin.display(description="Agent / user")
-    def owner(self, token: ApiToken) -> str:
-        return token.agent_id or (token.user.get_username() if token.user else "—")
-
-    @admin.display(description="State", ordering="revoked_at")
-    def state(self, token: ApiToken) -> str:
-        if token.revoked_at is None:
-            return format_html('<span class="bpm-badge bpm-badge--released">{}</span>', "active")
-        return format_html('<span class="bpm-badge bpm-badge--cancelled">{}</span>', "revoked")
-
-    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
-    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        revoked = 0
-        for pk in queryset.filter(revoked_at__isnull=True).values_list("pk", flat=True):
-            try:
-                token_revoke(prefix_or_id=str(pk))
-            except DomainError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-            else:
-                revoked += 1
-        self.message_user(
-            request,
-            f"Revoked {revoked} token(s); requests with them now get 401."
-            if revoked
-            else "The selected tokens were already revoked.",
-            messages.SUCCESS if revoked else messages.WARNING,
-        )
-
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
-        """Mint an agent token; the raw value is shown on this response only, never stored."""
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        form = AgentTokenForm(request.POST or None)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "title": "New agent token",
-            "form": form,
-        }
-        if request.method == "POST" and form.is_valid():
-            try:
-                token, raw = token_create_for_agent(
-                    agent_id=form.cleaned_data["agent_id"], name=form.cleaned_data["name"]
-                )
-            except DomainError as exc:
-                messages.error(request, exc.message)
-            else:
-                context.update(title="Agent token created", token=token, raw_token=raw)
-                response: HttpResponse = TemplateResponse(
-                    request, "admin/breakpoints/apitoken/created.html", context
-                )
-                response["Cache-Control"] = "no-store"
-                return response
-        return TemplateResponse(request, "admin/breakpoints/apitoken/add.html", context)
-
-
-# --- webhooks (admins only) -------------------------------------------------------
+def _https_url_fields(db_field: models.Field, **kwargs: Any) -> forms.Field | None:
+    """Model URL fields default to https when the scheme is left out (Django 6's default)."""
+    if isinstance(db_field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return db_field.formfield(**kwargs)
 
 
 class WebhookForm(forms.ModelForm):
@@ -185,6 +50,7 @@ class WebhookForm(forms.ModelForm):
     class Meta:
         model = Webhook
         fields = ("url", "event_types", "secret", "active")
+        formfield_callback = _https_url_fields
 
     def clean(self):
         data = super().clean()
@@ -198,19 +64,10 @@ class WebhookForm(forms.ModelForm):
         return data
 
 
-class AdminOnly:
-    """Webhooks and deliveries are for admins alone."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
-
 @admin.register(Webhook)
 class WebhookAdmin(AdminOnly, admin.ModelAdmin):
     form = WebhookForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ("id", "url", "events", "active", "created_at")
     list_filter = ("active",)
     search_fields = ("url",)
@@ -251,11 +108,42 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
                 saved = webhook_update(
                     webhook_id=saved.pk, event_types=saved.event_types, active=False
                 )
-            if not data["secret"]:
-                self.message_user(
-                    request, f"Signing secret (shown once): {saved.secret}", messages.WARNING
-                )
+            # A generated secret is shown once, by response_add; never again after.
+            obj.secret, obj.secret_generated = saved.secret, not data["secret"]
         obj.pk = saved.pk
+
+    def response_add(self, request: HttpRequest, obj: Webhook, post_url_continue=None):
+        if not getattr(obj, "secret_generated", False):
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": "Webhook added",
+            "webhook": obj,
+            "secret": obj.secret,
+        }
+        response = TemplateResponse(request, "admin/breakpoints/webhook/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def delete_model(self, request: HttpRequest, obj: Webhook) -> None:
+        try:
+            webhook_remove(webhook_id=obj.pk)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Webhook]) -> None:
+        for webhook_id in queryset.values_list("pk", flat=True):
+            try:
+                webhook_remove(webhook_id=webhook_id)
+            except DomainError:
+                pass  # removed meanwhile
+
+    def get_deleted_objects(self, objs, request):
+        # Deliveries go with their subscription; they have no delete right of their own.
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
 
 
 class DeliveryStatusBadge:

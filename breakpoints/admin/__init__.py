@@ -1,0 +1,13 @@
+"""The breakpoints app's admin-only console screens, one module per subject.
+
+- tokens: agent tokens (create shown once, revoke)
+- webhooks: subscriptions and deliveries (re-send)
+- rules: auto-approval rules and always-break-on tags (with an evaluator)
+
+The Breakpoint queue and review screens live in reviews/admin.py (the console app).
+Importing the modules registers their ModelAdmins with the admin site.
+"""
+
+from breakpoints.admin import rules, tokens, webhooks
+
+__all__ = ["rules", "tokens", "webhooks"]

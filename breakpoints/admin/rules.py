@@ -1,0 +1,259 @@
+"""Auto-approval in the console (admins only): rules, always-break-on tags, and an evaluator.
+
+Rules and tags are added and removed only through breakpoints.autoapproval, with the
+admin as actor; nothing is edited in place (remove and add again), so a rule always
+reads as its author wrote it. The evaluator answers what `should_auto_approve` answers.
+"""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from breakpoints import autoapproval
+from breakpoints.actors import Actor, is_admin
+from breakpoints.admin.base import AdminOnly, add_service_error
+from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
+from breakpoints.payload import MAX_KEY_LENGTH, MAX_TAG_LENGTH
+from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
+from config.errors import DomainError, NotFound
+
+ACTION_BADGE = {RuleAction.AUTO_APPROVE: "approved", RuleAction.NEVER_AUTO_APPROVE: "rejected"}
+MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vTextField bpm-mono"}
+
+
+class RuleForm(forms.Form):
+    pattern = forms.CharField(
+        max_length=MAX_PATTERN_LENGTH,
+        widget=forms.TextInput(attrs={**MONO, "placeholder": "confirm.*"}),
+        help_text="A breakpoint key glob (* matches anything), optionally with predicates: "
+        "confirm.*, *.review(tags contains 'design'), "
+        "gate.*(tags contains 'prerequisites' AND expert = 'owner').",
+    )
+    action = forms.ChoiceField(
+        choices=RuleAction.choices, initial=RuleAction.AUTO_APPROVE, widget=forms.RadioSelect
+    )
+    note = forms.CharField(
+        required=False,
+        max_length=autoapproval.MAX_NOTE_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Why the rule exists, for the next admin.",
+    )
+
+
+class AlwaysBreakOnForm(forms.Form):
+    tag = forms.CharField(max_length=MAX_TAG_LENGTH, widget=forms.TextInput(attrs=MONO))
+    note = forms.CharField(
+        required=False, max_length=autoapproval.MAX_NOTE_LENGTH, widget=forms.Textarea({"rows": 3})
+    )
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class EvaluateForm(forms.Form):
+    key = forms.CharField(
+        max_length=MAX_KEY_LENGTH,
+        widget=forms.TextInput(attrs={**MONO, "placeholder": "confirm.star-repo"}),
+    )
+    tags = forms.CharField(required=False, help_text="Comma-separated.")
+    experts = forms.CharField(required=False, help_text="Comma-separated expert names.")
+    after_n = forms.IntegerField(
+        required=False, min_value=1, label="autoApproveAfterN", help_text="Optional threshold."
+    )
+
+    def clean_tags(self) -> list[str]:
+        return _names(self.cleaned_data["tags"])
+
+    def clean_experts(self) -> list[str]:
+        return _names(self.cleaned_data["experts"])
+
+
+class ServiceAdmin(AdminOnly, admin.ModelAdmin):
+    """Admin-only, no edit form: add through a small form calling a service, remove likewise."""
+
+    show_facets = admin.ShowFacets.NEVER
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_admin(request.user)
+
+    def changelist_url(self) -> str:
+        opts = self.opts
+        return reverse(
+            f"admin:{opts.app_label}_{opts.model_name}_changelist",
+            current_app=self.admin_site.name,
+        )
+
+    def form_page(
+        self, request: HttpRequest, form: forms.Form, template: str = "", **extra: Any
+    ) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "changelist_url": self.changelist_url(),
+            "form": form,
+            **extra,
+        }
+        return TemplateResponse(request, template or "admin/breakpoints/service_form.html", context)
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = self.add_form(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                message = self.add(Actor.for_user(request.user), form.cleaned_data)
+            except DomainError as exc:
+                add_service_error(form, exc)
+                return self.form_page(request, form, **self.add_context(form, exc))
+            self.message_user(request, message, messages.SUCCESS)
+            return HttpResponseRedirect(self.changelist_url())
+        return self.form_page(request, form, **self.add_context(form, None))
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        try:
+            self.remove(Actor.for_user(request.user), obj)
+        except NotFound:
+            pass  # removed meanwhile: the outcome the admin asked for
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+    # Subclasses: the form, what adding does (returns the success message), removing.
+    add_form: type[forms.Form]
+
+    def add(self, actor: Actor, data: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def remove(self, actor: Actor, obj: Any) -> None:
+        raise NotImplementedError
+
+    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
+        return {}
+
+
+@admin.register(AutoApprovalRule)
+class AutoApprovalRuleAdmin(ServiceAdmin):
+    list_display = ("id", "pattern_display", "action_badge", "note_excerpt", "created_by", "created_at")  # fmt: skip
+    list_display_links = ("id",)
+    list_filter = ("action",)
+    search_fields = ("=id", "pattern", "note", "created_by")
+    fields = ("id", "pattern", "action", "note", "created_by", "created_at")
+    readonly_fields = fields
+    ordering = ("created_at", "id")
+    add_form = RuleForm
+
+    @admin.display(description="Pattern", ordering="pattern")
+    def pattern_display(self, rule: AutoApprovalRule) -> str:
+        return format_html("<code>{}</code>", rule.pattern)
+
+    @admin.display(description="Action", ordering="action")
+    def action_badge(self, rule: AutoApprovalRule) -> str:
+        css = ACTION_BADGE.get(rule.action, "expired")
+        return format_html('<span class="bpm-badge bpm-badge--{}">{}</span>', css, rule.action)
+
+    @admin.display(description="Note")
+    def note_excerpt(self, rule: AutoApprovalRule) -> str:
+        return Truncator(rule.note).chars(100)
+
+    def add(self, actor: Actor, data: dict[str, Any]) -> str:
+        rule = autoapproval.rule_create(
+            actor=actor, pattern=data["pattern"], action=data["action"], note=data["note"]
+        )
+        return f"Added rule {rule.pk}: {rule.action} {rule.pattern}."
+
+    def remove(self, actor: Actor, obj: AutoApprovalRule) -> None:
+        autoapproval.rule_remove(actor=actor, rule_id=obj.pk)
+
+    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
+        context: dict[str, Any] = {"title": "New auto-approval rule", "submit_label": "Add rule"}
+        position = error.details.get("position") if error is not None else None
+        if isinstance(position, int):
+            # The pattern with a caret under the character the parser stopped at.
+            pattern = str(form.data.get("pattern", "")).strip()  # as the service saw it
+            context["pointer"] = {"field": "pattern", "text": f"{pattern}\n{' ' * position}^"}
+        return context
+
+    def get_urls(self):
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        evaluate = path(
+            "evaluate/", self.admin_site.admin_view(self.evaluate_view), name=f"{name}_evaluate"
+        )
+        return [evaluate, *super().get_urls()]
+
+    def evaluate_view(self, request: HttpRequest) -> HttpResponse:
+        """What the rules say about a key now (read-only; GET, so it can be bookmarked)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = EvaluateForm(request.GET or None)
+        verdict, rule_url = None, None
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                verdict = autoapproval.evaluate(
+                    key=autoapproval.check_key(data["key"]),
+                    tags=data["tags"],
+                    experts=data["experts"],
+                    auto_approve_after_n=data["after_n"] or autoapproval.NO_THRESHOLD,
+                )
+            except DomainError as exc:
+                add_service_error(form, exc)
+            if verdict is not None and verdict.matched_rule:
+                rule_url = reverse(
+                    "admin:breakpoints_autoapprovalrule_change",
+                    args=[quote(verdict.matched_rule)],
+                    current_app=self.admin_site.name,
+                )
+        return self.form_page(
+            request,
+            form,
+            "admin/breakpoints/autoapprovalrule/evaluate.html",
+            title="Evaluate a key",
+            submit_label="Evaluate",
+            method="get",
+            verdict=verdict,
+            rule_url=rule_url,
+            always_break_on=autoapproval.always_break_on_tags(),
+        )
+
+
+@admin.register(AlwaysBreakOnTag)
+class AlwaysBreakOnTagAdmin(ServiceAdmin):
+    list_display = ("tag", "note_excerpt", "created_by", "created_at")
+    search_fields = ("tag", "note")
+    fields = ("tag", "note", "created_by", "created_at")
+    readonly_fields = fields
+    add_form = AlwaysBreakOnForm
+
+    @admin.display(description="Note")
+    def note_excerpt(self, entry: AlwaysBreakOnTag) -> str:
+        return Truncator(entry.note).chars(100)
+
+    def add(self, actor: Actor, data: dict[str, Any]) -> str:
+        entry = autoapproval.always_break_on_add(actor=actor, tag=data["tag"], note=data["note"])
+        return f"Breakpoints tagged “{entry.tag}” now always wait for a reviewer."
+
+    def remove(self, actor: Actor, obj: AlwaysBreakOnTag) -> None:
+        autoapproval.always_break_on_remove(actor=actor, tag=obj.tag)
+
+    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
+        return {"title": "New always-break-on tag", "submit_label": "Add tag"}

@@ -1,0 +1,165 @@
+"""Webhooks in the console: admins subscribe (the generated secret shown once), private
+targets are refused unless allowed, deliveries list their attempts and can be re-sent.
+
+Non-transactional `db` tests: on_commit publishing never runs, so nothing reaches a broker;
+attempts are made by calling webhooks.delivery_attempt against a real local receiver.
+"""
+
+import pytest
+from django.contrib.messages import get_messages
+from django.test import override_settings
+
+from breakpoints import webhooks
+from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery
+from tests.webhook_receiver import WebhookReceiver
+
+WEBHOOKS_URL = "/admin/breakpoints/webhook/"
+DELIVERIES_URL = "/admin/breakpoints/webhookdelivery/"
+LOOPBACK = ["127.0.0.1"]
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+@pytest.fixture
+def receiver():
+    with WebhookReceiver() as running:
+        yield running
+
+
+def _subscribe(url: str) -> Webhook:
+    with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=LOOPBACK):
+        return webhooks.webhook_add(url=url)
+
+
+@override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=LOOPBACK)
+def test_admin_adds_a_webhook_and_sees_the_generated_secret_once(admin_browser):
+    assert admin_browser.get(WEBHOOKS_URL + "add/").status_code == 200
+    response = admin_browser.post(
+        WEBHOOKS_URL + "add/",
+        {"url": "http://127.0.0.1:9/hook", "event_types": ["created", "released"], "active": "on"},
+    )
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    webhook = Webhook.objects.get()
+    assert webhook.url == "http://127.0.0.1:9/hook"
+    assert webhook.event_types == ["created", "released"]
+    assert webhook.secret.startswith("whsec_")
+    assert webhook.secret in response.content.decode()
+    # Never again: not in the list, not on the change page.
+    assert webhook.secret not in admin_browser.get(WEBHOOKS_URL).content.decode()
+    change = admin_browser.get(f"{WEBHOOKS_URL}{webhook.pk}/change/").content.decode()
+    assert webhook.secret not in change
+
+
+@override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=LOOPBACK)
+def test_a_secret_given_by_the_admin_is_not_echoed(admin_browser):
+    response = admin_browser.post(
+        WEBHOOKS_URL + "add/",
+        {"url": "http://127.0.0.1:9/hook", "secret": "my-own-secret", "active": "on"},
+    )
+    assert response.status_code == 302
+    assert Webhook.objects.get().secret == "my-own-secret"
+    assert not any("my-own-secret" in m for m in _messages(response))
+
+
+def test_a_private_url_without_the_allowance_is_a_form_error(admin_browser):
+    response = admin_browser.post(
+        WEBHOOKS_URL + "add/", {"url": "http://127.0.0.1:9/hook", "active": "on"}
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.non_field_errors()
+    assert any("private or loopback" in error for error in errors), errors
+    assert "BPM_WEBHOOK_ALLOWED_HOSTS" in response.content.decode()
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("url", [WEBHOOKS_URL, WEBHOOKS_URL + "add/", DELIVERIES_URL])
+def test_reviewers_get_403_on_webhooks_and_deliveries(reviewer_browser, url):
+    assert reviewer_browser.get(url).status_code == 403
+
+
+def test_reviewers_do_not_see_webhooks_in_the_index(reviewer_browser):
+    index = reviewer_browser.get("/admin/").content.decode()
+    assert WEBHOOKS_URL not in index and DELIVERIES_URL not in index
+
+
+def test_reviewer_cannot_resend_deliveries(reviewer_browser, make_breakpoint):
+    _subscribe("http://127.0.0.1:9/hook")
+    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    response = reviewer_browser.post(
+        DELIVERIES_URL, {"action": "resend_selected", "_selected_action": [delivery.pk]}
+    )
+    assert response.status_code == 403
+
+
+def test_deliveries_list_a_pending_delivery_of_a_new_breakpoint(admin_browser, make_breakpoint):
+    _subscribe("http://127.0.0.1:9/hook")
+    bp = make_breakpoint()
+    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    listing = admin_browser.get(DELIVERIES_URL).content.decode()
+    assert delivery.pk in listing and bp.pk in listing
+    assert 'bpm-badge--waiting">pending' in listing
+    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/").content.decode()
+    assert "No attempt yet." in detail
+
+
+def test_delivery_page_shows_each_attempt_and_resend_makes_it_pending(
+    admin_browser, make_breakpoint, receiver
+):
+    _subscribe(receiver.url)
+    bp = make_breakpoint()
+    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=LOOPBACK):
+        outcome = webhooks.delivery_attempt(delivery.pk)
+    assert outcome.status == "delivered"
+    assert [r.webhook_id for r in receiver.received] == [delivery.pk]
+
+    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/")
+    html = detail.content.decode()
+    assert "<th>HTTP</th>" in html
+    assert "<td>1</td>" in html and "<td>200</td>" in html and "delivered" in html
+    assert 'bpm-badge--released">delivered' in admin_browser.get(DELIVERIES_URL).content.decode()
+
+    response = admin_browser.post(
+        DELIVERIES_URL,
+        {"action": "resend_selected", "_selected_action": [delivery.pk]},
+        follow=True,
+    )
+    assert any("Queued 1" in m for m in _messages(response))
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.PENDING
+    assert delivery.attempts == 1  # the history stays; the same webhook-id goes out again
+
+
+def test_deliveries_are_read_only(admin_browser, make_breakpoint):
+    _subscribe("http://127.0.0.1:9/hook")
+    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    assert admin_browser.get(DELIVERIES_URL + "add/").status_code == 403
+    response = admin_browser.post(f"{DELIVERIES_URL}{delivery.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 403
+    assert WebhookDelivery.objects.filter(pk=delivery.pk).exists()
+
+
+def test_admin_removes_a_webhook_with_its_deliveries(admin_browser, make_breakpoint):
+    webhook = _subscribe("http://127.0.0.1:9/hook")
+    make_breakpoint()
+    assert WebhookDelivery.objects.filter(webhook=webhook).exists()
+    confirm = admin_browser.get(f"{WEBHOOKS_URL}{webhook.pk}/delete/")
+    assert confirm.status_code == 200
+    assert confirm.context["perms_lacking"] == set()
+    response = admin_browser.post(f"{WEBHOOKS_URL}{webhook.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Webhook.objects.exists()
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_admin_pauses_a_webhook(admin_browser):
+    webhook = _subscribe("http://127.0.0.1:9/hook")
+    response = admin_browser.post(
+        f"{WEBHOOKS_URL}{webhook.pk}/change/", {"event_types": ["released"]}
+    )
+    assert response.status_code == 302
+    webhook.refresh_from_db()
+    assert (webhook.active, webhook.event_types) == (False, ["released"])
