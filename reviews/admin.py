@@ -29,7 +29,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
-from breakpoints import routing
+from breakpoints import routing, selectors
 from breakpoints.actors import Actor, is_admin, is_reviewer
 from breakpoints.choices import Status
 from breakpoints.filters import filter_has_all_tags, filter_routed_to
@@ -131,7 +131,8 @@ class QueueChangeList(ChangeList):
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
-        rows = list(self.result_list)
+        # An overdue waiting row is expired now (rare), so the queue never shows it waiting.
+        self.result_list = rows = selectors.expire_overdue(list(self.result_list), request.user)
         names = {name for bp in rows for name in _experts(bp)}
         resolved = routing.resolve(names)  # two queries per page at most, none without experts
         for bp in rows:

@@ -8,7 +8,6 @@ Actor, and every DomainError becomes a message, never an error page.
 
 from typing import TYPE_CHECKING, Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.utils import quote, unquote
@@ -20,90 +19,15 @@ from django.utils import timezone
 
 from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
-from breakpoints.choices import Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import payload_options
 from config.errors import DomainError, InvalidState, NotFound
 from reviews import rendering
+from reviews.forms import CommentForm, DecisionForm, ReasonForm
 from reviews.seats import seats_panel
 
 if TYPE_CHECKING:
     from reviews.admin import BreakpointAdmin
-
-VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
-APPROVE = "approve"
-REJECT = "reject"
-OPTION_PREFIX = "option:"
-
-
-class CommentForm(forms.Form):
-    """A reviewer's comment (alone, it is what "Always approve" sends with the approval)."""
-
-    comment = forms.CharField(
-        required=False,
-        strip=True,
-        max_length=20_000,
-        widget=forms.Textarea(
-            attrs={"rows": 5, "placeholder": "Feedback for the agent (required to reject)"}
-        ),
-    )
-
-    def clean_comment(self) -> str:
-        # Browsers submit textarea line breaks as CRLF; the agent gets plain "\n".
-        return self.cleaned_data["comment"].replace("\r\n", "\n").replace("\r", "\n")
-
-
-class DecisionForm(CommentForm):
-    """A reviewer's comment and, for a release, the decision: approve, reject or an option."""
-
-    decision = forms.ChoiceField(widget=forms.RadioSelect, required=True)
-
-    def __init__(self, *args: Any, options: list[str] | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.options = list(options or [])
-        choices = [(f"{OPTION_PREFIX}{i}", option) for i, option in enumerate(self.options)]
-        choices += [(APPROVE, "Approve"), (REJECT, "Reject with feedback")]
-        self.fields["decision"].choices = choices
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if data.get("decision") == REJECT and not data.get("comment"):
-            self.add_error("comment", "Tell the agent why: rejecting needs feedback.")
-        return data
-
-    @property
-    def approved(self) -> bool:
-        return self.cleaned_data["decision"] != REJECT
-
-    @property
-    def option(self) -> str | None:
-        decision = self.cleaned_data["decision"]
-        if decision.startswith(OPTION_PREFIX):
-            return self.options[int(decision.removeprefix(OPTION_PREFIX))]
-        return None
-
-    @property
-    def decision_label(self) -> str:
-        if self.option is not None:
-            return f"Choose option “{self.option}”"
-        return "Approve" if self.approved else "Reject"
-
-    @property
-    def outcome(self) -> str:
-        if self.option is not None:
-            return f"option “{self.option}” chosen"
-        return "approved" if self.approved else "rejected"
-
-
-class ReasonForm(forms.Form):
-    """Why an admin expires or cancels: the agent reads it as result.feedback."""
-
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.TextInput(attrs={"placeholder": "Optional: why, for the agent"}),
-    )
-
 
 # --- helpers -----------------------------------------------------------------
 
@@ -322,7 +246,7 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             original=bp,
             form=form,
             decision_label=form.decision_label,
-            is_vote=bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
+            is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
             approved=form.approved,
             result_html=rendering.render_json(preview),
             release_url=_url(model_admin, request, "release", bp.pk),
@@ -471,7 +395,7 @@ def always_approve_view(model_admin: "BreakpointAdmin", request: HttpRequest, ob
             original=bp,
             form=form,
             decision_label="Always approve",
-            is_vote=bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
+            is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
             approved=True,
             rule_key=bp.key,
             result_html=rendering.render_json(preview),

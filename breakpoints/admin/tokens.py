@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from breakpoints.actors import is_admin
+from breakpoints.admin.base import AdminOnly
 from breakpoints.models import ApiToken
 from breakpoints.tokens import token_create_for_agent, token_revoke
 from config.errors import DomainError
@@ -46,7 +47,7 @@ class ActiveFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(AdminOnly, admin.ModelAdmin):
     list_display = (
         "prefix_display",
         "kind",
@@ -73,13 +74,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     actions = ["revoke_selected"]
     show_facets = admin.ShowFacets.NEVER
 
-    # Admins only; tokens are never edited (revoke instead) nor deleted (keeps history).
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
+    # Tokens are never edited (revoke instead) nor deleted (keeps history).
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_admin(request.user)
 

@@ -105,3 +105,14 @@ def test_queue_script_and_styles_are_static_files(reviewer_browser, db):
     assert '<link rel="stylesheet" href="/static/reviews/console.css">' in html
     assert 'name="bpm-poll-ms"' in html
     assert 'id="bpm-results" data-bpm-refresh' in html
+
+
+def test_queue_shows_an_overdue_breakpoint_as_expired(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(ttl_seconds=60, payload={"title": "Overdue one", "question": "Still?"})
+    Breakpoint.objects.filter(pk=bp.pk).update(expires_at=timezone.now() - timedelta(seconds=5))
+
+    response = reviewer_browser.get(QUEUE_URL)
+
+    assert response.status_code == 200
+    assert Breakpoint.objects.get(pk=bp.pk).status == "expired"
+    assert "bpm-badge--expired" in response.content.decode()
