@@ -6,11 +6,13 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.models import Event
-from breakpoints.actors import is_reviewer
+from breakpoints.admin.base import ReviewerReadOnly
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(ReviewerReadOnly, admin.ModelAdmin):
+    """Append-only: events are written by audit.services inside each transition."""
+
     list_display = ("timestamp", "type", "actor", "breakpoint_link", "details")
     list_filter = ("type", ("timestamp", admin.DateFieldListFilter))
     search_fields = ("actor", "=breakpoint__id")
@@ -20,22 +22,6 @@ class EventAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 100
-
-    def has_module_permission(self, request) -> bool:
-        return is_reviewer(request.user)
-
-    def has_view_permission(self, request, obj=None) -> bool:
-        return is_reviewer(request.user)
-
-    # Append-only: events are written by audit.services inside each transition.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="Breakpoint", ordering="breakpoint_id")
     def breakpoint_link(self, event: Event) -> str:

@@ -31,6 +31,7 @@ from django.utils.text import Truncator
 
 from breakpoints import routing, selectors
 from breakpoints.actors import Actor, is_admin, is_reviewer
+from breakpoints.admin.base import ReviewerReadOnly
 from breakpoints.choices import Status
 from breakpoints.filters import filter_has_all_tags, filter_routed_to
 from breakpoints.models import Breakpoint
@@ -342,7 +343,7 @@ def breakpoint_link(breakpoint_id: str) -> str:
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(admin.ModelAdmin):
+class FeedbackAdmin(ReviewerReadOnly, admin.ModelAdmin):
     """Read-only: feedback is written by reviewers on the review screen, via services."""
 
     list_display = ("created_at", "author", "excerpt", "releases", "approved", "option", "on")
@@ -359,21 +360,6 @@ class FeedbackAdmin(admin.ModelAdmin):
             .get_queryset(request)
             .defer(*(f"breakpoint__{field}" for field in (*HEAVY_FIELDS, "question")))
         )
-
-    def has_module_permission(self, request) -> bool:
-        return is_reviewer(request.user)
-
-    def has_view_permission(self, request, obj=None) -> bool:
-        return is_reviewer(request.user)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="Comment")
     def excerpt(self, feedback: Feedback) -> str:

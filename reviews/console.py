@@ -202,8 +202,10 @@ def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     return _redirect_detail(model_admin, request, object_id)
 
 
-def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    """Release in two steps: show what the agent will receive, then send it on confirm."""
+def _releasable(
+    model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str
+) -> Breakpoint | HttpResponse:
+    """The breakpoint this reviewer may release now, or the response that says why not."""
     if request.method != "POST":
         return _redirect_detail(model_admin, request, object_id)
     if not model_admin.has_release_permission(request):
@@ -219,6 +221,14 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     if refusal:
         messages.error(request, refusal)
         return _redirect_detail(model_admin, request, object_id)
+    return bp
+
+
+def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Release in two steps: show what the agent will receive, then send it on confirm."""
+    bp = _releasable(model_admin, request, object_id)
+    if isinstance(bp, HttpResponse):
+        return bp
     form = DecisionForm(request.POST, options=payload_options(bp.payload))
     if not form.is_valid():
         return review_view(model_admin, request, object_id, form=form)
@@ -354,21 +364,9 @@ def cancel_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id:
 
 def always_approve_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
     """Approve and add an auto-approve rule for the key, after a confirmation step showing both."""
-    if request.method != "POST":
-        return _redirect_detail(model_admin, request, object_id)
-    if not model_admin.has_release_permission(request):
-        raise PermissionDenied
-    try:
-        bp = _load(model_admin, request, object_id)
-    except NotFound:
-        return _not_found(model_admin, request, object_id)
-    if not bp.is_waiting:
-        messages.error(request, _status_message(bp.status))
-        return _redirect_detail(model_admin, request, object_id)
-    refusal = _release_refusal(request, bp)
-    if refusal:
-        messages.error(request, refusal)
-        return _redirect_detail(model_admin, request, object_id)
+    bp = _releasable(model_admin, request, object_id)
+    if isinstance(bp, HttpResponse):
+        return bp
     if not autoapproval.offers_always_approve(bp.payload):
         messages.error(request, "The agent asked not to offer “Always approve” here.")
         return _redirect_detail(model_admin, request, object_id)

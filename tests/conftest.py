@@ -108,3 +108,29 @@ def three_experts(expert_member) -> dict:
         "ops-lead": expert_member("oscar", "ops-lead"),
         "security-lead": expert_member("sam", "security-lead"),
     }
+
+
+@pytest.fixture(autouse=True)
+def _plain_static_storage(settings):
+    """The suite runs with DEBUG off (manifest storage) but nothing was collected."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def make_receiver():
+    """Start real webhook receivers on 127.0.0.1: make_receiver(**options); closed after."""
+    from tests.webhook_receiver import WebhookReceiver
+
+    started = []
+
+    def make(**options):
+        receiver = WebhookReceiver(**options).start()
+        started.append(receiver)
+        return receiver
+
+    yield make
+    for receiver in started:
+        receiver.close()

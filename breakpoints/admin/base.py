@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.http import HttpRequest
 
-from breakpoints.actors import is_admin
+from breakpoints.actors import is_admin, is_reviewer
 from config.errors import DomainError
 
 
@@ -17,6 +17,25 @@ class AdminOnly:
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return is_admin(request.user)
+
+
+class ReviewerReadOnly:
+    """Records reviewers read and nobody edits by hand (feedback, audit events)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_reviewer(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 def add_service_error(form: forms.Form, exc: DomainError) -> None:

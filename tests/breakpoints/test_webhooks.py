@@ -31,20 +31,6 @@ LOOPBACK = ["127.0.0.1"]
 
 
 @pytest.fixture
-def make_receiver():
-    started: list[WebhookReceiver] = []
-
-    def make(**options) -> WebhookReceiver:
-        receiver = WebhookReceiver(**options).start()
-        started.append(receiver)
-        return receiver
-
-    yield make
-    for receiver in started:
-        receiver.close()
-
-
-@pytest.fixture
 def receiver(make_receiver) -> WebhookReceiver:
     return make_receiver()
 

@@ -56,29 +56,14 @@ def new_page(chromium):
         context.close()
 
 
-@pytest.fixture(autouse=True)
-def _plain_static_storage(settings):
-    """DEBUG is off in the suite (manifest storage) but nothing was collected."""
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-
-
-def _with_password(user):
-    user.set_password(PASSWORD)
-    user.save()
-    return user
-
-
 @pytest.fixture
 def e2e_reviewer(transactional_db):
-    return _with_password(ReviewerFactory(username="rita"))
+    return ReviewerFactory(username="rita")
 
 
 @pytest.fixture
 def e2e_admin(transactional_db):
-    return _with_password(AdminFactory(username="adam"))
+    return AdminFactory(username="adam")
 
 
 @pytest.fixture

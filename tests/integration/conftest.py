@@ -33,7 +33,6 @@ from breakpoints import webhooks
 from breakpoints.models import Webhook
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import ReviewerFactory
-from tests.webhook_receiver import WebhookReceiver
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
@@ -426,20 +425,6 @@ def make_system(transactional_db, redis_server, tmp_path) -> Iterator[Callable[.
 @pytest.fixture
 def system(make_system) -> System:
     return make_system()
-
-
-@pytest.fixture
-def make_receiver() -> Iterator[Callable[..., WebhookReceiver]]:
-    started: list[WebhookReceiver] = []
-
-    def make(**options) -> WebhookReceiver:
-        receiver = WebhookReceiver(**options).start()
-        started.append(receiver)
-        return receiver
-
-    yield make
-    for receiver in started:
-        receiver.close()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from django.contrib.admin.utils import quote
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import PASSWORD, AdminFactory, ReviewerFactory
+from tests.factories import AdminFactory, ReviewerFactory
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(1)>"
@@ -18,21 +18,14 @@ def session_client(user) -> Client:
     return client
 
 
-def with_password(user):
-    """Role factories do not save after set_password; persist it so logins work."""
-    user.set_password(PASSWORD)
-    user.save()
-    return user
-
-
 @pytest.fixture
 def console_reviewer(db):
-    return with_password(ReviewerFactory(username="rita"))
+    return ReviewerFactory(username="rita")
 
 
 @pytest.fixture
 def console_admin(db):
-    return with_password(AdminFactory(username="adam"))
+    return AdminFactory(username="adam")
 
 
 @pytest.fixture
@@ -87,13 +80,4 @@ def rich_payload():
                 {"path": "artifacts/missing.md", "format": "markdown"},
             ],
         },
-    }
-
-
-@pytest.fixture(autouse=True)
-def _plain_static_storage(settings):
-    """The suite runs with DEBUG off (manifest storage) but without collectstatic."""
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }

@@ -260,12 +260,12 @@ def test_a_vote_on_a_collect_all_breakpoint_keeps_it_waiting(make_breakpoint):
     """With several expert seats, one reviewer's release is a vote, said so on every step."""
     from django.contrib.auth.models import Group
 
-    from tests.reviews.conftest import session_client, with_password
+    from tests.reviews.conftest import session_client
 
     bp = make_breakpoint(
         payload={"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
     )
-    tina = with_password(ReviewerFactory(username="tina"))
+    tina = ReviewerFactory(username="tina")
     tina.groups.add(Group.objects.get_or_create(name="tech-lead")[0])
     ReviewerFactory(username="oscar").groups.add(Group.objects.get_or_create(name="ops-lead")[0])
     client = session_client(tina)

@@ -9,7 +9,6 @@ from tests.reviews.conftest import (
     action_url,
     review_url,
     session_client,
-    with_password,
 )
 
 
@@ -93,7 +92,7 @@ def test_admin_can_delete_a_breakpoint_with_its_events(admin_browser, make_break
 
 def test_nobody_edits_a_breakpoint_not_even_a_superuser(db, make_breakpoint):
     """The payload is evidence: the review screen has no edit form, POSTing changes nothing."""
-    superuser = with_password(UserFactory(username="su", is_superuser=True))
+    superuser = UserFactory(username="su", is_superuser=True)
     bp = make_breakpoint()
     client = session_client(superuser)
     response = client.post(
@@ -108,7 +107,7 @@ def test_nobody_edits_a_breakpoint_not_even_a_superuser(db, make_breakpoint):
 
 def test_staff_without_a_role_sees_nothing(db, make_breakpoint):
     bp = make_breakpoint()
-    client = session_client(with_password(UserFactory(username="staffer")))
+    client = session_client(UserFactory(username="staffer"))
     assert client.get(QUEUE_URL).status_code == 403
     assert client.get(review_url(bp.pk)).status_code == 403
     response = client.post(action_url("release", bp.pk), {"decision": "approve", "confirm": "yes"})

@@ -5,7 +5,7 @@ import pytest
 
 from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
-from tests.reviews.conftest import QUEUE_URL, action_url, review_url, session_client, with_password
+from tests.reviews.conftest import QUEUE_URL, action_url, review_url, session_client
 
 QUORUM = {
     "question": "Approve production deployment?",
@@ -70,7 +70,7 @@ def test_votes_and_missing_seats_after_one_expert_voted(reviewer_browser, quorum
 def test_an_expert_votes_through_the_console_and_the_breakpoint_keeps_waiting(
     quorum_bp, three_experts
 ):
-    tina = session_client(with_password(three_experts["tech-lead"]))
+    tina = session_client(three_experts["tech-lead"])
     tina.post(action_url("release", quorum_bp.pk), {"decision": "approve", "comment": "ok"})
     response = tina.post(
         action_url("release", quorum_bp.pk),
@@ -148,7 +148,7 @@ def test_assigned_to_me_shows_only_breakpoints_routed_to_the_user(
     )
     make_breakpoint(payload={"question": "For ops?", "expert": "ops-lead"})
     make_breakpoint(payload={"question": "Not routed?"})
-    tina = session_client(with_password(three_experts["tech-lead"]))
+    tina = session_client(three_experts["tech-lead"])
 
     response = tina.get(QUEUE_URL, {"assigned": "me"})
     assert response.status_code == 200
@@ -163,7 +163,7 @@ def test_assigned_to_me_includes_owner_breakpoints_for_project_owners(
     make_breakpoint, expert_member, settings
 ):
     settings.BPM_PROJECT_OWNERS = ["olivia"]
-    olivia = session_client(with_password(expert_member("olivia")))
+    olivia = session_client(expert_member("olivia"))
     owned = make_breakpoint(payload={"question": "Release?", "expert": "owner"})
     make_breakpoint(payload={"question": "Other?", "expert": "tech-lead"})
     response = olivia.get(QUEUE_URL, {"assigned": "me"})

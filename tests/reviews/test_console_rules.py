@@ -313,7 +313,7 @@ def test_always_approve_is_not_offered_to_a_reviewer_outside_the_routed_seats(
 def test_always_approve_by_an_expert_on_a_quorum_is_a_vote_plus_the_rule(
     make_breakpoint, three_experts
 ):
-    from tests.reviews.conftest import session_client, with_password
+    from tests.reviews.conftest import session_client
 
     bp = make_breakpoint(
         payload={
@@ -323,7 +323,7 @@ def test_always_approve_by_an_expert_on_a_quorum_is_a_vote_plus_the_rule(
             "strategy": "quorum",
         }
     )
-    tina = session_client(with_password(three_experts["tech-lead"]))
+    tina = session_client(three_experts["tech-lead"])
     step1, step2 = _always(tina, bp)
     assert b"Your vote" in step1.content
     assert step2.status_code == 302 and step2["Location"].startswith(review_url(bp.pk))
