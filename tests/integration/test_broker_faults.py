@@ -97,8 +97,8 @@ def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
     [first] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30, what="the first send")
     delivery = created_delivery(bp["breakpointId"])
     assert first.webhook_id == delivery.pk
-    # In flight: claimed (leased) by the worker, no attempt recorded yet.
-    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    # In flight: claimed (leased) by the worker; the claim already counts the attempt.
+    assert (delivery.status, delivery.attempts) == ("pending", 1)
     assert delivery.locked_until is not None
 
     returncode = system.kill_worker()  # SIGKILL the worker and its pool child, mid-request
@@ -130,3 +130,5 @@ def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
     [event] = notifications(delivery.pk)  # the killed attempt never got to record itself
     assert event.actor == "system:webhooks"
     assert (event.metadata["outcome"], event.metadata["statusCode"]) == ("delivered", 200)
+    # The killed send used up an attempt too.
+    assert (stored.attempts, event.metadata["attempt"]) == (2, 2)
