@@ -16,21 +16,34 @@ from config.errors import InvalidInput
 
 
 def reviewer_create(
-    *, username: str, password: str, email: str = "", admin: bool = False
+    *,
+    username: str,
+    password: str,
+    email: str = "",
+    admin: bool = False,
+    groups: list[str] | None = None,
 ) -> AbstractBaseUser:
-    """A staff user (so the console lets them in) in group `reviewers`, or `admins` too."""
+    """A staff user (so the console lets them in) in group `reviewers`, or `admins` too.
+
+    `groups` adds expert groups (created if missing) that payload.expert can route to.
+    """
     User = get_user_model()
     username = username.strip()
     if not username:
         raise InvalidInput("username must not be empty.")
+    expert_groups = [name.strip() for name in groups or [] if name.strip()]
+    if any(len(name) > 150 for name in expert_groups):
+        raise InvalidInput("A group name has at most 150 characters.")
+    if {REVIEWERS_GROUP, ADMINS_GROUP} & set(expert_groups):
+        raise InvalidInput("Roles are not expert groups: use --admin to make an admin.")
     if User.objects.filter(username=username).exists():
         raise InvalidInput(f"A user named {username!r} already exists.")
     with transaction.atomic():
         user = User.objects.create_user(
             username=username, email=email, password=password, is_staff=True
         )
-        groups = [REVIEWERS_GROUP, ADMINS_GROUP] if admin else [REVIEWERS_GROUP]
-        for name in groups:
+        roles = [REVIEWERS_GROUP, ADMINS_GROUP] if admin else [REVIEWERS_GROUP]
+        for name in [*roles, *expert_groups]:
             group, _ = Group.objects.get_or_create(name=name)
             user.groups.add(group)
     return user

@@ -16,7 +16,7 @@ class Actor:
     agent_id: str | None = None
 
     @classmethod
-    def for_user(cls, user: AbstractBaseUser) -> "Actor":
+    def for_user(cls, user: AbstractBaseUser | AnonymousUser) -> "Actor":
         return cls(name=user.get_username(), user=user)
 
     @classmethod
@@ -38,7 +38,8 @@ class AgentPrincipal(AnonymousUser):
     def __init__(self, agent_id: str):
         super().__init__()
         self.agent_id = agent_id
-        self.username = f"agent:{agent_id}"
+        # The stub pins AnonymousUser.username to ""; a principal names its agent.
+        self.username = f"agent:{agent_id}"  # type: ignore[assignment]
 
     @property
     def is_authenticated(self) -> bool:  # type: ignore[override]

@@ -28,6 +28,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         if token.kind == TokenKind.AGENT:
+            assert token.agent_id is not None  # agent tokens carry one (check constraint)
             return AgentPrincipal(token.agent_id), token
         return token.user, token
 

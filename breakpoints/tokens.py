@@ -4,7 +4,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ def token_create_for_agent(*, agent_id: str, name: str = "") -> tuple[ApiToken, 
     return token, raw
 
 
-def token_create_for_user(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
+def token_create_for_user(*, user: User, name: str = "") -> tuple[ApiToken, str]:
     raw, prefix, digest = _mint()
     token = ApiToken.objects.create(
         kind=TokenKind.USER, user=user, name=name, prefix=prefix, token_hash=digest
@@ -77,7 +77,7 @@ def token_authenticate(raw: str) -> ApiToken | None:
     )
     if token is None:
         return None
-    if token.kind == TokenKind.USER and not token.user.is_active:
+    if token.kind == TokenKind.USER and (token.user is None or not token.user.is_active):
         return None
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:

@@ -120,7 +120,7 @@ def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address
 
 def _resolve(host: str, port: int | None) -> list:
     infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
-    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
 def _host_allowed(host: str, addresses: list) -> bool:

@@ -110,11 +110,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     for exc_type, status, code in _DRF_CODES:
         if isinstance(exc, exc_type):
             headers = {}
-            if isinstance(exc, drf.Throttled) and exc.wait is not None:
-                headers["Retry-After"] = str(int(exc.wait))
-            if getattr(exc, "auth_header", None):
+            # Throttled.wait is set by DRF but not declared in its stub.
+            wait = getattr(exc, "wait", None)
+            if isinstance(exc, drf.Throttled) and wait is not None:
+                headers["Retry-After"] = str(int(wait))
+            auth_header = getattr(exc, "auth_header", None)
+            if auth_header:
                 # A 401 must name the scheme to use (RFC 9110); DRF sets it on the exception.
-                headers["WWW-Authenticate"] = exc.auth_header
+                headers["WWW-Authenticate"] = auth_header
             if isinstance(exc, drf.ValidationError):
                 details = _flatten(exc.detail)
                 if not isinstance(details, dict):

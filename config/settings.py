@@ -5,6 +5,7 @@ without SECRET_KEY.
 """
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from celery.schedules import crontab
@@ -146,7 +147,7 @@ BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.ex
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
 
 # --- REST API ----------------------------------------------------------------
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "breakpoints.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

@@ -22,6 +22,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import Combinable
 from django.http import HttpRequest
 from django.urls import path, reverse
 from django.utils import timezone
@@ -50,7 +51,7 @@ SOON_SECONDS = 5 * 60
 
 # The queue's default order: waiting first, oldest waiting at the top; then the rest,
 # newest first. Expressions (not field names), so no column claims to be "the" sort.
-QUEUE_ORDERING = [
+QUEUE_ORDERING: list[str | Combinable] = [
     Case(
         When(status=Status.WAITING, then=Value(0)), default=Value(1), output_field=IntegerField()
     ).asc(),
@@ -137,7 +138,8 @@ class QueueChangeList(ChangeList):
         names = {name for bp in rows for name in _experts(bp)}
         resolved = routing.resolve(names)  # two queries per page at most, none without experts
         for bp in rows:
-            bp.unresolved_experts = [
+            # A per-page annotation for summary(), not a model field.
+            bp.unresolved_experts = [  # type: ignore[attr-defined]
                 name for name in _experts(bp) if not (name in resolved and resolved[name].resolved)
             ]
 

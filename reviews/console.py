@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
+from django.db.models.options import Options
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -44,7 +45,10 @@ def _url(model_admin: "BreakpointAdmin", request: HttpRequest, name: str, *args:
         args=[quote(arg) for arg in args],
         current_app=model_admin.admin_site.name,
     )
-    context = {"opts": opts, "preserved_filters": model_admin.get_preserved_filters(request)}
+    context: dict[str, Options[Any] | str] = {
+        "opts": opts,
+        "preserved_filters": model_admin.get_preserved_filters(request),
+    }
     return add_preserved_filters(context, url)
 
 
@@ -65,7 +69,10 @@ def _load(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str) 
 
 
 def _not_found(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    return model_admin._get_obj_does_not_exist_redirect(request, model_admin.opts, object_id)
+    # A private ModelAdmin helper (Django's own "does not exist" message); not in the stubs.
+    return model_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+        request, model_admin.opts, object_id
+    )
 
 
 def _context(model_admin: "BreakpointAdmin", request: HttpRequest, **extra: Any) -> dict:

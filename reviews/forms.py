@@ -1,6 +1,6 @@
 """The console's forms: a comment, a release decision, a reason to expire or cancel."""
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -36,10 +36,11 @@ class DecisionForm(CommentForm):
         self.options = list(options or [])
         choices = [(f"{OPTION_PREFIX}{i}", option) for i, option in enumerate(self.options)]
         choices += [(APPROVE, "Approve"), (REJECT, "Reject with feedback")]
-        self.fields["decision"].choices = choices
+        cast(forms.ChoiceField, self.fields["decision"]).choices = choices
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("decision") == REJECT and not data.get("comment"):
             self.add_error("comment", "Tell the agent why: rejecting needs feedback.")
         return data

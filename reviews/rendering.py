@@ -128,7 +128,7 @@ def render_context_file(item: Any) -> ContextFile:
     file_format = item.get("format") if item.get("format") in FileFormat.values else "text"
     language = item.get("language") if isinstance(item.get("language"), str) else ""
     content = item.get("content")
-    base = {"path": path, "format": file_format, "language": language}
+    base: dict[str, Any] = {"path": path, "format": file_format, "language": language}
     if not isinstance(content, str):
         return ContextFile(has_content=False, **base)
     if file_format == FileFormat.HTML:

@@ -12,7 +12,7 @@ from breakpoints import routing
 from breakpoints.choices import Strategy
 from breakpoints.models import Breakpoint
 
-STRATEGY_HELP = {
+STRATEGY_HELP: dict[str, str] = {
     Strategy.SINGLE: "one response decides",
     Strategy.FIRST_RESPONSE_WINS: "the first response from any seat decides",
     Strategy.COLLECT_ALL: "every seat votes; approved only if all approve",

@@ -19,7 +19,10 @@ PRODUCTION_ENV = {
 
 
 def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV}
+    # tests/e2e/conftest.py sets DJANGO_ALLOW_ASYNC_UNSAFE for the whole session; production
+    # never has it, and check --deploy warns about it.
+    unset = {*PRODUCTION_ENV, "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    base = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,

@@ -26,7 +26,10 @@ from breakpoints.payload import MAX_KEY_LENGTH, MAX_TAG_LENGTH
 from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
 from config.errors import DomainError, NotFound
 
-ACTION_BADGE = {RuleAction.AUTO_APPROVE: "approved", RuleAction.NEVER_AUTO_APPROVE: "rejected"}
+ACTION_BADGE: dict[str, str] = {
+    RuleAction.AUTO_APPROVE: "approved",
+    RuleAction.NEVER_AUTO_APPROVE: "rejected",
+}
 MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vTextField bpm-mono"}
 
 

@@ -53,7 +53,8 @@ class WebhookForm(forms.ModelForm):
         formfield_callback = _https_url_fields
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.instance.pk is None and "url" in data:
             try:
                 webhook_build(
@@ -109,7 +110,8 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
                     webhook_id=saved.pk, event_types=saved.event_types, active=False
                 )
             # A generated secret is shown once, by response_add; never again after.
-            obj.secret, obj.secret_generated = saved.secret, not data["secret"]
+            # secret_generated is a flag for response_add only, not a model field.
+            obj.secret, obj.secret_generated = saved.secret, not data["secret"]  # type: ignore[attr-defined]
         obj.pk = saved.pk
 
     def response_add(self, request: HttpRequest, obj: Webhook, post_url_continue=None):
@@ -147,7 +149,7 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
 
 
 class DeliveryStatusBadge:
-    CLASSES = {
+    CLASSES: dict[str, str] = {
         DeliveryStatus.DELIVERED: "released",
         DeliveryStatus.PENDING: "waiting",
         DeliveryStatus.FAILED: "expired",

@@ -1,5 +1,7 @@
 """The auto-approval rules API (admins): list, add, remove, and evaluate a key."""
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -137,7 +139,7 @@ class RuleViewSet(viewsets.GenericViewSet):
     @action(detail=False, methods=["get"])
     def evaluate(self, request: Request) -> Response:
         params = request.query_params
-        query = {
+        query: dict[str, Any] = {
             "key": params.get("key"),
             "tag": params.getlist("tag"),
             "expert": params.getlist("expert"),

@@ -67,7 +67,9 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     )
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
-        page = selectors.expire_overdue(self.paginate_queryset(queryset), request.user)
+        page = self.paginate_queryset(queryset)
+        assert page is not None  # the cursor paginator always pages (page_size is set)
+        page = selectors.expire_overdue(page, request.user)
         seats = routing.resolve({name for bp in page for name in bp.experts})
         return self.get_paginated_response(
             BreakpointSerializer(page, many=True, context={"seats": seats}).data

@@ -26,7 +26,7 @@ def _request_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _idempotent_match(*, agent_id: str, key: str, request_hash: str) -> Breakpoint | None:
+def _idempotent_match(*, agent_id: str, key: str, request_hash: str | None) -> Breakpoint | None:
     """The earlier breakpoint for this Idempotency-Key, if still within the window.
 
     A stale one gives its key up so the key can be used again.
@@ -64,7 +64,7 @@ def breakpoint_create(
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
     """
-    if not actor.is_agent:
+    if actor.agent_id is None:  # not an agent
         raise Forbidden("Only agent tokens can create breakpoints.")
     agent_id = agent_id if agent_id is not None else actor.agent_id
     if agent_id != actor.agent_id:
@@ -149,14 +149,27 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         bp,
         to=Status.RELEASED,
         actor=rule_actor,
-        result={
-            "approved": True,
-            "feedback": f"Auto-approved: {verdict.reason}",
-            "respondedBy": responder,
-        },
+        result=_auto_result(responder, f"Auto-approved: {verdict.reason}"),
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
     )
+
+
+def _auto_result(responder: str, feedback: str) -> dict[str, Any]:
+    """The same BreakpointResult shape as a reviewer's release, with the rule as responder."""
+    vote = {
+        "respondedBy": responder,
+        "approved": True,
+        "feedback": feedback,
+        "respondedAt": timezone.now().isoformat(),
+    }
+    return {
+        "approved": True,
+        "response": feedback,
+        "feedback": feedback,
+        "respondedBy": responder,
+        "allResponses": [vote],
+    }
 
 
 def _context_run_id(payload: dict[str, Any]) -> str | None:

@@ -217,7 +217,7 @@ def feedback_add(
         record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
         if outcome is None:
             return feedback, bp
-        if outcome.decision is None:
+        if outcome.decision is None or outcome.result is None:  # both None until decided
             _votes_save(bp, outcome.votes)
             return feedback, bp
         move(

@@ -1,9 +1,14 @@
 """Role groups and their permissions, kept in step after every migrate."""
 
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from breakpoints.accounts import role_groups_sync
+from breakpoints.routing import resolve
 from tests.factories import AdminFactory
 
 
@@ -38,3 +43,21 @@ def test_sync_restores_grants_that_were_lost(db):
 
     assert reviewers.permissions.filter(codename="view_breakpoint").exists()
     assert Group.objects.get(name="admins").permissions.filter(codename="add_webhook").exists()
+
+
+def test_create_reviewer_joins_expert_groups_that_route_breakpoints(db, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("a-long-passphrase-42\n"))
+    out = io.StringIO()
+    call_command("create_reviewer", "tina", "--group", "tech-lead", "--group", "ops", stdout=out)
+
+    tina = get_user_model().objects.get(username="tina")
+    assert set(tina.groups.values_list("name", flat=True)) == {"reviewers", "tech-lead", "ops"}
+    assert resolve(["tech-lead"])["tech-lead"].resolved
+    assert "in tech-lead, ops" in out.getvalue()
+
+
+def test_create_reviewer_refuses_a_role_as_expert_group(db, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("a-long-passphrase-42\n"))
+    with pytest.raises(CommandError, match="use --admin"):
+        call_command("create_reviewer", "mallory", "--group", "admins")
+    assert not get_user_model().objects.filter(username="mallory").exists()

@@ -228,6 +228,11 @@ def test_a_create_matching_an_auto_approve_rule_answers_released(admin_client, a
     assert body["releasedAt"] is not None
     assert body["result"]["approved"] is True
     assert body["result"]["respondedBy"] == f"rule:{rule_id}"
+    # The same BreakpointResult shape as a reviewer's release.
+    expected_feedback = f"Auto-approved: Matched auto-approve rule: {rule_id}"
+    assert body["result"]["response"] == body["result"]["feedback"] == expected_feedback
+    [vote] = body["result"]["allResponses"]
+    assert (vote["respondedBy"], vote["approved"]) == (f"rule:{rule_id}", True)
     assert body["autoApproval"] == {
         "recommended": True,
         "reason": f"Matched auto-approve rule: {rule_id}",

@@ -302,11 +302,19 @@ def test_create_matching_an_auto_rule_is_released_at_once_with_events_and_webhoo
     stored = Breakpoint.objects.get(pk=bp.pk)
     assert stored.status == "released"
     assert stored.released_at is not None
-    assert stored.result == {
+    feedback = f"Auto-approved: Matched auto-approve rule: {rule.pk}"
+    assert {k: v for k, v in stored.result.items() if k != "allResponses"} == {
         "approved": True,
-        "feedback": f"Auto-approved: Matched auto-approve rule: {rule.pk}",
+        "response": feedback,
+        "feedback": feedback,
         "respondedBy": f"rule:{rule.pk}",
     }
+    [vote] = stored.result["allResponses"]
+    assert (vote["respondedBy"], vote["approved"], vote["feedback"]) == (
+        f"rule:{rule.pk}",
+        True,
+        feedback,
+    )
     assert stored.auto_approval["recommended"] is True
     assert stored.auto_approval["matchedRule"] == rule.pk
     events = list(Event.objects.filter(breakpoint=bp).values_list("type", "actor"))

@@ -1,4 +1,4 @@
-"""manage.py create_reviewer USERNAME [--email E] [--admin]: a console and API account."""
+"""manage.py create_reviewer USERNAME [--email E] [--admin] [--group G]: a console and API account."""
 
 import getpass
 import sys
@@ -21,19 +21,30 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--email", default="")
         parser.add_argument("--admin", action="store_true", help="Make an admin, not a reviewer.")
+        parser.add_argument(
+            "--group",
+            action="append",
+            default=[],
+            metavar="G",
+            help="Also join group G (created if missing), e.g. an expert group such as "
+            "tech-lead that payload.expert routes to. Repeatable.",
+        )
 
-    def handle(self, *args, username: str, email: str, admin: bool, **options):
+    def handle(self, *args, username: str, email: str, admin: bool, group: list[str], **options):
         password = self._read_password()
         try:
             validate_password(password)
         except ValidationError as exc:
             raise CommandError("Password refused: " + " ".join(exc.messages)) from exc
         try:
-            user = reviewer_create(username=username, email=email, password=password, admin=admin)
+            user = reviewer_create(
+                username=username, email=email, password=password, admin=admin, groups=group
+            )
         except DomainError as exc:
             raise CommandError(exc.message) from exc
         role = "admin" if admin else "reviewer"
-        self.stdout.write(f"Created {role} {user.get_username()!r}.")
+        joined = f" in {', '.join(group)}" if group else ""
+        self.stdout.write(f"Created {role} {user.get_username()!r}{joined}.")
 
     def _read_password(self) -> str:
         if sys.stdin is None or not sys.stdin.isatty():

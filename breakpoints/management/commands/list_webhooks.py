@@ -1,6 +1,7 @@
 """manage.py list_webhooks [--json]."""
 
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand
 
@@ -14,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(self, *args, as_json: bool, **options):
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": w.pk,
                 "url": w.url,
