@@ -47,5 +47,23 @@ format: install
 schema: install
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --file schema.yml
 
+# Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
+# PostgreSQL database bpm_bench on 127.0.0.1, created when missing; seed.py refuses a
+# database whose name lacks "bench", migrates it and seeds BENCH_COUNT rows once
+# (BENCH_SEED_ARGS=--reset seeds again).
+BENCH_COUNT ?= 100000
+BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
+BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)}
+
+.PHONY: bench
+bench: install
+	@if [ -z "$$DATABASE_URL" ]; then \
+		psql -h 127.0.0.1 -U postgres -d postgres -tAc \
+			"SELECT 1 FROM pg_database WHERE datname = 'bpm_bench'" | grep -q 1 \
+		|| createdb -h 127.0.0.1 -U postgres bpm_bench; \
+	fi
+	$(BENCH_ENV) $(BIN)/python benchmarks/seed.py --count $(BENCH_COUNT) $(BENCH_SEED_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/api_hot_paths.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache
