@@ -20,8 +20,9 @@ class Event(models.Model):
     reads right after users or tokens are deleted.
     """
 
+    # No separate FK index: event_bp_time (breakpoint, timestamp) serves the lookups.
     breakpoint = models.ForeignKey(
-        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="events"
+        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="events", db_index=False
     )
     type = models.CharField(max_length=32, choices=EventType.choices)
     actor = models.CharField(max_length=200)

@@ -58,7 +58,9 @@ _STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at")
 
 def breakpoint_status(user: Any, breakpoint_id: str) -> dict[str, Any]:
     """The polling hot path: one indexed primary-key lookup of four columns."""
-    row = visible_breakpoints(user).filter(pk=breakpoint_id).values(*_STATUS_COLUMNS).first()
+    # order_by(): one row by primary key needs no ORDER BY (Meta.ordering would add one).
+    rows = visible_breakpoints(user).filter(pk=breakpoint_id).order_by().values(*_STATUS_COLUMNS)
+    row = next(iter(rows[:1]), None)
     if row is None:
         raise NotFound("Breakpoint not found.")
     if is_overdue(row["status"], row["expires_at"]):

@@ -5,8 +5,9 @@ from django.db import models
 
 
 class Feedback(models.Model):
+    # No separate FK index: feedback_bp_created (breakpoint, created_at) serves the lookups.
     breakpoint = models.ForeignKey(
-        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="feedback"
+        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="feedback", db_index=False
     )
     author = models.CharField(max_length=150, help_text="Username at the time of writing.")
     author_user = models.ForeignKey(
