@@ -28,7 +28,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG e
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "reviews.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

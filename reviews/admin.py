@@ -23,6 +23,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.expressions import Combinable
+from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import path, reverse
 from django.utils import timezone
@@ -47,6 +48,12 @@ admin.site.index_title = "Reviewer console"
 
 # Columns the queue never shows: payloads can be megabytes per row.
 HEAVY_FIELDS = ("payload", "result", "auto_approval", "request_hash")
+# What the queue's status badge needs of the (deferred) result: the decision, read in
+# the row query ("true"/"false" and the option's text, or None).
+DECISION_ANNOTATIONS = {
+    "decision_approved": KT("result__approved"),
+    "decision_option": KT("result__option"),
+}
 SOON_SECONDS = 5 * 60
 
 # The queue's default order: waiting first, oldest waiting at the top; then the rest,
@@ -152,12 +159,6 @@ def _experts(bp: Breakpoint) -> list[str]:
     )
 
 
-def _badge(status: str) -> str:
-    return format_html(
-        '<span class="bpm-badge bpm-badge--{}">{}</span>', status, Status(status).label
-    )
-
-
 @admin.register(Breakpoint)
 class BreakpointAdmin(admin.ModelAdmin):
     list_display = ("summary", "agent_id", "run_id", "tag_list", "status_badge", "age", "time_left")
@@ -208,7 +209,7 @@ class BreakpointAdmin(admin.ModelAdmin):
     # --- the queue -----------------------------------------------------------
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Breakpoint]:
-        return super().get_queryset(request).defer(*HEAVY_FIELDS)
+        return super().get_queryset(request).defer(*HEAVY_FIELDS).annotate(**DECISION_ANNOTATIONS)
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return QueueChangeList
@@ -248,7 +249,10 @@ class BreakpointAdmin(admin.ModelAdmin):
 
     @admin.display(description="Status", ordering="status")
     def status_badge(self, bp: Breakpoint) -> str:
-        return _badge(bp.status)
+        # A released row says its decision (approved / rejected / the option chosen).
+        return rendering.status_badge(
+            bp.status, getattr(bp, "decision_approved", None), getattr(bp, "decision_option", None)
+        )
 
     @admin.display(description="Age", ordering="created_at")
     def age(self, bp: Breakpoint) -> str:

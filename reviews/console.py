@@ -6,6 +6,10 @@ ModelAdmin first. Every write goes through breakpoints.services with the reviewe
 Actor, and every DomainError becomes a message, never an error page.
 """
 
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
@@ -18,8 +22,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.models import Event, EventType
 from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
+from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.payload import payload_options
 from config.errors import DomainError, InvalidState, NotFound
@@ -113,6 +119,91 @@ def _as_list(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+# How a finished breakpoint's header says it ended, and which timestamp says when.
+FINISH = {
+    Status.RELEASED: ("decided", "released_at"),
+    Status.EXPIRED: ("expired", "expired_at"),
+    Status.CANCELLED: ("cancelled", "cancelled_at"),
+}
+DELIVERY_OUTCOMES = {"delivered": "delivered", "retry": "retrying", "failed": "failed"}
+DELIVERY_BADGE = {"delivered": "released", "retry": "waiting", "failed": "expired"}
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a released, expired or cancelled breakpoint ended ("decided 3m ago by rita")."""
+
+    verb: str
+    at: datetime
+    ago: str
+    by: str
+
+
+def _finish(bp: Breakpoint, now: datetime) -> Finish | None:
+    if bp.status not in FINISH:
+        return None
+    verb, field = FINISH[Status(bp.status)]
+    at = getattr(bp, field) or bp.updated_at
+    result = bp.result if isinstance(bp.result, dict) else {}
+    by = ", ".join(_as_list(result.get("respondedBy")))  # a list when seats voted
+    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook delivery of this breakpoint, as its latest attempt left it."""
+
+    event_type: str
+    webhook_id: Any
+    outcome: str  # delivered / retrying / failed
+    badge: str
+    attempts: int
+    status_code: Any
+    error: str
+    at: datetime
+
+
+def _split_notifications(events: Iterable[Event]) -> tuple[list[Event], list[Delivery]]:
+    """The timeline without webhook attempts, and those attempts folded per delivery."""
+    timeline: list[Event] = []
+    latest: dict[str, tuple[Event, int]] = {}  # deliveryId -> (last attempt, attempts seen)
+    for event in events:
+        if event.type != EventType.NOTIFICATION:
+            timeline.append(event)
+            continue
+        meta = event.metadata if isinstance(event.metadata, dict) else {}
+        key = str(meta.get("deliveryId") or f"event-{event.pk}")
+        seen = latest.get(key, (event, 0))[1]
+        latest[key] = (event, seen + 1)
+    deliveries = []
+    for event, seen in latest.values():  # in order of each delivery's first attempt
+        meta = event.metadata if isinstance(event.metadata, dict) else {}
+        raw = str(meta.get("outcome") or "")
+        attempt = meta.get("attempt")
+        error = str(meta.get("error") or "")
+        if error == f"HTTP {meta.get('statusCode')}":
+            error = ""  # the status code already says it
+        deliveries.append(
+            Delivery(
+                event_type=str(meta.get("eventType") or "?"),
+                webhook_id=meta.get("webhookId"),
+                outcome=DELIVERY_OUTCOMES.get(raw, raw or "unknown"),
+                badge=DELIVERY_BADGE.get(raw, "expired"),
+                attempts=attempt if isinstance(attempt, int) and attempt > seen else seen,
+                status_code=meta.get("statusCode"),
+                error=error,
+                at=event.timestamp,
+            )
+        )
+    return timeline, deliveries
+
+
+def _delivery_summary(deliveries: list[Delivery]) -> str:
+    """One count per outcome, e.g. "2 delivered, 1 failed"."""
+    counts = Counter(delivery.outcome for delivery in deliveries)
+    return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
+
+
 # --- views -------------------------------------------------------------------
 
 
@@ -139,8 +230,9 @@ def review_view(
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
     release_note = _release_refusal(request, bp, resolved) if can_release else None
     can_decide = can_release and release_note is None
-    events = list(selectors.breakpoint_events(request.user, bp.pk))
+    events, deliveries = _split_notifications(selectors.breakpoint_events(request.user, bp.pk))
     now = timezone.now()
+    result = bp.result if isinstance(bp.result, dict) else {}
     context = _context(
         model_admin,
         request,
@@ -160,6 +252,13 @@ def review_view(
         result_html=rendering.render_json(bp.result) if bp.result is not None else None,
         feedback=list(bp.feedback.all()),
         events=events,
+        deliveries=deliveries,
+        delivery_summary=_delivery_summary(deliveries),
+        status_badge=rendering.status_badge(
+            bp.status, result.get("approved"), result.get("option"), large=True
+        ),
+        finish=_finish(bp, now),
+        decision=rendering.decision(result.get("approved")) if bp.status == Status.RELEASED else "",
         form=form if can_release else None,
         can_release=can_release,
         can_decide=can_decide,
@@ -266,6 +365,8 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
             approved=form.approved,
             result_html=rendering.render_json(preview),
+            # A vote that does not decide yet is recorded; anything else is sent.
+            confirm_label="Record vote" if outcome.result is None else form.send_label,
             release_url=_url(model_admin, request, "release", bp.pk),
             detail_url=detail_url(model_admin, request, bp.pk),
         )

@@ -63,6 +63,13 @@ class DecisionForm(CommentForm):
         return "Approve" if self.approved else "Reject"
 
     @property
+    def send_label(self) -> str:
+        """The confirmation's button: what it sends ("Send rejection", not "Confirm")."""
+        if self.option is not None:
+            return f"Send option “{self.option}”"
+        return "Send approval" if self.approved else "Send rejection"
+
+    @property
     def outcome(self) -> str:
         if self.option is not None:
             return f"option “{self.option}” chosen"

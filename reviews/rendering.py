@@ -16,13 +16,14 @@ import markdown
 import nh3
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.lexers.special import TextLexer
 from pygments.util import ClassNotFound
 
-from breakpoints.choices import FileFormat
+from breakpoints.choices import FileFormat, Status
 
 # Past this size, markdown and code are shown as plain text: highlighting or
 # converting megabytes would make the page slow for no reading benefit.
@@ -166,3 +167,45 @@ def compact_duration(delta: timedelta) -> str:
 
 def age(since: datetime, now: datetime) -> str:
     return compact_duration(now - since)
+
+
+OPTION_BADGE_CHARS = 40
+
+
+def decision(approved: Any) -> str:
+    """result.approved as "approved" / "rejected" ("" when unknown): a bool, or the
+    "true" / "false" a JSON key lookup (KT("result__approved")) reads from the database."""
+    if approved in (True, "true"):
+        return "approved"
+    if approved in (False, "false"):
+        return "rejected"
+    return ""
+
+
+def status_badge(
+    status: str, approved: Any = None, option: Any = None, *, large: bool = False
+) -> SafeString:
+    """A breakpoint's status badge. A released one also says what was decided: green for
+    approved (or the option chosen), red for rejected. Everything is escaped."""
+    size = " bpm-badge--large" if large else ""
+    label = Status(status).label if status in Status.values else status
+    decided = decision(approved) if status == Status.RELEASED else ""
+    if not decided:
+        return format_html('<span class="bpm-badge{} bpm-badge--{}">{}</span>', size, status, label)
+    if decided == "approved" and isinstance(option, str) and option:
+        # The agent's words: not lower-cased like the badge, cut short (whole in the title).
+        detail = format_html(
+            'chose <span class="bpm-badge__option" title="{}">“{}”</span>',
+            option,
+            Truncator(option).chars(OPTION_BADGE_CHARS),
+        )
+    else:
+        detail = format_html("{}", decided)
+    return format_html(
+        '<span class="bpm-badge{} bpm-badge--{}" data-bpm-decision="{}">{} · {}</span>',
+        size,
+        decided,
+        decided,
+        label,
+        detail,
+    )

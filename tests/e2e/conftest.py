@@ -68,7 +68,8 @@ def e2e_admin(transactional_db):
 
 @pytest.fixture
 def login(live_server):
-    """Log `user` in through the real login form; returns the page on the console index."""
+    """Log `user` in through the real login form; returns the page on the landing page,
+    the queue filtered to waiting."""
 
     def do(page, user):
         page.goto(f"{live_server.url}/admin/")
@@ -77,6 +78,7 @@ def login(live_server):
         page.click("input[type=submit]")
         page.wait_for_selector("#site-name")
         assert "/admin/login/" not in page.url
+        assert page.url.endswith("/admin/breakpoints/breakpoint/?status__exact=waiting")
         return page
 
     return do

@@ -71,6 +71,10 @@ def test_reviewer_filters_reads_and_rejects_with_feedback(
     breakpoint_id = _plan_review(agent)
     agent.post(tags=["deploy"], payload={"title": "Deploy", "question": "Deploy 2.4.1?"})
     page = login(new_page(), e2e_reviewer)
+    # Logging in lands on the waiting queue, oldest first.
+    expect(page.locator("h1")).to_have_text("Queue")
+    expect(page.locator("#result_list tbody tr")).to_have_count(2)
+    expect(page.locator("#result_list tbody tr").first).to_contain_text("Billing migration")
 
     page.goto(f"{live_server.url}/admin/breakpoints/breakpoint/")
     expect(page.locator("#result_list")).to_contain_text("Deploy")
@@ -102,10 +106,18 @@ def test_reviewer_filters_reads_and_rejects_with_feedback(
     assert '"feedback": "Split the backfill into batches."' in preview
     assert agent.status(breakpoint_id)["status"] == "waiting"  # nothing sent before confirming
     screenshot(page, "console-confirm")
-    page.click("text=Confirm and release")
+    page.click("text=Send rejection")
 
     expect(page.locator(".messagelist")).to_contain_text("Released")
     assert "tag=billing" in page.url  # back to the queue, filters kept
+    # The queue says what was decided, not just "released".
+    expect(rows.first.locator(".bpm-badge")).to_have_text("Released · rejected")
+    expect(rows.first.locator(".bpm-badge--rejected")).to_be_visible()
+    rows.first.locator(".bpm-title").click()
+    expect(page.locator(".bpm-head .bpm-badge")).to_have_text("Released · rejected")
+    expect(page.locator(".bpm-head__finish")).to_contain_text("decided")
+    expect(page.locator(".bpm-head__finish")).to_contain_text("by rita")
+    screenshot(page, "console-rejected-detail")
     status = agent.status(breakpoint_id)
     assert status["status"] == "released"
     assert status["result"]["approved"] is False
@@ -123,7 +135,7 @@ def test_reviewer_chooses_one_of_the_options(live_server, agent, e2e_reviewer, n
     page.check("label:has-text('Ship Monday') input")
     page.click("text=Review and release")
     assert '"option": "Ship Monday"' in page.locator(".bpm-card .bpm-highlight").inner_text()
-    page.click("text=Confirm and release")
+    page.click("text=Send option “Ship Monday”")
     expect(page.locator(".messagelist")).to_contain_text("Ship Monday")
 
     status = agent.status(breakpoint_id)
@@ -200,5 +212,6 @@ def test_review_page_notices_a_release_made_elsewhere(
     expect(page.locator("#bpm-stale")).to_be_visible(timeout=15_000)
     expect(page.locator("#bpm-stale")).to_contain_text("released")
     expect(page.locator("text=Review and release")).to_be_disabled()
-    expect(page.locator(".bpm-head .bpm-badge")).to_have_text("Released")
+    expect(page.locator(".bpm-head .bpm-badge")).to_have_text("Released · approved")
+    expect(page.locator(".bpm-head__finish")).to_contain_text("by bob")
     assert agent.status(breakpoint_id)["result"]["respondedBy"] == "bob"

@@ -49,6 +49,8 @@ def action_url(name: str, breakpoint_id: str) -> str:
 
 
 QUEUE_URL = "/admin/breakpoints/breakpoint/"
+# The stock app index ("All sections"): /admin/ itself sends reviewers to the queue.
+SECTIONS_URL = "/admin/sections/"
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Console actions go through the services, as the reviewer, and never error on a stale page."""
 
+import re
+
+import pytest
 from django.contrib.messages import get_messages
 
 from audit.models import Event
@@ -19,7 +22,7 @@ def _release(client, bp, **data):
     """Both steps: the confirmation page, then the confirmed release."""
     step1 = client.post(action_url("release", bp.pk), data)
     assert step1.status_code == 200, step1
-    assert b"Confirm and release" in step1.content
+    assert b'name="confirm" value="yes"' in step1.content
     return client.post(action_url("release", bp.pk), {**data, "confirm": "yes"})
 
 
@@ -318,3 +321,42 @@ def test_reviewers_cannot_cancel_in_the_console(reviewer_browser, make_breakpoin
     assert reviewer_browser.get(action_url("cancel", bp.pk)).status_code == 403
     assert reviewer_browser.post(action_url("cancel", bp.pk), {"reason": "x"}).status_code == 403
     assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
+def _confirm_button(html: str) -> str:
+    match = re.search(
+        r'<button type="submit" name="confirm" value="yes"[^>]*>([^<]*)</button>', html
+    )
+    assert match, html
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("data", "label"),
+    [
+        ({"decision": "approve", "comment": ""}, "Send approval"),
+        ({"decision": "reject", "comment": "Not yet"}, "Send rejection"),
+        ({"decision": "option:1", "comment": ""}, "Send option “Ship Monday”"),
+    ],
+)
+def test_the_confirm_button_says_what_it_sends(reviewer_browser, make_breakpoint, data, label):
+    bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
+    html = reviewer_browser.post(action_url("release", bp.pk), data).content.decode()
+    assert _confirm_button(html) == label
+    assert "Confirm and release" not in html
+
+
+def test_a_vote_that_does_not_decide_is_recorded_not_sent(make_breakpoint, expert_member):
+    from tests.reviews.conftest import session_client
+
+    bp = make_breakpoint(
+        payload={"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
+    )
+    tina = expert_member("tina", "tech-lead")
+    expert_member("oscar", "ops-lead")
+    html = (
+        session_client(tina)
+        .post(action_url("release", bp.pk), {"decision": "reject", "comment": "No"})
+        .content.decode()
+    )
+    assert _confirm_button(html) == "Record vote"

@@ -6,6 +6,7 @@ from breakpoints.models import ApiToken, Breakpoint
 from tests.factories import UserFactory
 from tests.reviews.conftest import (
     QUEUE_URL,
+    SECTIONS_URL,
     action_url,
     review_url,
     session_client,
@@ -65,7 +66,7 @@ def test_reviewer_cannot_delete_or_add_breakpoints(reviewer_browser, make_breakp
 
 
 def test_reviewer_index_lists_only_console_models(reviewer_browser):
-    index = reviewer_browser.get("/admin/")
+    index = reviewer_browser.get(SECTIONS_URL)
     assert index.status_code == 200
     assert b"/admin/breakpoints/breakpoint/" in index.content
     assert b"/admin/audit/event/" in index.content

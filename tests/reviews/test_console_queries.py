@@ -4,19 +4,21 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from audit.models import EventType
+from audit.services import event_record
 from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
 from tests.factories import BreakpointFactory
-from tests.reviews.conftest import QUEUE_URL, review_url
+from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, review_url
 
 # session, user, the user's groups (roles, cached per request), the page COUNT, the
-# user's and groups' permissions (the admin's nav sidebar, for stock User/Group), the
-# page of rows, the waiting badge COUNT.
+# user's and groups' permissions (each_context's app list, for stock User/Group; the nav
+# sidebar is off but Django still builds it), the page of rows, the waiting badge COUNT.
 QUEUE_QUERIES = 8
 # Plus resolving every expert name on the page at once: their groups, then their users.
 ROUTED_QUEUE_QUERIES = QUEUE_QUERIES + 2
 # session, user, groups, the breakpoint, its feedback, events (exists + list), the two
-# permission queries of the nav sidebar, the waiting badge COUNT.
+# permission queries of the app list, the waiting badge COUNT.
 REVIEW_QUERIES = 10
 
 
@@ -58,14 +60,18 @@ def test_waiting_badge_counts_once_per_page(reviewer_browser):
 
 
 def test_queue_rows_do_not_load_payloads(reviewer_browser):
-    """Payloads can be megabytes: the queue selects only what it shows."""
+    """Payloads can be megabytes: the queue selects only what it shows (of the result,
+    only the decision's two keys, for the status badge)."""
     BreakpointFactory.create_batch(3)
+    BreakpointFactory(status="released", result={"approved": False, "feedback": "x" * 5000})
     queries = _queue_queries(reviewer_browser, QUEUE_URL)
     row_query = next(
         q for q in queries if "ORDER BY" in q.upper() and "breakpoints_breakpoint" in q
     )
     assert '"payload"' not in row_query
-    assert '"result"' not in row_query
+    rows = reviewer_browser.get(QUEUE_URL).context["cl"].result_list
+    assert len(rows) == 4
+    assert all({"payload", "result"} <= bp.get_deferred_fields() for bp in rows)
 
 
 def test_review_page_query_count_is_fixed(
@@ -87,7 +93,7 @@ def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoin
     bp = make_breakpoint()
     make_breakpoint()
     for url in (
-        "/admin/",
+        SECTIONS_URL,
         QUEUE_URL,
         review_url(bp.pk),
         "/admin/audit/event/",
@@ -136,3 +142,38 @@ def test_routed_review_page_query_count_does_not_grow_with_votes(
     with CaptureQueriesContext(connection) as after:
         assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
     assert len(before) == len(after), [q["sql"] for q in after.captured_queries]
+
+
+def test_decision_badges_are_read_with_the_rows(reviewer_browser):
+    """Released rows show approved / rejected from the row query: no query per row."""
+
+    def released(n: int) -> None:
+        for i in range(n):
+            BreakpointFactory(
+                status="released", result={"approved": bool(i % 2), "option": f"option {i}"}
+            )
+
+    released(5)
+    few = _queue_queries(reviewer_browser, QUEUE_URL)
+    released(45)
+    many = _queue_queries(reviewer_browser, QUEUE_URL)
+    assert len(few) == len(many) == QUEUE_QUERIES, many
+    assert b"Released \xc2\xb7 rejected" in reviewer_browser.get(QUEUE_URL).content
+
+
+def test_review_page_query_count_does_not_grow_with_webhook_attempts(
+    reviewer_browser, make_breakpoint
+):
+    bp = make_breakpoint()
+    with CaptureQueriesContext(connection) as before:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    for attempt in range(1, 31):
+        event_record(
+            breakpoint_id=bp.pk,
+            type=EventType.NOTIFICATION,
+            actor="system:webhooks",
+            metadata={"deliveryId": f"msg_{attempt % 3}", "attempt": attempt, "outcome": "retry"},
+        )
+    with CaptureQueriesContext(connection) as after:
+        assert reviewer_browser.get(review_url(bp.pk)).status_code == 200
+    assert len(before) == len(after) == REVIEW_QUERIES, [q["sql"] for q in after.captured_queries]

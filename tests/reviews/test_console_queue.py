@@ -116,3 +116,35 @@ def test_queue_shows_an_overdue_breakpoint_as_expired(reviewer_browser, make_bre
     assert response.status_code == 200
     assert Breakpoint.objects.get(pk=bp.pk).status == "expired"
     assert "bpm-badge--expired" in response.content.decode()
+
+
+def test_released_rows_say_their_decision(reviewer_browser, db):
+    """A rejection is not a green "released": the badge says approved, rejected or the option."""
+    BreakpointFactory(title="yes", status="released", result={"approved": True})
+    BreakpointFactory(title="no", status="released", result={"approved": False, "feedback": "x"})
+    BreakpointFactory(
+        title="pick", status="released", result={"approved": True, "option": "Ship <b>Monday</b>"}
+    )
+    BreakpointFactory(title="late", status="expired", result={"approved": False})
+    html = reviewer_browser.get(QUEUE_URL).content.decode()
+    assert (
+        '<span class="bpm-badge bpm-badge--approved" data-bpm-decision="approved">'
+        "Released · approved</span>"
+    ) in html
+    assert (
+        '<span class="bpm-badge bpm-badge--rejected" data-bpm-decision="rejected">'
+        "Released · rejected</span>"
+    ) in html
+    assert (
+        'Released · chose <span class="bpm-badge__option" title="Ship &lt;b&gt;Monday&lt;/b&gt;">'
+        "“Ship &lt;b&gt;Monday&lt;/b&gt;”</span>"
+    ) in html
+    assert "<b>Monday" not in html
+    assert '<span class="bpm-badge bpm-badge--expired">Expired</span>' in html  # no decision
+
+
+def test_a_long_option_is_cut_short_in_the_badge(reviewer_browser, db):
+    option = "Ship it on Monday morning after the database backup has been verified twice"
+    BreakpointFactory(status="released", result={"approved": True, "option": option})
+    html = reviewer_browser.get(QUEUE_URL).content.decode()
+    assert f'title="{option}">“{option[:39]}…”</span>' in html

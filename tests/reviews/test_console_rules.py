@@ -10,7 +10,7 @@ from breakpoints import autoapproval
 from breakpoints.actors import Actor
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint
 from reviews.models import Feedback
-from tests.reviews.conftest import QUEUE_URL, action_url, review_url
+from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, action_url, review_url
 
 RULES_URL = "/admin/breakpoints/autoapprovalrule/"
 TAGS_URL = "/admin/breakpoints/alwaysbreakontag/"
@@ -148,7 +148,8 @@ def test_reviewer_cannot_add_or_remove_rules(reviewer_browser):
     response = reviewer_browser.post(f"{RULES_URL}{rule.pk}/delete/", {"post": "yes"})
     assert response.status_code == 403
     assert list(AutoApprovalRule.objects.values_list("pattern", flat=True)) == ["confirm.*"]
-    assert b"/admin/breakpoints/autoapprovalrule/" not in reviewer_browser.get("/admin/").content
+    sections = reviewer_browser.get(SECTIONS_URL).content
+    assert b"/admin/breakpoints/autoapprovalrule/" not in sections
 
 
 def test_evaluate_a_key_shows_the_verdict_and_the_matched_rule(admin_browser):

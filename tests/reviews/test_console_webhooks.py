@@ -11,6 +11,7 @@ from django.test import override_settings
 
 from breakpoints import webhooks
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery
+from tests.reviews.conftest import SECTIONS_URL, review_url
 from tests.webhook_receiver import WebhookReceiver
 
 WEBHOOKS_URL = "/admin/breakpoints/webhook/"
@@ -81,7 +82,7 @@ def test_reviewers_get_403_on_webhooks_and_deliveries(reviewer_browser, url):
 
 
 def test_reviewers_do_not_see_webhooks_in_the_index(reviewer_browser):
-    index = reviewer_browser.get("/admin/").content.decode()
+    index = reviewer_browser.get(SECTIONS_URL).content.decode()
     assert WEBHOOKS_URL not in index and DELIVERIES_URL not in index
 
 
@@ -163,3 +164,20 @@ def test_admin_pauses_a_webhook(admin_browser):
     assert response.status_code == 302
     webhook.refresh_from_db()
     assert (webhook.active, webhook.event_types) == (False, ["released"])
+
+
+def test_deliveries_list_fits_a_laptop(admin_browser, make_breakpoint):
+    """Short ids (whole on hover), status early, no created-at: Status is never off-screen."""
+    url = "http://127.0.0.1:9/" + "long-path/" * 10
+    _subscribe(url)
+    bp = make_breakpoint()
+    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    response = admin_browser.get(DELIVERIES_URL)
+    html = response.content.decode()
+    columns = list(response.context["cl"].list_display)
+    assert columns[1:3] == ["short_id", "status_badge"]  # after the action checkbox
+    assert "created_at" not in columns
+    assert f'<code title="{delivery.pk}">{delivery.pk[:13]}…</code>' in html
+    link = f'<a href="{review_url(bp.pk)}"><code title="{bp.pk}">{bp.pk[:13]}…</code></a>'
+    assert link in html  # to the review screen
+    assert f'<span title="{url}">{url[:39]}…</span>' in html

@@ -43,6 +43,16 @@
     }
   }
 
+  function keepDetailsState(oldEl, newEl) {
+    // A <details> the reviewer opened (or closed) stays so when its region is refreshed.
+    oldEl.querySelectorAll('details[id]').forEach(function (details) {
+      const twin = newEl.querySelector('#' + CSS.escape(details.id));
+      if (twin) {
+        twin.open = details.open;
+      }
+    });
+  }
+
   function noticeStatusChange(freshDoc) {
     const head = document.querySelector('[data-bpm-status]');
     const stale = document.getElementById('bpm-stale');
@@ -87,9 +97,14 @@
       let swappedRows = false;
       targets.forEach(function (el) {
         const fresh = freshDoc.getElementById(el.id);
-        if (fresh && fresh.innerHTML !== el.innerHTML) {
+        if (!fresh) {
+          return;
+        }
+        const node = document.importNode(fresh, true);
+        keepDetailsState(el, node); // before comparing: an opened <details> is no change
+        if (node.innerHTML !== el.innerHTML) {
           swappedRows = swappedRows || Boolean(el.querySelector('#result_list, div.actions'));
-          el.replaceWith(document.importNode(fresh, true));
+          el.replaceWith(node);
         }
       });
       if (swappedRows) {
