@@ -13,14 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import (
-    Case,
-    DateTimeField,
-    ExpressionWrapper,
-    F,
-    IntegerField,
     QuerySet,
-    Value,
-    When,
 )
 from django.db.models.expressions import Combinable
 from django.db.models.fields.json import KT
@@ -37,10 +30,12 @@ from breakpoints.admin.base import ReviewerReadOnly
 from breakpoints.choices import Status
 from breakpoints.filters import filter_has_all_tags, filter_routed_to
 from breakpoints.models import Breakpoint
+from breakpoints.models.breakpoint import QUEUE_ORDER
 from breakpoints.services import breakpoint_expire
 from config.errors import DomainError
 from reviews import console, rendering
 from reviews.models import Feedback
+from reviews.pagination import CappedCountPaginator
 
 admin.site.site_header = "Breakpoint Manager"
 admin.site.site_title = "Breakpoint Manager"
@@ -58,13 +53,7 @@ SOON_SECONDS = 5 * 60
 
 # The queue's default order: waiting first, oldest waiting at the top; then the rest,
 # newest first. Expressions (not field names), so no column claims to be "the" sort.
-QUEUE_ORDERING: list[str | Combinable] = [
-    Case(
-        When(status=Status.WAITING, then=Value(0)), default=Value(1), output_field=IntegerField()
-    ).asc(),
-    Case(When(status=Status.WAITING, then=F("created_at"))).asc(),
-    ExpressionWrapper(F("created_at"), output_field=DateTimeField()).desc(),
-]
+QUEUE_ORDERING: list[str | Combinable] = list(QUEUE_ORDER)
 
 
 class InputFilter(admin.SimpleListFilter):
@@ -176,6 +165,7 @@ class BreakpointAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 50
+    paginator = CappedCountPaginator
     ordering = QUEUE_ORDERING
     actions = ["expire_selected"]
     sortable_by = ("agent_id", "run_id", "status_badge", "age", "time_left")

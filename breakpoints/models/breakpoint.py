@@ -3,7 +3,7 @@
 import secrets
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, IntegerField, Q, Value, When
 
 from breakpoints.choices import Status, Strategy
 
@@ -11,6 +11,18 @@ from breakpoints.choices import Status, Strategy
 def new_breakpoint_id() -> str:
     """Opaque, unguessable id (128 random bits)."""
     return "bp_" + secrets.token_urlsafe(16)
+
+
+# The reviewers' queue: waiting first, oldest waiting on top, then the rest newest first.
+# Shared by the console's ordering and the index that serves it (same expressions).
+QUEUE_ORDER = (
+    Case(
+        When(status=Status.WAITING, then=Value(0)), default=Value(1), output_field=IntegerField()
+    ).asc(),
+    Case(When(status=Status.WAITING, then=F("created_at"))).asc(),
+    F("created_at").desc(),
+    F("id").desc(),
+)
 
 
 class Breakpoint(models.Model):
@@ -52,6 +64,7 @@ class Breakpoint(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="bp_status_created"),
             models.Index(fields=["-created_at"], name="bp_created"),
+            models.Index(*QUEUE_ORDER, name="bp_queue_order"),
             models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
             models.Index(fields=["run_id"], name="bp_run"),
             models.Index(fields=["key", "-created_at"], name="bp_key_created"),

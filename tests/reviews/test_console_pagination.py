@@ -1,0 +1,21 @@
+"""The queue counts its rows only up to a cap, so a huge table costs no full COUNT(*)."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from reviews import pagination
+from tests.factories import BreakpointFactory
+from tests.reviews.conftest import QUEUE_URL
+
+
+def test_queue_count_stops_at_the_cap(reviewer_browser, monkeypatch):
+    monkeypatch.setattr(pagination, "COUNT_CAP", 3)
+    BreakpointFactory.create_batch(5)
+
+    with CaptureQueriesContext(connection) as queries:
+        response = reviewer_browser.get(QUEUE_URL + "?status__exact=waiting")
+
+    assert response.status_code == 200
+    assert "3 breakpoints" in response.content.decode()
+    counts = [q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and "LIMIT 3" in q["sql"]]
+    assert counts, "the queue's count must be limited"
