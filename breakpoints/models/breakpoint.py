@@ -9,8 +9,8 @@ from breakpoints.choices import Status, Strategy
 
 
 def new_breakpoint_id() -> str:
-    """Opaque, unguessable id (128 random bits)."""
-    return "bp_" + secrets.token_urlsafe(16)
+    """Opaque, unguessable id (128 random bits), in characters URLs never escape."""
+    return "bp-" + secrets.token_hex(16)
 
 
 # The reviewers' queue: waiting first, oldest waiting on top, then the rest newest first.

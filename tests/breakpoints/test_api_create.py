@@ -1,6 +1,7 @@
 """POST /api/breakpoints: the created representation, key derivation, idempotency, bad input."""
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -44,7 +45,7 @@ def test_create_returns_201_with_the_full_representation(agent_client):
 
     assert response.status_code == 201
     body = response.json()
-    assert body["breakpointId"].startswith("bp_")
+    assert re.fullmatch(r"bp-[0-9a-f]{32}", body["breakpointId"])
     assert body["status"] == "waiting"
     assert body["agentId"] == "agent-a"
     assert body["runId"] == "run-1"

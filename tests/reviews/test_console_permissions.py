@@ -1,6 +1,7 @@
 """Who may do what in the console: reviewers review, admins also expire and manage tokens."""
 
 import pytest
+from django.contrib.admin.utils import quote
 
 from breakpoints.models import ApiToken, Breakpoint
 from tests.factories import UserFactory
@@ -59,8 +60,11 @@ def test_reviewer_cannot_open_tokens_or_users(reviewer_browser, url):
 
 def test_reviewer_cannot_delete_or_add_breakpoints(reviewer_browser, make_breakpoint):
     bp = make_breakpoint()
-    assert reviewer_browser.get(f"{QUEUE_URL}{bp.pk}/delete/").status_code == 403
-    assert reviewer_browser.post(f"{QUEUE_URL}{bp.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert reviewer_browser.get(f"{QUEUE_URL}{quote(bp.pk)}/delete/").status_code == 403
+    assert (
+        reviewer_browser.post(f"{QUEUE_URL}{quote(bp.pk)}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
     assert reviewer_browser.get(f"{QUEUE_URL}add/").status_code == 403
     assert Breakpoint.objects.filter(pk=bp.pk).exists()
 
@@ -81,12 +85,12 @@ def test_admin_sees_expire_delete_tokens_and_users(admin_browser, make_breakpoin
     assert admin_browser.get(action_url("expire", bp.pk)).status_code == 200
     assert admin_browser.get("/admin/breakpoints/apitoken/").status_code == 200
     assert admin_browser.get("/admin/auth/user/").status_code == 200
-    assert admin_browser.get(f"{QUEUE_URL}{bp.pk}/delete/").status_code == 200
+    assert admin_browser.get(f"{QUEUE_URL}{quote(bp.pk)}/delete/").status_code == 200
 
 
 def test_admin_can_delete_a_breakpoint_with_its_events(admin_browser, make_breakpoint):
     bp = make_breakpoint()
-    response = admin_browser.post(f"{QUEUE_URL}{bp.pk}/delete/", {"post": "yes"})
+    response = admin_browser.post(f"{QUEUE_URL}{quote(bp.pk)}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not Breakpoint.objects.filter(pk=bp.pk).exists()
 

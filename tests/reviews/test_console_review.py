@@ -4,6 +4,7 @@ attempts folded into one line per delivery."""
 import re
 from datetime import timedelta
 
+from django.contrib.admin.utils import quote
 from django.utils import timezone
 
 from audit.models import EventType
@@ -59,7 +60,7 @@ def test_an_approval_with_an_option_says_the_option(
 ):
     bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
     admin_browser.post(
-        f"/admin/breakpoints/breakpoint/{bp.pk}/release/",
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
         {"decision": "option:1", "comment": "", "confirm": "yes"},
     )
     head = _head(reviewer_browser, bp)
@@ -136,7 +137,7 @@ def test_no_webhook_summary_without_attempts(reviewer_browser, make_breakpoint):
 def test_hostile_option_and_webhook_error_render_inert(admin_browser, make_breakpoint):
     bp = make_breakpoint(payload={"question": "Pick", "options": [f"Ship {XSS_SCRIPT}"]})
     admin_browser.post(
-        f"/admin/breakpoints/breakpoint/{bp.pk}/release/",
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
         {"decision": "option:0", "comment": "", "confirm": "yes"},
     )
     _attempts(bp, "msg_x", ["failed"], error=f"refused: {XSS}", eventType=XSS_SCRIPT)
