@@ -44,3 +44,25 @@ def test_production_refuses_to_start_without_secret_key():
     result = _manage("check", env=env)
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_bare_manage_py_without_configuration_runs_in_development_mode():
+    """No DEBUG and no SECRET_KEY at all: a local checkout, so commands just work."""
+    result = _manage("check", env={})
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_web_server_refuses_to_start_without_secret_key():
+    """Only manage.py has the development default; wsgi does not."""
+    base = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import config.wsgi"],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
