@@ -15,7 +15,7 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -37,6 +37,8 @@ from breakpoints.models import (
 from config.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 WEBHOOK_ACTOR = "system:webhooks"
 MAX_ATTEMPTS = 8
@@ -111,14 +113,14 @@ def webhook_remove(*, webhook_id: int) -> None:
 # --- address safety ---------------------------------------------------------------
 
 
-def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def _literal_address(host: str) -> IPAddress | None:
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
 
 
-def _resolve(host: str, port: int | None) -> list:
+def _resolve(host: str, port: int | None) -> list[IPAddress]:
     infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
@@ -143,7 +145,8 @@ class DeliveryRefused(Exception):
     """The target may not be reached (private address not allowed): no retry."""
 
 
-def _check_target(url: str) -> None:
+def _vetted_addresses(url: str) -> list[IPAddress]:
+    """Resolve the webhook's host once and vet every address it gives."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:
@@ -152,6 +155,41 @@ def _check_target(url: str) -> None:
         raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
     if not _host_allowed(host, addresses):
         raise DeliveryRefused(f"{host} resolves to a private or loopback address")
+    return addresses
+
+
+def _post_pinned(
+    client: httpx.Client, url: str, addresses: list[IPAddress], body: bytes, headers: dict
+) -> httpx.Response:
+    """POST to the vetted addresses themselves, not to a second DNS answer.
+
+    The URL's host is replaced by the address (so a rebinding DNS cannot swap in a
+    private one after the check); Host and TLS SNI/certificate checks keep the name.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    extensions = {}
+    if parts.scheme == "https" and _literal_address(host) is None:
+        extensions["sni_hostname"] = host
+    auth = (
+        httpx.BasicAuth(parts.username, parts.password or "")
+        if parts.username
+        else httpx.USE_CLIENT_DEFAULT
+    )
+    headers = {**headers, "host": parts.netloc.rpartition("@")[2]}  # without user:password
+    error: httpx.ConnectError | None = None
+    for address in addresses:
+        literal = f"[{address}]" if address.version == 6 else str(address)
+        pinned = urlunsplit(parts._replace(netloc=f"{literal}{port}"))
+        try:
+            return client.post(
+                pinned, content=body, headers=headers, extensions=extensions, auth=auth
+            )
+        except httpx.ConnectError as exc:  # try the host's next address
+            error = exc
+    assert error is not None  # _vetted_addresses never returns an empty list
+    raise error
 
 
 # --- the outbox ------------------------------------------------------------------
@@ -304,10 +342,10 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
     started = time.monotonic()
     status_code, error, retryable = None, "", True
     try:
-        _check_target(delivery.webhook.url)
+        addresses = _vetted_addresses(delivery.webhook.url)
         body, headers = signed_request(delivery)
         with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            response = client.post(delivery.webhook.url, content=body, headers=headers)
+            response = _post_pinned(client, delivery.webhook.url, addresses, body, headers)
         status_code = response.status_code
         retryable = status_code >= 500 or status_code == 429
         if not 200 <= status_code < 300:

@@ -690,3 +690,36 @@ def test_an_attempt_cut_short_by_a_dead_worker_still_counts(
     delivery.refresh_from_db()
     assert delivery.attempts == 2
     assert [event.metadata["attempt"] for event in notifications(delivery.pk)] == [2]
+
+
+def test_delivery_goes_to_the_vetted_address_with_the_original_host_header(
+    receiver, make_breakpoint, settings
+):
+    """The name is resolved once, checked, and the request is sent to that address (no
+    second lookup a rebinding DNS could answer differently); Host keeps the name."""
+    settings.BPM_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1", "::1"]
+    port = receiver.url.split(":")[2].split("/")[0]
+    webhooks.webhook_add(url=f"http://localhost:{port}/hook")
+    bp = make_breakpoint()
+    delivery = only_delivery(bp)
+
+    assert webhooks.delivery_attempt(delivery.pk).status == "delivered"
+
+    [request] = receiver.received
+    assert request.headers["host"] == f"localhost:{port}"
+
+
+def test_a_name_that_resolves_to_a_private_address_is_refused_at_delivery(
+    receiver, make_breakpoint, settings
+):
+    settings.BPM_WEBHOOK_ALLOWED_HOSTS = ["localhost"]  # the name passes the add-time check
+    port = receiver.url.split(":")[2].split("/")[0]
+    webhooks.webhook_add(url=f"http://localhost:{port}/hook")
+    settings.BPM_WEBHOOK_ALLOWED_HOSTS = []  # ...but what it resolves to is not allowed now
+    bp = make_breakpoint()
+
+    outcome = webhooks.delivery_attempt(only_delivery(bp).pk)
+
+    assert outcome.status == "failed"
+    assert "private or loopback" in outcome.error
+    assert receiver.received == []
