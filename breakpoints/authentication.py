@@ -1,4 +1,4 @@
-"""DRF authentication with `Authorization: Bearer <token>` (agent or personal tokens)."""
+"""Bearer tokens (`Authorization: Bearer <token>`, agent or personal), for DRF and the ASGI path."""
 
 from typing import Any
 
@@ -10,27 +10,42 @@ from breakpoints.choices import TokenKind
 from breakpoints.models import ApiToken
 from breakpoints.tokens import token_authenticate
 
+KEYWORD = "Bearer"
+INVALID_TOKEN = "Invalid or revoked token."
+MISSING_TOKEN = "Bearer token missing."
+WWW_AUTHENTICATE = f'{KEYWORD} realm="api"'
+
+
+def bearer_credentials(header: str) -> str | None:
+    """The raw token of a Bearer Authorization header ("" when empty); None for other schemes."""
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != KEYWORD.lower():
+        return None
+    return raw.strip()
+
+
+def principal_for_token(token: ApiToken) -> Any:
+    """request.user for a token: an AgentPrincipal for agent tokens, else the person."""
+    if token.kind == TokenKind.AGENT:
+        assert token.agent_id is not None  # agent tokens carry one (check constraint)
+        return AgentPrincipal(token.agent_id)
+    return token.user
+
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    keyword = "Bearer"
+    keyword = KEYWORD
 
     def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
+        raw = bearer_credentials(header) if header else None
+        if raw is None:
             return None
-        scheme, _, raw = header.partition(" ")
-        if scheme.lower() != self.keyword.lower():
-            return None
-        raw = raw.strip()
         if not raw:
-            raise exceptions.AuthenticationFailed("Bearer token missing.")
+            raise exceptions.AuthenticationFailed(MISSING_TOKEN)
         token = token_authenticate(raw)
         if token is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        if token.kind == TokenKind.AGENT:
-            assert token.agent_id is not None  # agent tokens carry one (check constraint)
-            return AgentPrincipal(token.agent_id), token
-        return token.user, token
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        return principal_for_token(token), token
 
     def authenticate_header(self, request: Request) -> str:
-        return f'{self.keyword} realm="api"'
+        return WWW_AUTHENTICATE

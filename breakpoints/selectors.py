@@ -4,7 +4,7 @@ Agents see only their own breakpoints (another agent's is "not found"); reviewer
 admins see all. Reads expire an overdue waiting breakpoint on the spot.
 """
 
-import time
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -56,35 +56,35 @@ def expire_overdue(page: list[Breakpoint], user: Any) -> list[Breakpoint]:
 _STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at")
 
 
+def breakpoint_statuses(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The polling hot path: status rows of the visible ones among `breakpoint_ids`.
+
+    One indexed primary-key query of five columns (ids the caller may not see are simply
+    absent); an overdue waiting breakpoint is expired on the spot and read again.
+    """
+    ids = list(breakpoint_ids)
+    # order_by(): rows by primary key need no ORDER BY (Meta.ordering would add one).
+    queryset = visible_breakpoints(user).order_by().values(*_STATUS_COLUMNS)
+    found = queryset.filter(pk=ids[0]) if len(ids) == 1 else queryset.filter(pk__in=ids)
+    rows = {row["pk"]: row for row in found}
+    overdue = [pk for pk, row in rows.items() if is_overdue(row["status"], row["expires_at"])]
+    for breakpoint_id in overdue:
+        breakpoint_expire_if_due(breakpoint_id)
+    if overdue:
+        rows.update(status_rows_by_id(overdue))
+    return rows
+
+
+def status_rows_by_id(breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Status rows by id, unscoped: for re-reading ids whose caller was already checked."""
+    found = Breakpoint.objects.filter(pk__in=list(breakpoint_ids)).order_by()
+    return {row["pk"]: row for row in found.values(*_STATUS_COLUMNS)}
+
+
 def breakpoint_status(user: Any, breakpoint_id: str) -> dict[str, Any]:
-    """The polling hot path: one indexed primary-key lookup of four columns."""
-    # order_by(): one row by primary key needs no ORDER BY (Meta.ordering would add one).
-    rows = visible_breakpoints(user).filter(pk=breakpoint_id).order_by().values(*_STATUS_COLUMNS)
-    row = next(iter(rows[:1]), None)
+    row = breakpoint_statuses(user, [breakpoint_id]).get(breakpoint_id)
     if row is None:
         raise NotFound("Breakpoint not found.")
-    if is_overdue(row["status"], row["expires_at"]):
-        breakpoint_expire_if_due(row["pk"])
-        row = Breakpoint.objects.values(*_STATUS_COLUMNS).get(pk=row["pk"])
-    return row
-
-
-MAX_WAIT_SECONDS = 60
-WAIT_POLL_INTERVAL_SECONDS = 0.5
-
-
-def breakpoint_status_wait(user: Any, breakpoint_id: str, *, wait_seconds: float) -> dict[str, Any]:
-    """Long-poll: hold the answer until the status changes or `wait_seconds` pass.
-
-    Re-reads the same one-row indexed query every half second: cheap, and it needs no
-    broker, so it behaves the same on the embedded defaults and in production.
-    """
-    row = breakpoint_status(user, breakpoint_id)
-    deadline = time.monotonic() + min(wait_seconds, MAX_WAIT_SECONDS)
-    initial = row["status"]
-    while row["status"] == initial and (remaining := deadline - time.monotonic()) > 0:
-        time.sleep(min(WAIT_POLL_INTERVAL_SECONDS, remaining))
-        row = breakpoint_status(user, breakpoint_id)
     return row
 
 

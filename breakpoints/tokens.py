@@ -2,8 +2,10 @@
 
 import hashlib
 import secrets
+import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Q
 from django.utils import timezone
@@ -63,16 +65,45 @@ def token_revoke(*, prefix_or_id: str) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+    _verified.pop(token.token_hash, None)
     return token
 
 
+# hash -> (monotonic deadline, token): verified tokens, trusted for BPM_TOKEN_CACHE_SECONDS.
+_verified: dict[str, tuple[float, ApiToken]] = {}
+_VERIFIED_MAX = 10_000
+
+
 def token_authenticate(raw: str) -> ApiToken | None:
-    """The active token for `raw`, or None. One indexed lookup by hash."""
+    """The active token for `raw`, or None.
+
+    One indexed lookup by hash, then trusted for BPM_TOKEN_CACHE_SECONDS in this process,
+    so a poll costs one query: a revocation elsewhere takes effect within that bound (in
+    the revoking process at once). Only verified tokens are kept; misses always ask.
+    """
     if not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
+    digest = hash_token(raw)
+    cached = _verified.get(digest)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    token = _token_lookup(digest)
+    ttl = settings.BPM_TOKEN_CACHE_SECONDS
+    if token is not None and ttl > 0:
+        if len(_verified) >= _VERIFIED_MAX:
+            _verified.clear()
+        _verified[digest] = (time.monotonic() + ttl, token)
+    return token
+
+
+def token_cache_clear() -> None:
+    _verified.clear()
+
+
+def _token_lookup(digest: str) -> ApiToken | None:
     token = (
         ApiToken.objects.select_related("user")
-        .filter(token_hash=hash_token(raw), revoked_at__isnull=True)
+        .filter(token_hash=digest, revoked_at__isnull=True)
         .first()
     )
     if token is None:

@@ -33,6 +33,18 @@ class InvalidInput(DomainError):
     code = "validation_error"
 
 
+class NotAuthenticated(DomainError):
+    status_code = 401
+    code = "not_authenticated"
+
+
+class Unavailable(DomainError):
+    """The service cannot answer now (e.g. the database); clients retry after a pause."""
+
+    status_code = 503
+    code = "unavailable"
+
+
 class Forbidden(DomainError):
     status_code = 403
     code = "permission_denied"

@@ -13,6 +13,11 @@ from config.logging import current_request_id
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 
+def valid_request_id(incoming: str) -> str | None:
+    """The caller's X-Request-ID when it is well formed (else the server mints one)."""
+    return incoming if _VALID_REQUEST_ID.match(incoming) else None
+
+
 class RequestIDMiddleware:
     """Echo the caller's X-Request-ID (when well formed) or mint one, on every response."""
 
@@ -21,7 +26,7 @@ class RequestIDMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         incoming = request.headers.get("X-Request-ID", "")
-        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request_id = valid_request_id(incoming) or uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
         token = current_request_id.set(request_id)
         try:

@@ -81,14 +81,22 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_max_age=0,
         conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Concurrent web + worker processes on one SQLite file: wait for locks instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    # Under ASGI every request runs its sync work on a thread of its own, so persistent
+    # per-thread connections would leak: a bounded per-process pool hands each request a
+    # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_int("DATABASE_POOL_MIN", 1),
+        "max_size": env_int("DATABASE_POOL_MAX", 8),
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0),
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -142,6 +150,19 @@ BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
+
+# Waiting (long-poll). See breakpoints/waiting/.
+BPM_MAX_WAIT_SECONDS = 60
+BPM_MAX_WAIT_IDS = 100  # ids in one GET /api/breakpoints/status?id=...
+BPM_MAX_WAITERS = env_int("BPM_MAX_WAITERS", 20_000)  # per web process; more get 503
+BPM_MAX_WAITS_PER_TOKEN = env_int("BPM_MAX_WAITS_PER_TOKEN", 1_000)  # per process; more get 429
+# Safety re-check of every waiter, in case a notification was lost (PostgreSQL LISTEN).
+BPM_WAIT_RECHECK_SECONDS = env_float("BPM_WAIT_RECHECK_SECONDS", 15.0)
+# Without LISTEN/NOTIFY (SQLite, or while the listener reconnects) waiters re-check this often.
+BPM_WAIT_FALLBACK_RECHECK_SECONDS = env_float("BPM_WAIT_FALLBACK_RECHECK_SECONDS", 0.5)
+BPM_WAIT_THREADS = env_int("BPM_WAIT_THREADS", 4)  # threads for the waiting path's short queries
+# A verified token is trusted this long in each process: revocation takes effect within it.
+BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES

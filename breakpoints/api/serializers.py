@@ -163,10 +163,36 @@ class BreakpointSerializer(serializers.ModelSerializer):
         ]
 
 
+POLL_AFTER_HELP = (
+    "A hint: milliseconds to wait before polling again without `wait` (grows with the "
+    "server's load); null once the status is final."
+)
+
+
 class StatusSerializer(serializers.Serializer):
+    """Documentation of the status answer (built by breakpoints.waiting.bodies)."""
+
     status = serializers.ChoiceField(choices=Status.choices)
     updatedAt = serializers.DateTimeField(source="updated_at")
     result = ResultField(allow_null=True)
+    pollAfterMs = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
+
+
+class ManyStatusEntrySerializer(serializers.Serializer):
+    """One asked-for breakpoint: its status, or `error` (not_found) when not visible."""
+
+    breakpointId = serializers.CharField()
+    status = serializers.ChoiceField(choices=Status.choices, required=False)
+    updatedAt = serializers.DateTimeField(required=False)
+    result = ResultField(allow_null=True, required=False)
+    pollAfterMs = serializers.IntegerField(
+        allow_null=True, required=False, help_text=POLL_AFTER_HELP
+    )
+    error = ErrorBodySerializer(required=False)
+
+
+class ManyStatusSerializer(serializers.Serializer):
+    results = ManyStatusEntrySerializer(many=True)
 
 
 class StatusOnlySerializer(serializers.Serializer):
@@ -214,11 +240,22 @@ class FeedbackCreateSerializer(serializers.Serializer):
 
 
 class StatusQuerySerializer(serializers.Serializer):
+    """Documentation of ?wait= (validated by breakpoints.waiting.query)."""
+
     wait = serializers.IntegerField(
         required=False,
         min_value=0,
         max_value=60,
-        help_text="Seconds to hold the answer until the status changes (0-60).",
+        help_text="Seconds (0-60) to hold the answer while the breakpoint is waiting.",
+    )
+
+
+class ManyStatusQuerySerializer(StatusQuerySerializer):
+    id = serializers.ListField(
+        child=serializers.CharField(),
+        min_length=1,
+        max_length=100,
+        help_text="A breakpoint id; repeat for each (1-100, no repeats).",
     )
 
 

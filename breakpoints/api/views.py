@@ -19,12 +19,17 @@ from breakpoints.api.serializers import (
     FeedbackCreatedSerializer,
     FeedbackCreateSerializer,
     FeedbackSerializer,
+    ManyStatusQuerySerializer,
+    ManyStatusSerializer,
     StatusOnlySerializer,
     StatusQuerySerializer,
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
-from config.errors import InvalidInput
+from breakpoints.waiting.blocking import statuses_after_wait
+from breakpoints.waiting.bodies import many_body, poll_rate, status_body
+from breakpoints.waiting.query import parse_status_query
+from config.errors import InvalidInput, NotFound
 
 
 def _errors(*codes: int) -> dict:
@@ -35,6 +40,8 @@ def _errors(*codes: int) -> dict:
         404: "not_found",
         409: "invalid_state or idempotency_conflict",
         413: "payload_too_large",
+        429: "throttled (with Retry-After)",
+        503: "unavailable (with Retry-After)",
     }
     return {
         code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes
@@ -119,20 +126,44 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     @extend_schema(
         summary="Poll a breakpoint's status",
         description="The polling hot path: small and fast. With `?wait=N` (0-60 s) the "
-        "answer is held until the status changes or N seconds pass.",
+        "answer is held while the breakpoint is waiting, until it is decided or N seconds "
+        "pass; a decided one answers at once. `pollAfterMs` hints when to ask again.",
         parameters=[StatusQuerySerializer],
-        responses={200: StatusSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: StatusSerializer, **_errors(400, 401, 403, 404, 429, 503)},
     )
     @action(detail=True, methods=["get"], url_path="status", filterset_class=None)
     def poll_status(self, request: Request, pk: str) -> Response:
-        query = StatusQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        wait = query.validated_data.get("wait") or 0
-        if wait:
-            row = selectors.breakpoint_status_wait(request.user, pk, wait_seconds=wait)
-        else:
-            row = selectors.breakpoint_status(request.user, pk)
-        return Response(StatusSerializer(row).data)
+        query = parse_status_query(ids=[pk], wait=request.query_params.getlist("wait"), many=False)
+        poll_rate.hit()
+        row = statuses_after_wait(request.user, query).get(pk)
+        if row is None:
+            raise NotFound("Breakpoint not found.")
+        return Response(status_body(row))
+
+    @extend_schema(
+        summary="Poll, or wait for, many breakpoints at once",
+        description="`?id=A&id=B…` (1-100 distinct ids) answers with the status of each, in "
+        "the order asked; an id you may not see is reported as not found. With `?wait=N` "
+        "(0-60 s) the answer is held while every one of them is waiting, and comes as "
+        "soon as any of them is decided: drop the decided ones and ask again.",
+        parameters=[ManyStatusQuerySerializer],
+        responses={200: ManyStatusSerializer, **_errors(400, 401, 403, 429, 503)},
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="status",
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def poll_statuses(self, request: Request) -> Response:
+        query = parse_status_query(
+            ids=request.query_params.getlist("id"),
+            wait=request.query_params.getlist("wait"),
+            many=True,
+        )
+        poll_rate.hit()
+        return Response(many_body(query.ids, statuses_after_wait(request.user, query)))
 
     @extend_schema(
         summary="Cancel a breakpoint",

@@ -16,6 +16,7 @@ from breakpoints.models import AutoApprovalRule, Breakpoint
 from breakpoints.payload import payload_options
 from breakpoints.services.lifecycle import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
+from breakpoints.wakeups import announce
 from config.errors import Forbidden, InvalidInput, InvalidState
 from reviews.models import Feedback
 
@@ -241,6 +242,7 @@ def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:
     if not saved:
         current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
         raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    announce([bp.pk])
     bp.votes, bp.updated_at = votes, now
 
 

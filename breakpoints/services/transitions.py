@@ -13,6 +13,7 @@ from audit.services import event_record
 from breakpoints.actors import Actor
 from breakpoints.choices import ALLOWED_TRANSITIONS, Status
 from breakpoints.models import Breakpoint, WebhookEventType
+from breakpoints.wakeups import announce
 from breakpoints.webhooks import deliveries_enqueue
 from config.errors import InvalidState, NotFound
 
@@ -65,6 +66,7 @@ def move(
     if not moved:
         current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
         raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    announce([bp.pk])
     previous = bp.status
     for field, value in changes.items():
         setattr(bp, field, value)

@@ -122,7 +122,9 @@ def test_released_detail_carries_the_full_result(agent_client, reviewer, make_br
 # --- status poll -------------------------------------------------------------------------
 
 
-def test_status_poll_is_small_status_updated_at_result(agent_client, make_breakpoint):
+def test_status_poll_is_small_status_updated_at_result_and_a_poll_hint(
+    agent_client, make_breakpoint
+):
     bp = make_breakpoint()
 
     response = agent_client.get(detail(bp.pk, "/status"))
@@ -132,6 +134,7 @@ def test_status_poll_is_small_status_updated_at_result(agent_client, make_breakp
         "status": "waiting",
         "updatedAt": response.json()["updatedAt"],
         "result": None,
+        "pollAfterMs": 1000,
     }
     assert response.json()["updatedAt"]
 

@@ -1,0 +1,212 @@
+"""A thin ASGI handler in front of Django for the status paths, so a wait holds no thread.
+
+    GET /api/breakpoints/{id}/status[?wait=N]
+    GET /api/breakpoints/status?id=A&id=B…[&wait=N]
+
+with a Bearer token are answered here; everything else (and these paths without a Bearer
+token, e.g. a console session) goes to Django unchanged. Django's own ASGI handler runs
+every request in a thread of its own for its whole life, which is why waits bypass it.
+The token check, validation, scoping and bodies are the DRF views' own (reads, query,
+bodies); the only new thing here is waiting on the hub instead of sleeping in a thread.
+"""
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from typing import Any
+from urllib.parse import parse_qsl
+
+from django.db import DatabaseError
+from django.utils import timezone
+from psycopg_pool import PoolTimeout
+
+from breakpoints.authentication import WWW_AUTHENTICATE, bearer_credentials
+from breakpoints.choices import Status
+from breakpoints.tokens import hash_token
+from breakpoints.waiting import reads
+from breakpoints.waiting.bodies import many_body, poll_rate, status_body
+from breakpoints.waiting.bridge import run_sync
+from breakpoints.waiting.hub import TooManyWaiters, Waiter, get_hub, stop_hub
+from breakpoints.waiting.query import StatusQuery
+from config.errors import DomainError, envelope
+from config.middleware import valid_request_id
+
+logger = logging.getLogger(__name__)
+
+STATUS_PATH = re.compile(r"^/api/breakpoints/(?:(?P<id>[^/]+)/)?status/?$")
+RETRY_AFTER_SECONDS = 1
+Rows = dict[str, dict[str, Any]]
+Scope = dict[str, Any]
+
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class WaitingApp:
+    """The project's ASGI application: status paths here, the rest to `django_app`."""
+
+    def __init__(self, django_app: Any):
+        self.django_app = django_app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] == "http" and scope["method"] == "GET":
+            match = STATUS_PATH.match(scope["path"])
+            raw_token = _bearer(scope) if match else None
+            if match and raw_token is not None:
+                await self._status(scope, receive, send, match["id"], raw_token)
+                return
+        await self.django_app(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                get_hub()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await stop_hub()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _status(
+        self, scope: Scope, receive: Any, send: Any, path_id: str | None, raw_token: str
+    ) -> None:
+        request_id = valid_request_id(_header(scope, b"x-request-id")) or uuid.uuid4().hex
+        params = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        many = path_id is None
+        ids = [v for k, v in params if k == "id"] if many else [path_id or ""]
+        wait = [v for k, v in params if k == "wait"]
+        poll_rate.hit()
+        try:
+            principal, query, rows = await run_sync(
+                reads.begin, raw_token, ids=ids, wait=wait, many=many
+            )
+            if rows is None:
+                rows = await self._wait(principal, query, hash_token(raw_token), receive)
+                if rows is None:
+                    return  # the client went away: nobody to answer
+            if many:
+                await _respond(send, 200, many_body(query.ids, rows), request_id)
+            elif (row := rows.get(query.ids[0])) is not None:
+                await _respond(send, 200, status_body(row), request_id)
+            else:
+                await _respond(
+                    send, 404, envelope("not_found", "Breakpoint not found."), request_id
+                )
+        except DomainError as exc:
+            await _respond(
+                send, exc.status_code, envelope(exc.code, exc.message, exc.details), request_id
+            )
+        except TooManyWaiters as exc:
+            await _too_many(send, exc, request_id)
+        except (DatabaseError, PoolTimeout):
+            logger.warning("Status request failed on the database", exc_info=True)
+            body = envelope("unavailable", "The database is not reachable; retry shortly.")
+            await _respond(send, 503, body, request_id)
+
+    async def _wait(
+        self, principal: Any, query: StatusQuery, owner: str, receive: Any
+    ) -> Rows | None:
+        """Hold the answer while every visible breakpoint asked for is still waiting.
+
+        Subscribes before reading, so a change between the read and the wait still wakes
+        it. Returns the rows to answer with, or None if the client disconnected.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + query.wait
+        hub = get_hub()
+        waiter = hub.subscribe(query.ids, owner)
+        disconnected = asyncio.ensure_future(_until_disconnect(receive))
+        try:
+            rows = await run_sync(reads.statuses, principal, query.ids)
+            while _all_waiting(rows) and (remaining := deadline - loop.time()) > 0:
+                woke = await _first(waiter, disconnected, min(remaining, _until_due(rows)))
+                if disconnected.done():
+                    return None
+                if woke is not None and len(query.ids) == 1:
+                    return {**rows, **woke}  # the row the hub just read: no second query
+                if woke is not None:
+                    waiter = _renew(hub, waiter)
+                # Woken for one of many, past an expiresAt, or at the deadline: read again
+                # (an overdue breakpoint expires on this read).
+                rows = await run_sync(reads.statuses, principal, query.ids)
+            return rows
+        finally:
+            hub.unsubscribe(waiter)
+            disconnected.cancel()
+
+
+def _renew(hub: Any, waiter: Waiter) -> Waiter:
+    """A fresh future for the same ids (the old one has fired)."""
+    hub.unsubscribe(waiter)
+    return hub.subscribe(waiter.ids, waiter.owner)
+
+
+async def _first(waiter: Waiter, disconnected: asyncio.Future, timeout: float) -> Rows | None:
+    """What the hub saw change, or None (timeout, or the client left)."""
+    done, _ = await asyncio.wait(
+        {waiter.future, disconnected}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+    )
+    return waiter.future.result() if waiter.future in done else None
+
+
+async def _until_disconnect(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _all_waiting(rows: Rows) -> bool:
+    return bool(rows) and all(row["status"] == Status.WAITING for row in rows.values())
+
+
+def _until_due(rows: Rows) -> float:
+    """Seconds until the first of these breakpoints is due to expire (inf if none)."""
+    now = timezone.now()
+    due = [(row["expires_at"] - now).total_seconds() for row in rows.values() if row["expires_at"]]
+    return max(0.0, min(due)) + 0.01 if due else float("inf")
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def _bearer(scope: Scope) -> str | None:
+    header = _header(scope, b"authorization")
+    return bearer_credentials(header) if header else None
+
+
+async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
+    if exc.per_token:
+        body = envelope("throttled", "Too many waits open for this token; retry shortly.")
+        await _respond(send, 429, body, request_id)
+    else:
+        body = envelope("unavailable", "This server holds too many waits; retry shortly.")
+        await _respond(send, 503, body, request_id)
+
+
+async def _respond(send: Any, status: int, body: dict[str, Any], request_id: str) -> None:
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(content)).encode()),
+        (b"x-request-id", request_id.encode()),
+        *_SECURITY_HEADERS,
+    ]
+    if status in (429, 503):
+        headers.append((b"retry-after", str(RETRY_AFTER_SECONDS).encode()))
+    if status == 401:
+        headers.append((b"www-authenticate", WWW_AUTHENTICATE.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})

@@ -1,0 +1,50 @@
+"""The synchronous steps of a status request, run on the bridge threads.
+
+The same token verification, permission and scoping as the DRF views: an agent sees its
+own breakpoints, reviewers and admins all, anyone else is refused.
+"""
+
+from typing import Any
+
+from breakpoints import selectors
+from breakpoints.actors import AgentPrincipal, is_reviewer
+from breakpoints.api.permissions import IsAgentOrReviewer
+from breakpoints.authentication import INVALID_TOKEN, MISSING_TOKEN, principal_for_token
+from breakpoints.tokens import token_authenticate
+from breakpoints.waiting.query import StatusQuery, is_possible_id, parse_status_query
+from config.errors import Forbidden, NotAuthenticated
+
+Rows = dict[str, dict[str, Any]]
+
+
+def authenticate(raw_token: str) -> Any:
+    """The caller of a Bearer token, if it may poll; raises 401/403 otherwise."""
+    if not raw_token:
+        raise NotAuthenticated(MISSING_TOKEN)
+    token = token_authenticate(raw_token)
+    if token is None:
+        raise NotAuthenticated(INVALID_TOKEN)
+    principal = principal_for_token(token)
+    if not isinstance(principal, AgentPrincipal) and not is_reviewer(principal):
+        raise Forbidden(IsAgentOrReviewer.message)
+    return principal
+
+
+def statuses(principal: Any, ids: tuple[str, ...]) -> Rows:
+    """The visible ones among `ids`; impossible ids are not queried at all."""
+    possible = [value for value in ids if is_possible_id(value)]
+    return selectors.breakpoint_statuses(principal, possible) if possible else {}
+
+
+def begin(
+    raw_token: str, *, ids: list[str], wait: list[str], many: bool
+) -> tuple[Any, StatusQuery, Rows | None]:
+    """Authenticate, validate, and (for an answer without waiting) read: one thread hop.
+
+    A request that will wait reads only after it has subscribed to wake-ups, so that no
+    change can fall between its read and its wait.
+    """
+    principal = authenticate(raw_token)
+    query = parse_status_query(ids=ids, wait=wait, many=many)
+    rows = None if query.wait else statuses(principal, query.ids)
+    return principal, query, rows
