@@ -5,10 +5,14 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from breakpoints.waiting.hub import hub_state
+
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
+    """Alive; with the long-polls this process holds and its wake-up listener's state
+    ("up", "down" while it reconnects, "off" where there is none: SQLite or WSGI)."""
+    return JsonResponse({"status": "ok", **hub_state()})
 
 
 def _check_database() -> str | None:
@@ -47,5 +51,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     }
     checks = {name: failures.get(name, "ok") for name in ("database", "broker")}
     if failures:
-        return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+        response = JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+        response["Retry-After"] = "5"
+        return response
     return JsonResponse({"status": "ok", "checks": checks})

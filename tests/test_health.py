@@ -7,7 +7,7 @@ def test_healthz_is_200_without_auth_or_database(client):
     response = client.get("/healthz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "waiters": 0, "listener": "off"}
 
 
 def test_readyz_is_200_when_database_and_broker_answer(client, db):
@@ -23,6 +23,7 @@ def test_readyz_is_503_naming_the_broker_when_redis_is_unreachable(client, db, s
     response = client.get("/readyz")
 
     assert response.status_code == 503
+    assert response["Retry-After"] == "5"
     body = response.json()
     assert body["status"] == "unavailable"
     assert body["checks"]["database"] == "ok"

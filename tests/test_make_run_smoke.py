@@ -1,7 +1,8 @@
 """`make run` on a fresh checkout: SQLite, embedded broker, a real HTTP server that takes a breakpoint.
 
 Boots a clean copy of the project in a temporary folder the way `make run` does (migrate,
-then runserver) with no DATABASE_URL/REDIS_URL, so it never touches the outer test database.
+then the `web` line of Procfile.dev: the ASGI server) with no DATABASE_URL/REDIS_URL, so it
+never touches the outer test database.
 """
 
 import json
@@ -10,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -68,14 +70,24 @@ def manage(app: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPr
     return result
 
 
-def http(method: str, url: str, body: dict | None = None, token: str | None = None):
+def procfile_web_command() -> str:
+    """The `web:` line of Procfile.dev, exactly as `make run` starts it."""
+    for line in (REPO_ROOT / "Procfile.dev").read_text().splitlines():
+        if line.startswith("web:"):
+            return line.removeprefix("web:").strip()
+    raise AssertionError("Procfile.dev has no web line")
+
+
+def http(
+    method: str, url: str, body: dict | None = None, token: str | None = None, timeout: float = 10
+):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")
@@ -84,7 +96,7 @@ def http(method: str, url: str, body: dict | None = None, token: str | None = No
 def wait_until_healthy(base: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + BOOT_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        assert server.poll() is None, f"runserver exited early:\n{log.read_text()}"
+        assert server.poll() is None, f"the web server exited early:\n{log.read_text()}"
         try:
             with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
                 if response.status == 200:
@@ -107,12 +119,17 @@ def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path)
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "runserver.log"
+    log = tmp_path / "web.log"
+    server_env = {
+        **env,
+        "BPM_PORT": str(port),
+        "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+    }
     with log.open("w") as log_file:
         server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            ["bash", "-c", f"exec {procfile_web_command()}"],
             cwd=app,
-            env=env,
+            env=server_env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
         )
@@ -139,6 +156,35 @@ def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path)
             status, refused = http("GET", f"{base}/api/breakpoints")
             assert status == 401
             assert refused["error"]["code"] == "not_authenticated"
+
+            # The console's own assets are served (no runserver here: WhiteNoise serves them).
+            with urllib.request.urlopen(f"{base}/static/admin/css/base.css", timeout=10) as css:
+                assert css.status == 200
+
+            # A waiting agent hears of a release made by another process (no NOTIFY on
+            # SQLite: the server's re-check finds it).
+            waited: dict = {}
+            url = f"{base}/api/breakpoints/{body['breakpointId']}/status?wait=30"
+            waiter = threading.Thread(
+                target=lambda: waited.update(answer=http("GET", url, token=token, timeout=40))
+            )
+            waiter.start()
+            time.sleep(0.5)
+            manage(
+                app,
+                env,
+                "shell",
+                "-c",
+                "from breakpoints.actors import Actor; from breakpoints.services import "
+                f"breakpoint_cancel; breakpoint_cancel(breakpoint_id='{body['breakpointId']}', "
+                "actor=Actor.for_agent('smoke-agent'), reason='changed my mind')",
+            )
+            waiter.join(timeout=45)
+            status, answer = waited["answer"]
+            assert status == 200
+            assert answer["status"] == "cancelled"
+            assert answer["result"]["feedback"] == "changed my mind"
+            assert answer["pollAfterMs"] is None
         finally:
             server.terminate()
             try:

@@ -142,6 +142,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Poll, or wait for, many breakpoints at once",
+        operation_id="breakpoints_status_many",
         description="`?id=A&id=B…` (1-100 distinct ids) answers with the status of each, in "
         "the order asked; an id you may not see is reported as not found. With `?wait=N` "
         "(0-60 s) the answer is held while every one of them is waiting, and comes as "

@@ -166,6 +166,13 @@ def get_hub() -> Hub:
     return _hub
 
 
+def hub_state() -> dict[str, Any]:
+    """For /healthz: how many requests this process holds, and whether NOTIFY reaches it."""
+    if _hub is None:
+        return {"waiters": 0, "listener": "off"}
+    return {"waiters": _hub.waiter_count, "listener": "up" if _hub.listening else "down"}
+
+
 async def stop_hub() -> None:
     global _hub
     if _hub is not None:

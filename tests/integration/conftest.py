@@ -241,7 +241,9 @@ def _celery_command() -> list[str]:
 class System:
     """Web, worker and beat against the dedicated Redis and the test database."""
 
-    def __init__(self, redis_server: RedisServer, tmp_path: Path):
+    def __init__(
+        self, redis_server: RedisServer, tmp_path: Path, env: dict[str, str] | None = None
+    ):
         self.redis = redis_server
         self.tmp_path = tmp_path
         self.web_port = free_port()
@@ -264,6 +266,8 @@ class System:
             "BPM_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
             "BPM_WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
             "LOG_LEVEL": "INFO",
+            "DATABASE_POOL_MAX": "4",
+            **(env or {}),
         }
         self.processes: list[Process] = []
         self.web: Process | None = None
@@ -279,15 +283,20 @@ class System:
         return process.start()
 
     def _start_web(self) -> Process:
+        """The production web server: gunicorn with one uvicorn (ASGI) worker."""
         return self._process(
             "web",
             [
-                sys.executable,
-                "manage.py",
-                "runserver",
+                str(Path(sys.executable).parent / "gunicorn"),
+                "config.asgi:application",
+                "--worker-class",
+                "uvicorn_worker.UvicornWorker",
+                "--workers",
+                "1",
+                "--bind",
                 f"127.0.0.1:{self.web_port}",
-                "--noreload",
-                "--skip-checks",
+                "--graceful-timeout",
+                "3",
             ],
         )
 
@@ -405,13 +414,31 @@ def redis_server(tmp_path_factory, _integration_requirements) -> Iterator[RedisS
         server.process.stop()
 
 
+@pytest.fixture(scope="session")
+def static_root(tmp_path_factory) -> Path:
+    """collectstatic, once, as the production release step does (the console needs it)."""
+    root = tmp_path_factory.mktemp("static")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "DEBUG": "0", "STATIC_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    return root
+
+
 @pytest.fixture
-def make_system(transactional_db, redis_server, tmp_path) -> Iterator[Callable[..., System]]:
+def make_system(
+    transactional_db, redis_server, tmp_path, static_root
+) -> Iterator[Callable[..., System]]:
     """Start the system (torn down before the test database is flushed)."""
     started: list[System] = []
 
-    def make(*, beat: bool = True) -> System:
-        system = System(redis_server, tmp_path)
+    def make(*, beat: bool = True, env: dict[str, str] | None = None) -> System:
+        system = System(redis_server, tmp_path, {"STATIC_ROOT": str(static_root), **(env or {})})
         started.append(system)
         return system.start(beat=beat)
 
