@@ -1,17 +1,24 @@
 """ASGI entry point (gunicorn with uvicorn workers, and `make run`).
 
 The status paths are served by a thin async handler that holds waiting agents without a
-thread each (breakpoints/waiting/asgi.py); every other request goes to Django.
+thread each (breakpoints/waiting/asgi.py). Every other request goes to Django, run as a
+WSGI application on a fixed pool of BPM_WEB_THREADS threads: Django's own ASGI handler
+starts a thread per request, which measured several times slower for these sync views.
 """
 
 import os
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-django_application = get_asgi_application()
+django_wsgi = get_wsgi_application()
 
-from breakpoints.waiting.asgi import WaitingApp  # noqa: E402 - needs Django set up first
+from a2wsgi import WSGIMiddleware  # noqa: E402 - after Django is set up
+from django.conf import settings  # noqa: E402
 
-application = WaitingApp(django_application)
+from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
+
+# The stubs type WSGIHandler's result as HttpResponseBase; it is the iterable WSGI wants.
+django_app = WSGIMiddleware(django_wsgi, workers=settings.BPM_WEB_THREADS)  # type: ignore[arg-type]
+application = WaitingApp(django_app)

@@ -94,7 +94,7 @@ else:
     # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DATABASE_POOL_MIN", 1),
-        "max_size": env_int("DATABASE_POOL_MAX", 8),
+        "max_size": env_int("DATABASE_POOL_MAX", 12),
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0),
     }
 
@@ -161,6 +161,8 @@ BPM_WAIT_RECHECK_SECONDS = env_float("BPM_WAIT_RECHECK_SECONDS", 15.0)
 # Without LISTEN/NOTIFY (SQLite, or while the listener reconnects) waiters re-check this often.
 BPM_WAIT_FALLBACK_RECHECK_SECONDS = env_float("BPM_WAIT_FALLBACK_RECHECK_SECONDS", 0.5)
 BPM_WAIT_THREADS = env_int("BPM_WAIT_THREADS", 4)  # threads for the waiting path's short queries
+# Threads per web process for every other request (Django runs them like gunicorn's gthread).
+BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
 BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
