@@ -82,7 +82,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=0,
-        conn_health_checks=True,
+        # With the pool this would cost a round trip per checkout (each request, each
+        # status poll); a connection found broken is discarded by the pool instead.
+        conn_health_checks=False,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
