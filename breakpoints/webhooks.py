@@ -14,7 +14,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -27,6 +27,7 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import EventType
 from audit.services import event_record
+from breakpoints import routing
 from breakpoints.models import (
     Breakpoint,
     DeliveryStatus,
@@ -201,22 +202,27 @@ def _representation(bp: Breakpoint) -> dict:
     return BreakpointSerializer(bp).data
 
 
-def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
-    """Write one pending delivery per interested subscriber, in the caller's transaction."""
-    subscribers = [w for w in Webhook.objects.filter(active=True) if w.wants(event_type)]
-    if not subscribers:
-        return []
-    now = timezone.now()
-    body = json.loads(
+def _subscribers(event_type: str) -> list[Webhook]:
+    return [w for w in Webhook.objects.filter(active=True) if w.wants(event_type)]
+
+
+def _body(event_type: str, now: datetime, data: dict) -> dict:
+    """The JSON a delivery sends, as stored (JSON-safe)."""
+    return json.loads(
         json.dumps(
-            {
-                "type": f"breakpoint.{event_type}",
-                "timestamp": now.isoformat(),
-                "data": _representation(breakpoint),
-            },
+            {"type": f"breakpoint.{event_type}", "timestamp": now.isoformat(), "data": data},
             default=str,
         )
     )
+
+
+def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
+    """Write one pending delivery per interested subscriber, in the caller's transaction."""
+    subscribers = _subscribers(event_type)
+    if not subscribers:
+        return []
+    now = timezone.now()
+    body = _body(event_type, now, _representation(breakpoint))
     deliveries = WebhookDelivery.objects.bulk_create(
         [
             WebhookDelivery(
@@ -232,6 +238,47 @@ def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
     ids = [delivery.pk for delivery in deliveries]
     transaction.on_commit(lambda: publish_deliveries(ids))
     return ids
+
+
+def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
+    """deliveries_enqueue for many breakpoints (the TTL sweep), in queries per batch, not per row.
+
+    The rows are read back in the caller's transaction, so each body shows the breakpoint
+    as the change left it, exactly as the single path does; nothing is read without a
+    subscriber.
+    """
+    subscribers = _subscribers(event_type)
+    if not subscribers or not breakpoint_ids:
+        return []
+    now = timezone.now()
+    breakpoints = list(
+        Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
+    )
+    bodies = [_body(event_type, now, data) for data in _representations(breakpoints)]
+    deliveries = WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(
+                webhook=webhook,
+                breakpoint=breakpoint,
+                event_type=event_type,
+                body=body,
+                next_attempt_at=now,
+            )
+            for breakpoint, body in zip(breakpoints, bodies, strict=True)
+            for webhook in subscribers
+        ]
+    )
+    ids = [delivery.pk for delivery in deliveries]
+    transaction.on_commit(lambda: publish_deliveries(ids))
+    return ids
+
+
+def _representations(breakpoints: list[Breakpoint]) -> list[dict]:
+    """The API representation of each, with the experts of all resolved at once."""
+    from breakpoints.api.serializers import BreakpointSerializer
+
+    seats = routing.resolve({name for bp in breakpoints for name in bp.experts})
+    return list(BreakpointSerializer(breakpoints, many=True, context={"seats": seats}).data)
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:

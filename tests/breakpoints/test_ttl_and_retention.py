@@ -1,19 +1,25 @@
-"""TTL (expire on read, the sweep, overlapping sweeps) and retention (purge)."""
+"""TTL (expire on read, the batched sweep, overlapping sweeps) and retention (purge)."""
 
+import json
 import sys
 import threading
 import time
+from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from io import StringIO
 
+import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import tasks, webhooks
+from breakpoints import tasks, wakeups, webhooks
 from breakpoints.actors import Actor
+from breakpoints.api.serializers import BreakpointSerializer
 from breakpoints.models import Breakpoint, Webhook, WebhookDelivery
 from breakpoints.services import (
     breakpoint_cancel,
@@ -23,8 +29,10 @@ from breakpoints.services import (
     breakpoints_expire_due,
     breakpoints_purge,
     feedback_add,
+    lifecycle,
 )
 from reviews.models import Feedback
+from tests.factories import BreakpointFactory
 
 
 def parse_time(value: str) -> datetime:
@@ -203,6 +211,263 @@ def test_expire_if_due_leaves_a_not_yet_due_or_finished_breakpoint_alone(
     assert [e.actor for e in expired_events(finished.pk)] == ["root-admin"]
 
 
+# --- the batched sweep: what each batch writes ---------------------------------------------
+
+TTL_60 = {
+    "approved": False,
+    "feedback": "Expired: no decision within 60 seconds.",
+    "respondedBy": "system:ttl",
+}
+# Fields that differ between two breakpoints created alike.
+PER_ROW_FIELDS = {"breakpointId", "createdAt", "updatedAt", "expiresAt", "expiredAt"}
+
+
+def later() -> datetime:
+    """A sweep's `now` past every TTL here, while the real clock keeps the rows releasable."""
+    return timezone.now() + timedelta(hours=2)
+
+
+def subscribe(url: str, events: list[str] | None = None, *, active: bool = True) -> Webhook:
+    webhook = webhooks.webhook_add(url=url, event_types=events)
+    if not active:
+        webhook = webhooks.webhook_update(
+            webhook_id=webhook.pk, event_types=events or [], active=False
+        )
+    return webhook
+
+
+def expired_deliveries(bp_id: str) -> list[WebhookDelivery]:
+    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type="expired"))
+
+
+def as_json(data) -> dict:
+    return json.loads(json.dumps(data, default=str))
+
+
+def alike(data: dict) -> dict:
+    """A webhook body's breakpoint without what differs between two breakpoints made alike."""
+    kept = {name: value for name, value in data.items() if name not in PER_ROW_FIELDS}
+    kept["feedback"] = [(f["author"], f["comment"]) for f in data["feedback"]]
+    return kept
+
+
+def due_breakpoints(count: int) -> list[str]:
+    """Waiting breakpoints already past expiresAt, inserted in bulk (no events of their own)."""
+    past = timezone.now() - timedelta(seconds=1)
+    rows = BreakpointFactory.build_batch(count, ttl_seconds=60, expires_at=past)
+    return [bp.pk for bp in Breakpoint.objects.bulk_create(rows)]
+
+
+def record_publishes(monkeypatch) -> list[list[str]]:
+    """What would be handed to the workers, per publish (no broker is reached from here)."""
+    published: list[list[str]] = []
+
+    def publish(ids: list[str]) -> int:
+        published.append(list(ids))
+        return len(ids)
+
+    monkeypatch.setattr(webhooks, "publish_deliveries", publish)
+    return published
+
+
+def test_batch_expiry_writes_the_single_paths_result_and_one_expired_event_each(make_breakpoint):
+    single = make_breakpoint(ttl_seconds=60)
+    backdate_expiry(single.pk)
+    breakpoint_expire_if_due(single.pk)  # the single-row path (expire on read)
+    [single_event] = expired_events(single.pk)
+    batch = [make_breakpoint(ttl_seconds=60) for _ in range(3)]
+    shorter = make_breakpoint(ttl_seconds=30)
+    not_yet_due = make_breakpoint(ttl_seconds=3600)
+    no_ttl = make_breakpoint()
+    backdate_expiry(*(bp.pk for bp in batch), shorter.pk)
+
+    assert breakpoints_expire_due() == 4
+
+    assert Breakpoint.objects.get(pk=single.pk).result == TTL_60
+    for bp in batch:
+        stored = Breakpoint.objects.get(pk=bp.pk)
+        assert stored.status == "expired"
+        assert stored.result == TTL_60
+        assert stored.expired_at is not None
+        assert stored.updated_at == stored.expired_at
+        [event] = expired_events(bp.pk)
+        assert (event.actor, event.metadata) == (single_event.actor, single_event.metadata)
+    assert single_event.metadata == {
+        "statusFrom": "waiting",
+        "statusTo": "expired",
+        "reason": "Expired: no decision within 60 seconds.",
+    }
+    stored = Breakpoint.objects.get(pk=shorter.pk)
+    assert stored.result["feedback"] == "Expired: no decision within 30 seconds."
+    [event] = expired_events(shorter.pk)
+    assert event.metadata["reason"] == "Expired: no decision within 30 seconds."
+    for untouched in (not_yet_due, no_ttl):
+        stored = Breakpoint.objects.get(pk=untouched.pk)
+        assert (stored.status, stored.result, stored.expired_at) == ("waiting", None, None)
+        assert stored.updated_at == untouched.updated_at
+        assert expired_events(untouched.pk) == []
+
+
+def test_batch_expiry_enqueues_for_each_subscribed_webhook_what_the_single_path_does(
+    make_breakpoint, reviewer, expert_member, monkeypatch, django_capture_on_commit_callbacks
+):
+    expert_member("tina", "tech-lead")
+    everything = subscribe("https://example.com/all")
+    expiries = subscribe("https://example.com/expired", ["expired"])
+    not_expiries = subscribe("https://example.com/created", ["created", "released"])
+    paused = subscribe("https://example.com/paused", ["expired"], active=False)
+    published = record_publishes(monkeypatch)
+    payload = {"question": "Ship it?", "title": "Ship", "expert": ["tech-lead", "nobody"]}
+
+    def commented():
+        bp = make_breakpoint(ttl_seconds=60, payload=payload)
+        feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(reviewer), comment="looking")
+        return bp
+
+    single, *batch = [commented() for _ in range(4)]
+    backdate_expiry(single.pk, *(bp.pk for bp in batch))
+    breakpoint_expire_if_due(single.pk)  # the single-row path
+    single_bodies = {d.webhook_id: d.body for d in expired_deliveries(single.pk)}
+    assert set(single_bodies) == {everything.pk, expiries.pk}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert breakpoints_expire_due() == 3
+
+    enqueued = []
+    for bp in batch:
+        deliveries = expired_deliveries(bp.pk)
+        assert sorted(d.webhook_id for d in deliveries) == sorted([everything.pk, expiries.pk])
+        stored = Breakpoint.objects.get(pk=bp.pk)
+        for delivery in deliveries:
+            assert (delivery.status, delivery.attempts) == ("pending", 0)
+            assert delivery.next_attempt_at <= timezone.now()
+            assert set(delivery.body) == {"type", "timestamp", "data"}
+            assert delivery.body["type"] == "breakpoint.expired"
+            assert delivery.body["data"] == as_json(BreakpointSerializer(stored).data)
+            assert alike(delivery.body["data"]) == alike(single_bodies[delivery.webhook_id]["data"])
+            enqueued.append(delivery.pk)
+    data = expired_deliveries(batch[0].pk)[0].body["data"]
+    assert data["experts"] == [
+        {"name": "tech-lead", "resolved": True, "kind": "group"},
+        {"name": "nobody", "resolved": False, "kind": None},
+    ]
+    assert [f["comment"] for f in data["feedback"]] == ["looking"]
+    assert data["result"] == TTL_60
+    for silent in (not_expiries, paused):
+        assert not WebhookDelivery.objects.filter(webhook=silent, event_type="expired").exists()
+    assert sorted(published[-1]) == sorted(enqueued)  # handed to the workers on commit
+
+
+def test_a_breakpoint_released_between_selection_and_update_is_not_expired(
+    make_breakpoint, reviewer, monkeypatch
+):
+    subscribe("https://example.com/expired", ["expired"])
+    first, raced, last = [make_breakpoint(ttl_seconds=60) for _ in range(3)]
+    lock_due = lifecycle._lock_due
+
+    def select_then_release(**kwargs):
+        due = lock_due(**kwargs)
+        assert raced.pk in due
+        # The release lands after the selection, in the sweep's own transaction here: where
+        # rows are not locked (SQLite), only the UPDATE's status condition stops the expiry.
+        feedback_add(
+            breakpoint_id=raced.pk, actor=Actor.for_user(reviewer), comment="go", release=True
+        )
+        return due
+
+    monkeypatch.setattr(lifecycle, "_lock_due", select_then_release)
+
+    assert breakpoints_expire_due(now=later()) == 2
+
+    stored = Breakpoint.objects.get(pk=raced.pk)
+    assert (stored.status, stored.expired_at) == ("released", None)
+    assert stored.result["respondedBy"] == "alice"
+    assert expired_events(raced.pk) == []
+    assert expired_deliveries(raced.pk) == []
+    for bp in (first, last):
+        assert Breakpoint.objects.get(pk=bp.pk).result == TTL_60
+        assert len(expired_events(bp.pk)) == 1
+        assert len(expired_deliveries(bp.pk)) == 1
+
+
+def test_each_batch_writes_its_events_and_deliveries_and_publishes_them_once(
+    make_breakpoint, monkeypatch, django_capture_on_commit_callbacks
+):
+    subscribe("https://example.com/expired", ["expired"])
+    published = record_publishes(monkeypatch)
+    bps = [make_breakpoint(ttl_seconds=60) for _ in range(7)]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert breakpoints_expire_due(now=later(), batch_size=3) == 7
+
+    assert [len(ids) for ids in published] == [3, 3, 1]  # one publish per batch
+    deliveries = WebhookDelivery.objects.filter(event_type="expired")
+    assert sorted(sum(published, [])) == sorted(deliveries.values_list("pk", flat=True))
+    for bp in bps:
+        assert Breakpoint.objects.get(pk=bp.pk).status == "expired"
+        assert len(expired_events(bp.pk)) == 1
+        assert len(expired_deliveries(bp.pk)) == 1
+
+
+def test_sweep_queries_do_not_grow_with_the_rows_in_a_batch(
+    make_breakpoint, reviewer, expert_member, django_assert_num_queries
+):
+    expert_member("tina", "tech-lead")
+    subscribe("https://example.com/expired", ["expired"])
+    payload = {"question": "Ship it?", "expert": ["tech-lead", "nobody"]}
+
+    def routed_and_commented(count: int) -> None:
+        for _ in range(count):
+            bp = make_breakpoint(ttl_seconds=60, payload=payload)
+            feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(reviewer), comment="hm")
+
+    routed_and_commented(2)
+    with CaptureQueriesContext(connection) as two_rows:
+        assert breakpoints_expire_due(now=later(), batch_size=100) == 2
+
+    routed_and_commented(30)
+    with django_assert_num_queries(len(two_rows.captured_queries)):
+        assert breakpoints_expire_due(now=later(), batch_size=100) == 30
+
+
+@contextmanager
+def announcements():
+    """The breakpoint ids announced to waiters while inside: NOTIFY on PostgreSQL, else the
+    process's own listeners."""
+    heard: list[str] = []
+    if connection.vendor != "postgresql":
+        listener = heard.extend
+        wakeups.add_local_listener(listener)
+        try:
+            yield heard
+        finally:
+            wakeups.remove_local_listener(listener)
+        return
+    settings = connection.settings_dict
+    with psycopg.connect(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        host=settings["HOST"],
+        port=str(settings["PORT"] or 5432),
+        password=settings["PASSWORD"] or None,
+        autocommit=True,
+    ) as listening:
+        listening.execute(f"LISTEN {wakeups.CHANNEL}")
+        yield heard
+        heard.extend(n.payload for n in listening.notifies(timeout=1))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_batch_expiry_wakes_the_waiters_of_every_breakpoint_it_expired():
+    due = due_breakpoints(5)
+    BreakpointFactory(ttl_seconds=60, expires_at=timezone.now() + timedelta(minutes=1))
+
+    with announcements() as heard:
+        assert breakpoints_expire_due(batch_size=2) == 5
+
+    assert sorted(heard) == sorted(due)
+
+
 # --- overlapping sweeps (real row locks: PostgreSQL) -------------------------------------
 
 
@@ -293,6 +558,36 @@ def test_two_concurrent_sweeps_share_the_work_without_overlap():
     assert Event.objects.filter(type="expired").values("breakpoint_id").distinct().count() == len(
         ids
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_overlapping_batched_sweeps_write_each_event_and_delivery_once(monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
+    subscribe("https://example.com/expired", ["expired"])
+    record_publishes(monkeypatch)
+    ids = due_breakpoints(600)
+
+    results: dict = {}
+    barrier = threading.Barrier(3)
+    threads = [
+        _in_thread(results, name, barrier, lambda: breakpoints_expire_due(batch_size=40))
+        for name in ("sweep-1", "sweep-2", "sweep-3")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), f"{thread.name} hung"
+
+    assert all(isinstance(v, int) for v in results.values()), results
+    assert sum(results.values()) == len(ids)
+    assert set(Breakpoint.objects.values_list("status", flat=True)) == {"expired"}
+    events = Counter(Event.objects.filter(type="expired").values_list("breakpoint_id", flat=True))
+    deliveries = Counter(
+        WebhookDelivery.objects.filter(event_type="expired").values_list("breakpoint_id", flat=True)
+    )
+    assert events == deliveries == dict.fromkeys(ids, 1)
 
 
 # --- retention -------------------------------------------------------------------------------
