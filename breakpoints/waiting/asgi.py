@@ -112,6 +112,10 @@ class WaitingApp:
             logger.warning("Status request failed on the database", exc_info=True)
             body = envelope("unavailable", "The database is not reachable; retry shortly.")
             await _respond(send, 503, body, request_id)
+        except Exception:
+            logger.exception("Status request failed")
+            body = envelope("server_error", "Internal server error.")
+            await _respond(send, 500, body, request_id)
 
     async def _wait(
         self, principal: Any, query: StatusQuery, owner: str, receive: Any
@@ -128,6 +132,8 @@ class WaitingApp:
         disconnected = asyncio.ensure_future(_until_disconnect(receive))
         try:
             rows = await run_sync(reads.statuses, principal, query.ids)
+            if len(rows) < len(query.ids):  # watch only what the caller may see
+                waiter = _renew(hub, waiter, tuple(rows))
             while _all_waiting(rows) and (remaining := deadline - loop.time()) > 0:
                 woke = await _first(waiter, disconnected, min(remaining, _until_due(rows)))
                 if disconnected.done():
@@ -135,7 +141,7 @@ class WaitingApp:
                 if woke is not None and len(query.ids) == 1:
                     return {**rows, **woke}  # the row the hub just read: no second query
                 if woke is not None:
-                    waiter = _renew(hub, waiter)
+                    waiter = _renew(hub, waiter, waiter.ids)
                 # Woken for one of many, past an expiresAt, or at the deadline: read again
                 # (an overdue breakpoint expires on this read).
                 rows = await run_sync(reads.statuses, principal, query.ids)
@@ -145,10 +151,10 @@ class WaitingApp:
             disconnected.cancel()
 
 
-def _renew(hub: Any, waiter: Waiter) -> Waiter:
-    """A fresh future for the same ids (the old one has fired)."""
+def _renew(hub: Any, waiter: Waiter, ids: tuple[str, ...]) -> Waiter:
+    """A fresh future watching `ids` (the old one has fired, or watched too much)."""
     hub.unsubscribe(waiter)
-    return hub.subscribe(waiter.ids, waiter.owner)
+    return hub.subscribe(ids, waiter.owner)
 
 
 async def _first(waiter: Waiter, disconnected: asyncio.Future, timeout: float) -> Rows | None:
