@@ -28,7 +28,7 @@ run: migrate
 
 # Only the web process, for working on the API or console.
 web: migrate
-	$(RUN_ENV) $(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000
 
 test: install
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -51,9 +51,9 @@ schema: install
 # PostgreSQL database bpm_bench on 127.0.0.1, created when missing; seed.py refuses a
 # database whose name lacks "bench", migrates it and seeds BENCH_COUNT rows once
 # (BENCH_SEED_ARGS=--reset seeds again).
-BENCH_COUNT ?= 100000
+BENCH_COUNT ?= 1000000
 BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
-BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)}
+BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0}
 
 .PHONY: bench
 bench: install
@@ -64,6 +64,8 @@ bench: install
 	fi
 	$(BENCH_ENV) $(BIN)/python benchmarks/seed.py --count $(BENCH_COUNT) $(BENCH_SEED_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/api_hot_paths.py $(BENCH_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/http_bench.py $(BENCH_HTTP_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache
