@@ -740,12 +740,23 @@ async def capacity_run(args, fx: Fixtures, server: Server, agents: list[Agent], 
     port = server.port
     count = sum(len(a.ids) for a in agents)
     all_ids = [bp_id for agent in agents for bp_id in agent.ids]
-    # Warm the process (first requests import and connect) before its baseline.
+    # Warm the process (first requests import and connect) before its baseline: the
+    # status path, and Django's feedback path (a comment, which releases nothing).
     warm = Connection(port)
     for bp_id in all_ids[:20]:
         await warm.request(
             build_request(
                 "GET", f"/api/breakpoints/{bp_id}/status", port=port, token=agents[0].token
+            )
+        )
+    for _ in range(3):
+        await warm.request(
+            build_request(
+                "POST",
+                f"/api/breakpoints/{probe.ids[0]}/feedback",
+                port=port,
+                token=fx.reviewer_token,
+                body=json.dumps({"comment": "warm-up", "release": False}).encode(),
             )
         )
     warm.close()

@@ -28,7 +28,7 @@ from breakpoints.tokens import hash_token
 from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
-from breakpoints.waiting.hub import TooManyWaiters, Waiter, get_hub, stop_hub
+from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
 from config.errors import DomainError, envelope
 from config.middleware import valid_request_id
@@ -129,19 +129,28 @@ class WaitingApp:
         deadline = loop.time() + query.wait
         hub = get_hub()
         waiter = hub.subscribe(query.ids, owner)
+        # One future per waiter, set by whichever comes first: the hub (rows), the client
+        # leaving (GONE) or a timer (TIMED_OUT); thousands are held at once, so each costs
+        # as little as it can (no asyncio.wait, no timeout task).
         disconnected = asyncio.ensure_future(_until_disconnect(receive))
+        disconnected.add_done_callback(lambda _: waiter.wake(GONE))
         try:
             rows = await run_sync(reads.statuses, principal, query.ids)
             if len(rows) < len(query.ids):  # watch only what the caller may see
-                waiter = _renew(hub, waiter, tuple(rows))
+                hub.rearm(waiter, tuple(rows))
             while _all_waiting(rows) and (remaining := deadline - loop.time()) > 0:
-                woke = await _first(waiter, disconnected, min(remaining, _until_due(rows)))
                 if disconnected.done():
                     return None
-                if woke is not None and len(query.ids) == 1:
+                timer = loop.call_later(min(remaining, _until_due(rows)), waiter.wake, TIMED_OUT)
+                try:
+                    woke = await waiter.future
+                finally:
+                    timer.cancel()
+                if woke is GONE:
+                    return None
+                if isinstance(woke, dict) and len(query.ids) == 1:
                     return {**rows, **woke}  # the row the hub just read: no second query
-                if woke is not None:
-                    waiter = _renew(hub, waiter, waiter.ids)
+                hub.rearm(waiter, waiter.ids)
                 # Woken for one of many, past an expiresAt, or at the deadline: read again
                 # (an overdue breakpoint expires on this read).
                 rows = await run_sync(reads.statuses, principal, query.ids)
@@ -149,20 +158,6 @@ class WaitingApp:
         finally:
             hub.unsubscribe(waiter)
             disconnected.cancel()
-
-
-def _renew(hub: Any, waiter: Waiter, ids: tuple[str, ...]) -> Waiter:
-    """A fresh future watching `ids` (the old one has fired, or watched too much)."""
-    hub.unsubscribe(waiter)
-    return hub.subscribe(ids, waiter.owner)
-
-
-async def _first(waiter: Waiter, disconnected: asyncio.Future, timeout: float) -> Rows | None:
-    """What the hub saw change, or None (timeout, or the client left)."""
-    done, _ = await asyncio.wait(
-        {waiter.future, disconnected}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-    )
-    return waiter.future.result() if waiter.future in done else None
 
 
 async def _until_disconnect(receive: Any) -> None:

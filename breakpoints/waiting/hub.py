@@ -36,13 +36,22 @@ class TooManyWaiters(Exception):
         self.per_token = per_token
 
 
+GONE = "gone"  # a waiter's client disconnected
+TIMED_OUT = "timed out"  # its time (or its breakpoint's expiresAt) came
+
+
 class Waiter:
     __slots__ = ("ids", "owner", "future")
 
     def __init__(self, ids: tuple[str, ...], owner: str, future: asyncio.Future):
         self.ids = ids
         self.owner = owner
-        self.future = future  # resolved with {id: row} of what was seen no longer waiting
+        # Resolved with {id: row} of what was seen no longer waiting, GONE or TIMED_OUT.
+        self.future = future
+
+    def wake(self, value: Any) -> None:
+        if not self.future.done():
+            self.future.set_result(value)
 
 
 class Hub:
@@ -95,17 +104,28 @@ class Hub:
         self._count += 1
         return waiter
 
+    def rearm(self, waiter: Waiter, ids: tuple[str, ...]) -> None:
+        """Watch `ids` with a fresh future (the old one fired, or watched too much)."""
+        self._unwatch(waiter)
+        waiter.ids = ids
+        waiter.future = asyncio.get_running_loop().create_future()
+        for breakpoint_id in ids:
+            self._watchers.setdefault(breakpoint_id, set()).add(waiter)
+
     def unsubscribe(self, waiter: Waiter) -> None:
+        self._unwatch(waiter)
+        self._per_owner[waiter.owner] -= 1
+        if self._per_owner[waiter.owner] <= 0:
+            del self._per_owner[waiter.owner]
+        self._count -= 1
+
+    def _unwatch(self, waiter: Waiter) -> None:
         for breakpoint_id in waiter.ids:
             watchers = self._watchers.get(breakpoint_id)
             if watchers is not None:
                 watchers.discard(waiter)
                 if not watchers:
                     del self._watchers[breakpoint_id]
-        self._per_owner[waiter.owner] -= 1
-        if self._per_owner[waiter.owner] <= 0:
-            del self._per_owner[waiter.owner]
-        self._count -= 1
 
     # --- looking ---------------------------------------------------------------------
 
@@ -138,8 +158,7 @@ class Hub:
             if row["status"] == Status.WAITING:
                 continue
             for waiter in self._watchers.get(breakpoint_id, ()):
-                if not waiter.future.done():
-                    waiter.future.set_result({breakpoint_id: row})
+                waiter.wake({breakpoint_id: row})
 
     async def _recheck_forever(self) -> None:
         while True:
