@@ -62,7 +62,6 @@ class Breakpoint(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="bp_status_created"),
             models.Index(fields=["-created_at"], name="bp_created"),
             models.Index(*QUEUE_ORDER, name="bp_queue_order"),
             models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
@@ -70,6 +69,18 @@ class Breakpoint(models.Model):
             models.Index(fields=["key", "-created_at"], name="bp_key_created"),
             models.Index(
                 fields=["expires_at"], name="bp_waiting_expiry", condition=Q(status="waiting")
+            ),
+            # One partial index per status (bp_waiting_created, ...), newest or oldest first:
+            # the status filters, the console's waiting queue, the counts. Not one
+            # (status, created_at) index: PostgreSQL discounts a multi-column index's heap
+            # correlation and walks bp_created instead, past every newer row of another
+            # status (after a sweep expired the 100,000 newest, all of them). A row sits in
+            # exactly one, so writes cost what one (status, created_at) index cost.
+            *(
+                models.Index(
+                    fields=["-created_at"], name=f"bp_{status}_created", condition=Q(status=status)
+                )
+                for status in Status.values
             ),
             # The GIN indexes on tags and experts are PostgreSQL-only: see 0002 and 0004.
         ]
