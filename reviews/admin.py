@@ -205,8 +205,12 @@ class BreakpointAdmin(admin.ModelAdmin):
         return QueueChangeList
 
     def get_ordering(self, request: HttpRequest) -> list[Any]:
-        if request.GET.get("status__exact") == Status.WAITING:
-            return ["created_at"]  # oldest first, served by the (status, created_at) index
+        status = request.GET.get("status__exact")
+        if status == Status.WAITING:
+            return ["created_at"]  # oldest first, from the bp_waiting_created partial index
+        if status in Status.values:
+            # The queue's own order for one finished status, read from its partial index.
+            return ["-created_at"]
         return list(self.ordering)
 
     @admin.display(description="Breakpoint")

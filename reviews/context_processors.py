@@ -11,9 +11,16 @@ from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 
 
-def _waiting_count() -> int:
-    # One indexed COUNT (status leads the bp_status_created index), at most once a page.
-    return Breakpoint.objects.filter(status=Status.WAITING).count()
+# The badge counts up to this many; beyond, it says "1,000+" (every page shows it, so it
+# must not count a fleet's whole backlog each time).
+WAITING_BADGE_CAP = 1_000
+
+
+def _waiting_count() -> int | str:
+    # One capped COUNT over the bp_waiting_created partial index, at most once a page.
+    waiting = Breakpoint.objects.filter(status=Status.WAITING).order_by().values("pk")
+    count = waiting[: WAITING_BADGE_CAP + 1].count()
+    return f"{WAITING_BADGE_CAP:,}+" if count > WAITING_BADGE_CAP else count
 
 
 def console(request: HttpRequest) -> dict[str, Any]:

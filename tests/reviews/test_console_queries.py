@@ -104,6 +104,18 @@ def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoin
         assert b'<span class="bpm-waiting__count">2</span>' in response.content, url
 
 
+def test_waiting_badge_stops_counting_at_its_cap(reviewer_browser, make_breakpoint, monkeypatch):
+    from reviews import context_processors
+
+    monkeypatch.setattr(context_processors, "WAITING_BADGE_CAP", 2)
+    for _ in range(3):
+        make_breakpoint()
+
+    response = reviewer_browser.get(QUEUE_URL)
+
+    assert b'<span class="bpm-waiting__count">2+</span>' in response.content
+
+
 def test_routed_queue_resolves_experts_once_per_page(reviewer_browser, expert_member):
     """The unresolved-expert badge costs two queries per page, not per row."""
     expert_member("tina", "tech-lead")
