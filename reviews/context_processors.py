@@ -10,7 +10,6 @@ from breakpoints.actors import is_reviewer
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 
-
 # The badge counts up to this many; beyond, it says "1,000+" (every page shows it, so it
 # must not count a fleet's whole backlog each time).
 WAITING_BADGE_CAP = 1_000
