@@ -19,6 +19,7 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from breakpoints.waiting.hub import get_hub, stop_hub
 from config.asgi import application
+from tests.aio import run_async
 from tests.factories import ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,7 +36,7 @@ def run(scenario: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:
         finally:
             await stop_hub()
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 def get(path: str, token: str | None = None, **headers: str) -> httpx.Response:

@@ -17,6 +17,7 @@ from django.db import connection
 from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_create
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from tests.aio import run_async
 from tests.factories import ReviewerFactory
 from tests.integration.conftest import Process, _database_url, free_port, wait_until
 from tests.test_make_run_smoke import procfile_web_command
@@ -86,7 +87,7 @@ def test_a_burst_of_200_requests_leaves_no_more_connections_than_the_pool(make_r
                     calls.append(client.get(f"/api/breakpoints/{bp}/status", headers=auth(agent)))
             return [response.status_code for response in await asyncio.gather(*calls)]
 
-    statuses = asyncio.run(burst())
+    statuses = run_async(burst())
 
     assert statuses.count(200) == 200
     assert 0 < server_connections() <= POOL_MAX

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 
 from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_create, feedback_add
+from tests.aio import run_async
 from tests.factories import ReviewerFactory
 from tests.integration.conftest import System
 
@@ -203,7 +204,7 @@ def test_two_hundred_waiters_block_neither_a_release_nor_the_console(
             await asyncio.to_thread(release_all, ids[1:], reviewer)
             return await asyncio.gather(*waits), released, console
 
-    answers, released, console = asyncio.run(scenario())
+    answers, released, console = run_async(scenario())
     assert released.status_code == 201
     assert console.status_code == 200
     assert "Breakpoints" in console.text
