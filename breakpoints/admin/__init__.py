@@ -3,11 +3,12 @@
 - tokens: agent tokens (create shown once, revoke)
 - webhooks: subscriptions and deliveries (re-send)
 - rules: auto-approval rules and always-break-on tags (with an evaluator)
+- people: users, with product roles for admins (the stock form stays for superusers)
 
 The Breakpoint queue and review screens live in reviews/admin.py (the console app).
 Importing the modules registers their ModelAdmins with the admin site.
 """
 
-from breakpoints.admin import rules, tokens, webhooks
+from breakpoints.admin import people, rules, tokens, webhooks
 
-__all__ = ["rules", "tokens", "webhooks"]
+__all__ = ["people", "rules", "tokens", "webhooks"]

@@ -4,7 +4,7 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
 from breakpoints.accounts import role_groups_sync
@@ -43,6 +43,19 @@ def test_sync_restores_grants_that_were_lost(db):
 
     assert reviewers.permissions.filter(codename="view_breakpoint").exists()
     assert Group.objects.get(name="admins").permissions.filter(codename="add_webhook").exists()
+
+
+def test_sync_takes_back_group_and_permission_grants_from_admins(db):
+    """Admins manage users; changing groups or permissions would be granting them."""
+    admins = Group.objects.get(name="admins")
+    admins.permissions.add(*Permission.objects.filter(content_type__app_label="auth"))
+
+    role_groups_sync()
+
+    auth_codenames = set(
+        admins.permissions.filter(content_type__app_label="auth").values_list("codename", flat=True)
+    )
+    assert auth_codenames == {"view_user", "add_user", "change_user", "view_group"}
 
 
 def test_create_reviewer_joins_expert_groups_that_route_breakpoints(db, monkeypatch):
