@@ -1,12 +1,25 @@
 """The audit trail in the console: read-only for everyone, superusers included."""
 
+import json
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
 
-from audit.models import Event
+from audit.models import Event, EventType
 from breakpoints.admin.base import ReviewerReadOnly
+from breakpoints.models.webhook import redacted_url
+
+
+def shown_metadata(event: Event) -> dict[str, Any]:
+    """The metadata as the console shows it: a delivery's URL always redacted, since
+    events recorded before the redaction may hold its credentials."""
+    metadata = event.metadata if isinstance(event.metadata, dict) else {}
+    if event.type == EventType.NOTIFICATION and isinstance(metadata.get("url"), str):
+        return {**metadata, "url": redacted_url(metadata["url"])}
+    return metadata
 
 
 @admin.register(Event)
@@ -16,7 +29,7 @@ class EventAdmin(ReviewerReadOnly, admin.ModelAdmin):
     list_display = ("timestamp", "type", "actor", "breakpoint_link", "details")
     list_filter = ("type", ("timestamp", admin.DateFieldListFilter))
     search_fields = ("actor", "=breakpoint__id")
-    fields = ("timestamp", "type", "actor", "breakpoint_link", "metadata")
+    fields = ("timestamp", "type", "actor", "breakpoint_link", "metadata_shown")
     readonly_fields = fields
     ordering = ("-timestamp", "-id")
     show_full_result_count = False
@@ -31,6 +44,11 @@ class EventAdmin(ReviewerReadOnly, admin.ModelAdmin):
 
     @admin.display(description="Details")
     def details(self, event: Event) -> str:
-        metadata = event.metadata if isinstance(event.metadata, dict) else {}
+        metadata = shown_metadata(event)
         parts = [f"{key}={value}" for key, value in metadata.items() if value not in (None, "")]
         return format_html('<span class="bpm-muted">{}</span>', ", ".join(parts)[:200])
+
+    @admin.display(description="Metadata")
+    def metadata_shown(self, event: Event) -> str:
+        shown = shown_metadata(event) if isinstance(event.metadata, dict) else event.metadata
+        return json.dumps(shown, ensure_ascii=False, sort_keys=True)

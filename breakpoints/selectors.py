@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from audit.models import Event
+from audit.models import Event, EventType
 from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_expire_if_due, is_overdue
@@ -89,6 +89,11 @@ def breakpoint_status(user: Any, breakpoint_id: str) -> dict[str, Any]:
 
 
 def breakpoint_events(user: Any, breakpoint_id: str) -> QuerySet[Event]:
+    """The audit trail of one visible breakpoint; an agent's has no webhook deliveries,
+    which concern the operator's subscriptions, not the agent."""
     if not visible_breakpoints(user).filter(pk=breakpoint_id).exists():
         raise NotFound("Breakpoint not found.")
-    return Event.objects.filter(breakpoint_id=breakpoint_id).order_by("timestamp", "id")
+    events = Event.objects.filter(breakpoint_id=breakpoint_id)
+    if isinstance(user, AgentPrincipal):
+        events = events.exclude(type=EventType.NOTIFICATION)
+    return events.order_by("timestamp", "id")

@@ -15,13 +15,14 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
@@ -35,7 +36,8 @@ from breakpoints.models import (
     WebhookDelivery,
     WebhookEventType,
 )
-from config.errors import InvalidInput, NotFound
+from breakpoints.models.webhook import redacted_url
+from config.errors import InvalidInput, InvalidState, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ MAX_ATTEMPTS = 8
 MAX_BACKOFF_SECONDS = 8 * 60 * 60
 REQUEST_TIMEOUT_SECONDS = 10
 DUE_BATCH_SIZE = 500
+REMOVED_ERROR = "cancelled: the webhook was removed"
 
 
 # --- subscriptions ---------------------------------------------------------------
@@ -98,17 +101,49 @@ def webhook_add(*, url: str, event_types: list[str] | None = None, secret: str =
 
 
 def webhook_update(*, webhook_id: int, event_types: list[str], active: bool) -> Webhook:
-    """Change what a subscription receives, or pause it; the URL and secret stay."""
+    """Change what a subscription receives, or pause it; the URL and secret stay.
+
+    A removed subscription is not found: removal is final, never undone by an edit.
+    """
     chosen = _parse_event_types(event_types)
-    if not Webhook.objects.filter(pk=webhook_id).update(event_types=chosen, active=active):
+    if (
+        not Webhook.objects.current()
+        .filter(pk=webhook_id)
+        .update(event_types=chosen, active=active)
+    ):
         raise NotFound(f"No webhook with id {webhook_id}.")
     return Webhook.objects.get(pk=webhook_id)
 
 
-def webhook_remove(*, webhook_id: int) -> None:
-    deleted, _ = Webhook.objects.filter(pk=webhook_id).delete()
-    if not deleted:
-        raise NotFound(f"No webhook with id {webhook_id}.")
+def webhook_remove(*, webhook_id: int) -> Webhook:
+    """Remove a subscription for good, keeping it and its deliveries for the history.
+
+    It stops receiving at once: its pending deliveries fail with REMOVED_ERROR in the
+    same transaction, and the outbox sweep cancels any that a concurrent change wrote.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        if not Webhook.objects.current().filter(pk=webhook_id).update(removed_at=now, active=False):
+            raise NotFound(f"No webhook with id {webhook_id}.")
+        _cancel_pending(WebhookDelivery.objects.filter(webhook_id=webhook_id))
+    return Webhook.objects.get(pk=webhook_id)
+
+
+def _current_webhook_ids() -> QuerySet[Webhook, Any]:
+    """Ids of the subscriptions not removed, as a subquery.
+
+    Not a join (`webhook__removed_at`): Django turns an UPDATE with a join into
+    `WHERE id IN (SELECT ...)`, whose conditions PostgreSQL does not re-check on the row a
+    concurrent claim just changed, and two workers could then claim one delivery.
+    """
+    return Webhook.objects.current().values("pk")
+
+
+def _cancel_pending(deliveries: QuerySet[WebhookDelivery]) -> int:
+    """Fail the pending ones among `deliveries` (their webhook was removed), attempts kept."""
+    return deliveries.filter(status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.FAILED, locked_until=None, last_error=REMOVED_ERROR
+    )
 
 
 # --- address safety ---------------------------------------------------------------
@@ -203,7 +238,7 @@ def _representation(bp: Breakpoint) -> dict:
 
 
 def _subscribers(event_type: str) -> list[Webhook]:
-    return [w for w in Webhook.objects.filter(active=True) if w.wants(event_type)]
+    return [w for w in Webhook.objects.current().filter(active=True) if w.wants(event_type)]
 
 
 def _body(event_type: str, now: datetime, data: dict) -> dict:
@@ -304,7 +339,12 @@ def publish_deliveries(delivery_ids: list[str]) -> int:
 
 
 def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
-    """Pending deliveries whose time has come and that no worker holds."""
+    """Pending deliveries whose time has come and that no worker holds.
+
+    Pending deliveries of a removed webhook (written by a change that raced the removal,
+    or put back by an attempt that was under way) are cancelled here, never returned.
+    """
+    _cancel_pending(WebhookDelivery.objects.exclude(webhook_id__in=_current_webhook_ids()))
     now = timezone.now()
     return list(
         WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
@@ -315,12 +355,19 @@ def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
 
 
 def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
-    """An admin sends a delivery again (same webhook-id), whatever became of it."""
+    """An admin sends a delivery again (same webhook-id), whatever became of it,
+    unless its webhook was removed."""
     with transaction.atomic():
-        updated = WebhookDelivery.objects.filter(pk=delivery_id).update(
-            status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None
-        )
+        updated = WebhookDelivery.objects.filter(
+            pk=delivery_id, webhook_id__in=_current_webhook_ids()
+        ).update(status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None)
         if not updated:
+            current = WebhookDelivery.objects.filter(pk=delivery_id).first()
+            if current is not None:
+                raise InvalidState(
+                    f"The webhook of delivery {delivery_id} was removed; it cannot be re-sent.",
+                    current_status=current.status,
+                )
             raise NotFound(f"No delivery {delivery_id}.")
         transaction.on_commit(lambda: publish_deliveries([delivery_id]))
     return WebhookDelivery.objects.get(pk=delivery_id)
@@ -364,7 +411,10 @@ def _claim(delivery_id: str) -> WebhookDelivery | None:
     lease = now + timedelta(seconds=settings.BPM_WEBHOOK_LEASE_SECONDS)
     claimed = (
         WebhookDelivery.objects.filter(
-            pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+            pk=delivery_id,
+            status=DeliveryStatus.PENDING,
+            next_attempt_at__lte=now,
+            webhook_id__in=_current_webhook_ids(),
         )
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .update(locked_until=lease, attempts=F("attempts") + 1)
@@ -401,8 +451,19 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
         error, retryable = f"refused: {exc}", False
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"
+    error = _scrubbed(error, delivery.webhook.url)
     duration_ms = int((time.monotonic() - started) * 1000)
     return _record_attempt(delivery, status_code, error, retryable, duration_ms)
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """`text` without the URL's password or query string, wherever an error quoted them."""
+    parts = urlsplit(url)
+    text = text.replace(url, redacted_url(url))
+    for secret in (parts.password, parts.query, parts.fragment):
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return text
 
 
 def _record_attempt(
@@ -438,7 +499,7 @@ def _record_attempt(
             metadata={
                 "deliveryId": delivery.pk,
                 "webhookId": delivery.webhook_id,
-                "url": delivery.webhook.url,
+                "url": redacted_url(delivery.webhook.url),
                 "eventType": delivery.event_type,
                 "attempt": attempts,
                 "statusCode": status_code,

@@ -13,12 +13,13 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator
+from django.utils.text import Truncator, capfirst
 
 from audit.models import Event, EventType
 from breakpoints.actors import is_admin
 from breakpoints.admin.base import AdminOnly
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
+from breakpoints.models.webhook import redacted_url
 from breakpoints.webhooks import (
     delivery_resend,
     webhook_add,
@@ -75,6 +76,10 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
     list_display = ("id", "url", "events", "active", "created_at")
     list_filter = ("active",)
     search_fields = ("url",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Webhook]:
+        # A removed webhook is history (its deliveries keep it): no page to revive it.
+        return super().get_queryset(request).filter(removed_at__isnull=True)
 
     def get_fields(self, request: HttpRequest, obj: Webhook | None = None):
         return ("url", "event_types", "secret", "active") if obj is None else (
@@ -133,6 +138,7 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
         return response
 
     def delete_model(self, request: HttpRequest, obj: Webhook) -> None:
+        """The console's delete removes softly, as remove_webhook does: deliveries stay."""
         try:
             webhook_remove(webhook_id=obj.pk)
         except DomainError as exc:
@@ -146,9 +152,10 @@ class WebhookAdmin(AdminOnly, admin.ModelAdmin):
                 pass  # removed meanwhile
 
     def get_deleted_objects(self, objs, request):
-        # Deliveries go with their subscription; they have no delete right of their own.
-        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
-        return deleted, model_count, set(), protected
+        # Only the subscriptions go: their deliveries and audit events stay.
+        webhooks = list(objs)
+        listed = [format_html("{}: {}", capfirst(self.opts.verbose_name), w) for w in webhooks]
+        return listed, {self.opts.verbose_name_plural: len(webhooks)}, set(), []
 
 
 class DeliveryStatusBadge:
@@ -220,11 +227,9 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
 
     @admin.display(description="Webhook", ordering="webhook__url")
     def target(self, delivery: WebhookDelivery) -> str:
-        return format_html(
-            '<span title="{}">{}</span>',
-            delivery.webhook.url,
-            Truncator(delivery.webhook.url).chars(40),
-        )
+        url = redacted_url(delivery.webhook.url)  # never the URL's credentials
+        removed = " (removed)" if delivery.webhook.is_removed else ""
+        return format_html('<span title="{}">{}</span>{}', url, Truncator(url).chars(40), removed)
 
     @admin.display(description="Breakpoint", ordering="breakpoint_id")
     def breakpoint_short(self, delivery: WebhookDelivery) -> str:
@@ -282,6 +287,10 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
     def resend_selected(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         count = 0
         for delivery_id in queryset.values_list("pk", flat=True):
-            delivery_resend(delivery_id=delivery_id)
+            try:
+                delivery_resend(delivery_id=delivery_id)
+            except DomainError as exc:  # its webhook was removed, or it is gone
+                self.message_user(request, exc.message, messages.ERROR)
+                continue
             count += 1
         self.message_user(request, f"Queued {count} deliver(ies) again.", messages.SUCCESS)

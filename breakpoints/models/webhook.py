@@ -2,6 +2,7 @@
 
 import base64
 import secrets
+from urllib.parse import urlsplit, urlunsplit
 
 from django.db import models
 from django.db.models import Q
@@ -14,6 +15,26 @@ def new_delivery_id() -> str:
 
 def new_webhook_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def redacted_url(url: str) -> str:
+    """The URL without user:password, query string or fragment: scheme, host, port, path.
+
+    A subscription's URL may carry credentials; only this form goes into the audit trail,
+    the API and the console's lists.
+    """
+    try:
+        parts = urlsplit(str(url))
+        host = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return ""
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class WebhookQuerySet(models.QuerySet["Webhook"]):
+    def current(self) -> "WebhookQuerySet":
+        """Subscriptions not removed (active or paused)."""
+        return self.filter(removed_at__isnull=True)
 
 
 class WebhookEventType(models.TextChoices):
@@ -36,12 +57,25 @@ class Webhook(models.Model):
     )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    removed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Set when removed: kept with its deliveries for the history, never again "
+        "sent to, listed or re-activated.",
+    )
+
+    objects = WebhookQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return self.url
+        return redacted_url(self.url)
+
+    @property
+    def is_removed(self) -> bool:
+        return self.removed_at is not None
 
     def wants(self, event_type: str) -> bool:
         return not self.event_types or event_type in self.event_types

@@ -24,7 +24,7 @@ from breakpoints import webhooks
 from breakpoints.actors import Actor
 from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
-from config.errors import InvalidInput, NotFound
+from config.errors import InvalidInput, InvalidState, NotFound
 from tests.webhook_receiver import WebhookReceiver, expected_signature
 
 LOOPBACK = ["127.0.0.1"]
@@ -656,20 +656,100 @@ def test_list_and_remove_webhooks(allow_loopback):
     assert len(text) == 2 and str(first) in text[0] and "http://127.0.0.1:9/b" in text[1]
 
     run("remove_webhook", str(first))
-    assert list(Webhook.objects.values_list("pk", flat=True)) == [second]
-    with pytest.raises(CommandError):
+    listed = json.loads("\n".join(run("list_webhooks", "--json")))
+    assert [row["id"] for row in listed] == [second]
+    with pytest.raises(CommandError, match=f"No webhook with id {first}"):
         run("remove_webhook", str(first))
 
 
-def test_removing_a_webhook_drops_its_pending_deliveries(allow_loopback, receiver, make_breakpoint):
+@pytest.mark.django_db
+def test_removed_webhooks_are_listed_only_with_all(allow_loopback):
+    first = int(run("add_webhook", "http://127.0.0.1:9/a")[-1])
+    second = int(run("add_webhook", "http://127.0.0.1:9/b")[-1])
+    run("remove_webhook", str(first))
+
+    listed = json.loads("\n".join(run("list_webhooks", "--json", "--all")))
+    assert [(row["id"], row["active"], row["removedAt"] is not None) for row in listed] == [
+        (first, False, True),
+        (second, True, False),
+    ]
+    text = run("list_webhooks", "--all")
+    assert "removed" in text[0] and "removed" not in text[1]
+    assert run("list_webhooks")[0].startswith(f"{second}\t")
+
+
+def test_removing_a_webhook_keeps_its_deliveries_and_cancels_the_pending_ones(
+    allow_loopback, receiver, make_breakpoint
+):
+    """A soft delete: the history stays, nothing more is sent, no new delivery is written."""
     webhook = subscribe(receiver.url)
+    sent_bp = make_breakpoint()
+    sent = only_delivery(sent_bp)
+    assert webhooks.delivery_attempt(sent.pk).status == "delivered"
+    pending = only_delivery(make_breakpoint())
+
+    lines = run("remove_webhook", str(webhook.pk))
+
+    assert lines == [f"Removed webhook {webhook.pk}."]
+    webhook.refresh_from_db()
+    assert webhook.removed_at is not None and webhook.active is False
+    sent.refresh_from_db()
+    assert (sent.status, sent.attempts) == ("delivered", 1)
+    assert len(notifications(sent.pk)) == 1  # the audit of the attempt stays
+    pending.refresh_from_db()
+    assert pending.status == "failed"
+    assert pending.last_error == "cancelled: the webhook was removed"
+    assert pending.attempts == 0
+    assert webhooks.deliveries_due() == []
+    assert webhooks.delivery_attempt(pending.pk).status == "skipped"
+    later = make_breakpoint()
+    assert not WebhookDelivery.objects.filter(breakpoint=later).exists()
+    assert len(receiver.received) == 1
+
+
+def test_a_removed_webhook_cannot_be_reactivated_nor_its_deliveries_resent(
+    allow_loopback, receiver, make_breakpoint
+):
+    webhook = subscribe(receiver.url)
+    delivery = only_delivery(make_breakpoint())
+    webhooks.webhook_remove(webhook_id=webhook.pk)
+
+    with pytest.raises(NotFound):
+        webhooks.webhook_update(webhook_id=webhook.pk, event_types=[], active=True)
+    with pytest.raises(InvalidState):
+        webhooks.delivery_resend(delivery_id=delivery.pk)
+    with pytest.raises(NotFound):
+        webhooks.webhook_remove(webhook_id=webhook.pk)
+
+    webhook.refresh_from_db()
+    assert webhook.active is False and webhook.removed_at is not None
+    delivery.refresh_from_db()
+    assert delivery.status == "failed"
+    assert receiver.received == []
+
+
+def test_the_sweep_cancels_a_pending_delivery_of_a_removed_webhook(
+    allow_loopback, receiver, make_breakpoint
+):
+    """A delivery written by a change that raced the removal is never sent."""
+    webhook = subscribe(receiver.url)
+    other = subscribe(receiver.url + "/other")
     bp = make_breakpoint()
-    delivery = only_delivery(bp)
+    webhooks.webhook_remove(webhook_id=webhook.pk)
+    raced = WebhookDelivery.objects.create(
+        webhook=webhook,
+        breakpoint=bp,
+        event_type="created",
+        body={},
+        next_attempt_at=timezone.now(),
+    )
+    kept = WebhookDelivery.objects.get(webhook=other, breakpoint=bp)
 
-    run("remove_webhook", str(webhook.pk))
+    assert webhooks.deliveries_due() == [kept.pk]
 
-    assert not WebhookDelivery.objects.filter(pk=delivery.pk).exists()
-    assert webhooks.delivery_attempt(delivery.pk).status == "skipped"
+    raced.refresh_from_db()
+    assert (raced.status, raced.last_error) == ("failed", "cancelled: the webhook was removed")
+    assert webhooks.delivery_attempt(raced.pk).status == "skipped"
     assert receiver.received == []
 
 
@@ -723,3 +803,103 @@ def test_a_name_that_resolves_to_a_private_address_is_refused_at_delivery(
     assert outcome.status == "failed"
     assert "private or loopback" in outcome.error
     assert receiver.received == []
+
+
+# --- credentials in the subscription URL never leak ----------------------------------------
+
+LEAKS = ("S3cret", "token", "abc", "u:")
+
+
+def with_credentials(receiver: WebhookReceiver) -> str:
+    """The receiver's URL with a user:password and a query-string token."""
+    return receiver.url.replace("http://", "http://u:S3cret@") + "?token=abc"
+
+
+def test_a_notification_event_names_the_subscription_and_a_redacted_url(
+    allow_loopback, receiver, make_breakpoint
+):
+    webhook = subscribe(with_credentials(receiver))
+    delivery = only_delivery(make_breakpoint())
+
+    assert webhooks.delivery_attempt(delivery.pk).status == "delivered"
+
+    [request] = receiver.received  # the delivery itself still uses the credentials
+    assert request.path == "/hook?token=abc"
+    assert request.headers["authorization"] == "Basic " + base64.b64encode(b"u:S3cret").decode()
+    [event] = notifications(delivery.pk)
+    assert event.metadata["webhookId"] == webhook.pk
+    assert event.metadata["url"] == receiver.url  # scheme, host, port and path only
+    stored = json.dumps(event.metadata)
+    assert not [leak for leak in LEAKS if leak in stored], stored
+
+
+def test_agents_do_not_see_delivery_events_and_reviewers_see_them_redacted(
+    allow_loopback, receiver, make_breakpoint, agent_client, reviewer_client
+):
+    webhook = subscribe(with_credentials(receiver))
+    bp = make_breakpoint(agent_id="agent-a")
+    assert webhooks.delivery_attempt(only_delivery(bp).pk).status == "delivered"
+    url = f"/api/breakpoints/{bp.pk}/events"
+
+    as_agent = agent_client.get(url)
+    as_reviewer = reviewer_client.get(url)
+
+    assert as_agent.status_code == 200
+    assert [event["type"] for event in as_agent.json()["results"]] == ["created"]
+    assert as_reviewer.status_code == 200
+    results = as_reviewer.json()["results"]
+    assert [event["type"] for event in results] == ["created", "notification"]
+    assert results[1]["metadata"]["webhookId"] == webhook.pk
+    assert results[1]["metadata"]["url"] == receiver.url
+    for response in (as_agent, as_reviewer):
+        body = response.content.decode()
+        assert not [leak for leak in LEAKS if leak in body], body
+
+
+def test_an_error_naming_the_url_is_recorded_without_its_credentials(
+    allow_loopback, make_breakpoint, monkeypatch
+):
+    """Whatever an HTTP library puts in its error text, the secrets are scrubbed out."""
+    port = free_port()
+    url = f"http://u:S3cret@127.0.0.1:{port}/hook?token=abc"
+    subscribe(url)
+    delivery = only_delivery(make_breakpoint())
+
+    def fail(client, target, *args, **kwargs):
+        raise webhooks.httpx.ConnectError(f"cannot reach {url} (u:S3cret, token=abc)")
+
+    monkeypatch.setattr(webhooks, "_post_pinned", fail)
+    assert webhooks.delivery_attempt(delivery.pk).status == "retry"
+
+    delivery.refresh_from_db()
+    [event] = notifications(delivery.pk)
+    for text in (delivery.last_error, json.dumps(event.metadata)):
+        assert "ConnectError" in text
+        assert "S3cret" not in text and "token=abc" not in text, text
+
+
+@pytest.mark.django_db
+def test_events_recorded_before_the_redaction_are_redacted_by_the_migration(make_breakpoint):
+    """Deployments hold notification events with the full URL: migration 0008 rewrites them."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("breakpoints.migrations.0008_webhook_removed_at")
+    bp = make_breakpoint()
+    old = Event.objects.create(
+        breakpoint=bp,
+        type="notification",
+        actor="system:webhooks",
+        metadata={"webhookId": 1, "url": "https://u:S3cret@hooks.example:8443/x?token=abc#f"},
+    )
+    other = Event.objects.create(
+        breakpoint=bp, type="released", actor="alice", metadata={"url": "https://a:b@c/d?e"}
+    )
+
+    migration.redact_notification_urls(apps, None)
+
+    old.refresh_from_db()
+    other.refresh_from_db()
+    assert old.metadata == {"webhookId": 1, "url": "https://hooks.example:8443/x"}
+    assert other.metadata == {"url": "https://a:b@c/d?e"}  # not a delivery: untouched

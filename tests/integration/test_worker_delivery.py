@@ -66,10 +66,13 @@ def test_worker_delivers_signed_webhooks_for_each_subscribed_event(
     system.wait_until(
         lambda: delivery_status(created.webhook_id) == "delivered", what="delivered row"
     )
-    # The audit trail, as the agent reads it over the API.
-    events = agent_http.get(f"/api/breakpoints/{bp_id}/events").json()["results"]
+    # The audit trail, as a reviewer reads it over the API (agents do not see deliveries).
+    events = reviewer_http.get(f"/api/breakpoints/{bp_id}/events").json()["results"]
     [notification] = [e for e in events if e["type"] == "notification"]
     assert notification["actor"] == "system:webhooks"
+    assert notification["metadata"]["url"] == receiver.url + "/all"
+    agent_events = agent_http.get(f"/api/breakpoints/{bp_id}/events").json()["results"]
+    assert [e["type"] for e in agent_events] == ["created"]
     assert notification["metadata"]["statusCode"] == 200
     assert notification["metadata"]["outcome"] == "delivered"
     assert isinstance(notification["metadata"]["durationMs"], int)

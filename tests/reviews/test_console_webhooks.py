@@ -143,17 +143,87 @@ def test_deliveries_are_read_only(admin_browser, make_breakpoint):
     assert WebhookDelivery.objects.filter(pk=delivery.pk).exists()
 
 
-def test_admin_removes_a_webhook_with_its_deliveries(admin_browser, make_breakpoint):
+def test_admin_removes_a_webhook_and_keeps_its_deliveries(admin_browser, make_breakpoint):
+    """The console's delete is the soft delete of remove_webhook: the history stays."""
     webhook = _subscribe("http://127.0.0.1:9/hook")
-    make_breakpoint()
-    assert WebhookDelivery.objects.filter(webhook=webhook).exists()
+    kept = _subscribe("http://127.0.0.1:9/kept")
+    bp = make_breakpoint()
+    delivery = WebhookDelivery.objects.get(webhook=webhook)
     confirm = admin_browser.get(f"{WEBHOOKS_URL}{webhook.pk}/delete/")
     assert confirm.status_code == 200
     assert confirm.context["perms_lacking"] == set()
+    assert delivery.pk not in confirm.content.decode()  # deliveries are not deleted with it
+
     response = admin_browser.post(f"{WEBHOOKS_URL}{webhook.pk}/delete/", {"post": "yes"})
+
     assert response.status_code == 302
-    assert not Webhook.objects.exists()
-    assert not WebhookDelivery.objects.exists()
+    webhook.refresh_from_db()
+    assert webhook.removed_at is not None and webhook.active is False
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.last_error) == (
+        "failed",
+        "cancelled: the webhook was removed",
+    )
+    assert WebhookDelivery.objects.filter(breakpoint=bp).count() == 2
+    listing = admin_browser.get(WEBHOOKS_URL)
+    assert [w.pk for w in listing.context["cl"].result_list] == [kept.pk]
+    # Gone from the console: no change page to switch it back on.
+    change = admin_browser.get(f"{WEBHOOKS_URL}{webhook.pk}/change/")
+    assert change.status_code == 302
+    webhook.refresh_from_db()
+    assert webhook.active is False
+    assert delivery.pk in admin_browser.get(DELIVERIES_URL).content.decode()
+
+
+def test_bulk_delete_removes_the_selected_webhooks_softly(admin_browser, make_breakpoint):
+    first = _subscribe("http://127.0.0.1:9/a")
+    second = _subscribe("http://127.0.0.1:9/b")
+    make_breakpoint()
+
+    response = admin_browser.post(
+        WEBHOOKS_URL,
+        {"action": "delete_selected", "_selected_action": [first.pk, second.pk], "post": "yes"},
+    )
+
+    assert response.status_code == 302
+    assert set(Webhook.objects.filter(removed_at__isnull=False).values_list("pk", flat=True)) == {
+        first.pk,
+        second.pk,
+    }
+    assert WebhookDelivery.objects.count() == 2
+
+
+def test_resending_a_delivery_of_a_removed_webhook_is_refused_with_a_message(
+    admin_browser, make_breakpoint
+):
+    webhook = _subscribe("http://127.0.0.1:9/hook")
+    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    webhooks.webhook_remove(webhook_id=webhook.pk)
+
+    response = admin_browser.post(
+        DELIVERIES_URL,
+        {"action": "resend_selected", "_selected_action": [delivery.pk]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    assert any("was removed" in m for m in _messages(response)), _messages(response)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.FAILED
+
+
+def test_delivery_pages_show_the_webhook_url_without_its_credentials(
+    admin_browser, make_breakpoint
+):
+    _subscribe("http://u:S3cret@127.0.0.1:9/hook?token=abc")
+    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+
+    listing = admin_browser.get(DELIVERIES_URL).content.decode()
+    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/").content.decode()
+
+    for html in (listing, detail):
+        assert "http://127.0.0.1:9/hook" in html
+        assert "S3cret" not in html and "token=abc" not in html
 
 
 def test_admin_pauses_a_webhook(admin_browser):

@@ -7,7 +7,10 @@ from config.errors import DomainError
 
 
 class Command(BaseCommand):
-    help = "Remove a webhook subscription, with all its deliveries."
+    help = (
+        "Remove a webhook subscription: it receives nothing more and is no longer listed; "
+        "its deliveries and their audit events stay."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("webhook_id", type=int, metavar="ID")
