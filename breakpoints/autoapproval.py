@@ -4,9 +4,10 @@ Precedence, highest first (babysitter's table):
 1. a matching `never-auto-approve` rule: always prompt;
 2. a tag in the always-break-on list: always prompt;
 3. a matching `auto-approve` rule: approve without prompting;
-4. `autoApproveAfterN`: approve once the key's last N manual decisions were approvals
-   (a rejection resets the count; auto-approvals, expiries and cancellations neither
-   count nor reset it);
+4. `autoApproveAfterN`: approve once the last N manual decisions on the key's breakpoints
+   of the same agent were approvals (a rejection resets the count; auto-approvals,
+   expiries and cancellations neither count nor reset it). Per (agent, key): another agent
+   reusing a key does not inherit those approvals;
 5. otherwise prompt.
 """
 
@@ -175,16 +176,23 @@ def _compiled(pattern: str) -> Pattern | None:
         return None
 
 
-def consecutive_approvals(key: str, *, limit: int) -> int:
-    """How many of the key's latest manual decisions were approvals, counting at most `limit`.
+def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
+    """How many of the latest manual decisions on `key` were approvals, counting at most `limit`.
 
-    Reads at most `limit` rows, newest first, through the (key, -created_at) index.
+    Only `agent_id`'s breakpoints count when it is given (what a breakpoint of that agent
+    gets); without it, every agent's (an admin's view of the key as a whole).
+    Returns at most `limit` rows, newest first. Without an agent it reads only those, through
+    the (key, -created_at) index; with one, that index also passes other agents' rows of the
+    key until it has `limit` of this agent's (an index on (agent_id, key, -created_at) for
+    released rows would read exactly `limit`).
     """
     if limit < 1:
         return 0
+    decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+    if agent_id is not None:
+        decided = decided.filter(agent_id=agent_id)
     decisions = (
-        Breakpoint.objects.filter(key=key, status=Status.RELEASED)
-        .exclude(auto_approval__recommended=True)
+        decided.exclude(auto_approval__recommended=True)
         .order_by("-created_at")
         .values_list("result__approved", flat=True)[:limit]
     )
@@ -202,12 +210,17 @@ def evaluate(
     tags: Iterable[str] = (),
     experts: Iterable[str] = (),
     auto_approve_after_n: int = NO_THRESHOLD,
+    agent_id: str | None = None,
 ) -> Verdict:
-    """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc."""
+    """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
+
+    `agent_id` scopes the consecutive approvals to that agent's breakpoints; creation always
+    passes it. Without it (admins asking about a key) they are counted across all agents.
+    """
     tags, experts = list(tags), list(experts)
     threshold = auto_approve_after_n if auto_approve_after_n >= 1 else NO_THRESHOLD
     streak = consecutive_approvals(
-        key, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+        key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
     )
     never = auto = None
     for rule in rule_list():

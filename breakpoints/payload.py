@@ -5,7 +5,7 @@ reviewer never sees a half-understood request. Errors are keyed by their JSON pa
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -20,8 +20,26 @@ MAX_KEY_LENGTH = 255
 MAX_TAGS = 50
 MAX_TAG_LENGTH = 100
 MAX_FILES = 100
+MAX_PATH_LENGTH = 1000
+MAX_LANGUAGE_LENGTH = 50
+# A file's text may use most of the request body (BPM_MAX_BODY_BYTES, 5 MiB by default).
+MAX_CONTENT_LENGTH = 5_000_000
+MAX_RUN_ID_LENGTH = 128  # Breakpoint.run_id
+MAX_TITLE_LENGTH = 500  # Breakpoint.title
+# A question is read by a human on the review page: ~10 printed pages is already too long.
+MAX_QUESTION_LENGTH = 20_000
+MAX_PREVIOUS_FEEDBACK_LENGTH = 10_000
+MAX_EXPERTS = 20
+# Expert names are group names or usernames, both at most 150 characters in Django.
+MAX_EXPERT_NAME_LENGTH = 150
+MAX_OPTIONS = 20
+MAX_OPTION_LENGTH = 200
 MAX_NESTING = 100
+# Free-form keys are stored, echoed and rendered whole; a human-sized request holds far
+# fewer values than this (1.7 million numbers fit in 5 MiB and took ~0.9 s to store).
+MAX_PAYLOAD_VALUES = 100_000
 FALLBACK_KEY = "untitled"
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 @dataclass(frozen=True)
@@ -49,8 +67,8 @@ def _check_relative_path(errors: dict, path: str, value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
         errors[path] = ["Must be a non-empty string."]
         return
-    if len(value) > 1000:
-        errors[path] = ["At most 1000 characters."]
+    if len(value) > MAX_PATH_LENGTH:
+        errors[path] = [f"At most {MAX_PATH_LENGTH} characters."]
         return
     posix, windows = PurePosixPath(value), PureWindowsPath(value)
     if posix.is_absolute() or windows.is_absolute() or windows.drive or value.startswith("\\"):
@@ -68,7 +86,7 @@ def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
     if len(value) > MAX_TAGS:
         errors[path] = [f"At most {MAX_TAGS} tags."]
         return []
-    tags: list[str] = []
+    tags: dict[str, None] = {}  # an ordered set: de-duplication stays linear
     for index, tag in enumerate(value):
         if not isinstance(tag, str) or not tag.strip():
             errors[f"{path}[{index}]"] = ["Must be a non-empty string."]
@@ -76,9 +94,9 @@ def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
             errors[f"{path}[{index}]"] = ["Must not contain NUL characters."]
         elif len(tag) > MAX_TAG_LENGTH:
             errors[f"{path}[{index}]"] = [f"At most {MAX_TAG_LENGTH} characters."]
-        elif tag.strip() not in tags:
-            tags.append(tag.strip())
-    return tags
+        else:
+            tags[tag.strip()] = None
+    return list(tags)
 
 
 def _check_files(errors: dict, files: Any) -> None:
@@ -99,9 +117,11 @@ def _check_files(errors: dict, files: Any) -> None:
         if item.get("format") not in formats:
             errors[f"{at}.format"] = [f"Must be one of: {', '.join(sorted(formats))}."]
         if "language" in item and item["language"] is not None:
-            _check_string(errors, f"{at}.language", item["language"], max_length=50)
+            _check_string(
+                errors, f"{at}.language", item["language"], max_length=MAX_LANGUAGE_LENGTH
+            )
         if "content" in item and item["content"] is not None:
-            _check_string(errors, f"{at}.content", item["content"], max_length=5_000_000)
+            _check_string(errors, f"{at}.content", item["content"], max_length=MAX_CONTENT_LENGTH)
 
 
 def _check_context(errors: dict, context: Any) -> None:
@@ -109,7 +129,9 @@ def _check_context(errors: dict, context: Any) -> None:
         errors["payload.context"] = ["Must be an object."]
         return
     if context.get("runId") is not None:
-        _check_string(errors, "payload.context.runId", context["runId"], max_length=128)
+        _check_string(
+            errors, "payload.context.runId", context["runId"], max_length=MAX_RUN_ID_LENGTH
+        )
     if "files" in context and context["files"] is not None:
         _check_files(errors, context["files"])
 
@@ -119,41 +141,75 @@ def _check_expert(errors: dict, expert: Any) -> None:
     if not isinstance(names, list) or not names:
         errors["payload.expert"] = ["Must be a name or a non-empty list of names."]
         return
+    # The count first: one error for an over-long list, not one per item.
+    if len(names) > MAX_EXPERTS:
+        errors["payload.expert"] = [f"At most {MAX_EXPERTS} names."]
+        return
     for index, name in enumerate(names):
-        if not isinstance(name, str) or not name.strip() or len(name) > 150:
-            errors[f"payload.expert[{index}]"] = ["Must be a non-empty name (150 chars max)."]
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_EXPERT_NAME_LENGTH:
+            errors[f"payload.expert[{index}]"] = [
+                f"Must be a non-empty name ({MAX_EXPERT_NAME_LENGTH} chars max)."
+            ]
 
 
 def _check_options(errors: dict, options: Any) -> None:
     if not isinstance(options, list) or not options:
         errors["payload.options"] = ["Must be a non-empty list of strings."]
         return
+    if len(options) > MAX_OPTIONS:
+        errors["payload.options"] = [f"At most {MAX_OPTIONS} options."]
+        return
     for index, option in enumerate(options):
-        if not isinstance(option, str) or not option.strip() or len(option) > 500:
-            errors[f"payload.options[{index}]"] = ["Must be a non-empty string (500 chars max)."]
+        if not isinstance(option, str) or not option.strip() or len(option) > MAX_OPTION_LENGTH:
+            errors[f"payload.options[{index}]"] = [
+                f"Must be a non-empty string ({MAX_OPTION_LENGTH} chars max)."
+            ]
 
 
 def _check_storable(errors: dict, payload: Mapping[str, Any]) -> None:
-    """Refuse what the database cannot store (NUL in text) or re-encode (absurd nesting).
+    """Refuse what the database cannot store (NUL in text), re-encode (absurd nesting) or
+    anyone read (more than MAX_PAYLOAD_VALUES values in all).
 
-    Iterative on purpose: a recursive walk would itself hit the recursion limit.
+    Iterative on purpose (a recursive walk would itself hit the recursion limit), one
+    nesting level at a time, and linear: each value is looked at once, by exact type
+    first (parsed JSON holds only dict, list, str and scalars) before any ABC check.
     """
-    pending: list[tuple[Any, int]] = [(payload, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if depth > MAX_NESTING:
-            errors["payload"] = [f"Must not be nested more than {MAX_NESTING} levels deep."]
-            return
-        if isinstance(value, str) and "\x00" in value:
-            errors["payload"] = ["Must not contain NUL characters."]
-            return
-        if isinstance(value, Mapping):
-            if any("\x00" in key for key in value):
-                errors["payload"] = ["Must not contain NUL characters."]
+    level: list[Any] = [payload]
+    depth, values = 1, 0
+    while level:
+        below: list[Any] = []
+        for container in level:
+            values += len(container)
+            if values > MAX_PAYLOAD_VALUES:
+                errors["payload"] = [f"At most {MAX_PAYLOAD_VALUES:,} values in all."]
                 return
-            pending.extend((item, depth + 1) for item in value.values())
-        elif isinstance(value, list):
-            pending.extend((item, depth + 1) for item in value)
+            if isinstance(container, Mapping):
+                if any("\x00" in key for key in container):
+                    errors["payload"] = ["Must not contain NUL characters."]
+                    return
+                children: Iterable[Any] = container.values()
+            else:
+                children = container
+            if depth >= MAX_NESTING and len(container):
+                errors["payload"] = [f"Must not be nested more than {MAX_NESTING} levels deep."]
+                return
+            for item in children:
+                kind = type(item)
+                if kind is str:
+                    if "\x00" in item:
+                        errors["payload"] = ["Must not contain NUL characters."]
+                        return
+                elif kind is dict or kind is list:
+                    below.append(item)
+                elif kind in _SCALARS:
+                    continue
+                elif isinstance(item, Mapping | list):
+                    below.append(item)
+                elif isinstance(item, str) and "\x00" in item:
+                    errors["payload"] = ["Must not contain NUL characters."]
+                    return
+        level = below
+        depth += 1
 
 
 def validate_payload(payload: Any) -> None:
@@ -163,9 +219,11 @@ def validate_payload(payload: Any) -> None:
     errors: dict[str, list[str]] = {}
     _check_storable(errors, payload)
     if "question" in payload:
-        _check_string(errors, "payload.question", payload["question"], max_length=20_000)
+        _check_string(
+            errors, "payload.question", payload["question"], max_length=MAX_QUESTION_LENGTH
+        )
     if "title" in payload and payload["title"] is not None:
-        _check_string(errors, "payload.title", payload["title"], max_length=500)
+        _check_string(errors, "payload.title", payload["title"], max_length=MAX_TITLE_LENGTH)
     if "context" in payload and payload["context"] is not None:
         _check_context(errors, payload["context"])
     if "expert" in payload and payload["expert"] is not None:
@@ -175,7 +233,12 @@ def validate_payload(payload: Any) -> None:
     if "strategy" in payload and payload["strategy"] not in Strategy.values:
         errors["payload.strategy"] = [f"Must be one of: {', '.join(Strategy.values)}."]
     if "previousFeedback" in payload and payload["previousFeedback"] is not None:
-        _check_string(errors, "payload.previousFeedback", payload["previousFeedback"])
+        _check_string(
+            errors,
+            "payload.previousFeedback",
+            payload["previousFeedback"],
+            max_length=MAX_PREVIOUS_FEEDBACK_LENGTH,
+        )
     if "attempt" in payload and not (_is_int(payload["attempt"]) and payload["attempt"] >= 1):
         errors["payload.attempt"] = ["Must be a whole number, 1 or more."]
     if "breakpointId" in payload:

@@ -43,11 +43,10 @@ class Seat:
 def expert_names(expert: Any) -> list[str]:
     """payload.expert (a name or a list of names) as distinct, stripped names, in order."""
     raw = [expert] if isinstance(expert, str) else expert if isinstance(expert, list) else []
-    names: list[str] = []
-    for name in raw:
-        if isinstance(name, str) and name.strip() and name.strip() not in names:
-            names.append(name.strip())
-    return names
+    # dict.fromkeys: an ordered set, so de-duplication is linear in the number of names.
+    return list(
+        dict.fromkeys(name.strip() for name in raw if isinstance(name, str) and name.strip())
+    )
 
 
 def project_owners() -> list[str]:

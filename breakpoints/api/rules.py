@@ -56,6 +56,7 @@ class EvaluateQuerySerializer(serializers.Serializer):
     tag = serializers.ListField(child=StrictCharField(max_length=100), required=False)
     expert = serializers.ListField(child=StrictCharField(max_length=150), required=False)
     autoApproveAfterN = StrictIntegerField(required=False, min_value=-1)
+    agentId = StrictCharField(required=False, max_length=128)
 
     def validate_autoApproveAfterN(self, value: int) -> int:
         if value == 0:
@@ -71,6 +72,12 @@ EVALUATE_PARAMETERS = [
         "autoApproveAfterN",
         int,
         description="The breakpoint's threshold of consecutive manual approvals (-1: none).",
+    ),
+    OpenApiParameter(
+        "agentId",
+        str,
+        description="Count the consecutive approvals of this agent's breakpoints only, as its "
+        "next breakpoint would; without it they are counted across all agents.",
     ),
 ]
 
@@ -146,6 +153,8 @@ class RuleViewSet(viewsets.GenericViewSet):
         }
         if "autoApproveAfterN" in params:
             query["autoApproveAfterN"] = _int_or_raw(params["autoApproveAfterN"])
+        if "agentId" in params:
+            query["agentId"] = params["agentId"]
         serializer = EvaluateQuerySerializer(data=query)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -154,6 +163,7 @@ class RuleViewSet(viewsets.GenericViewSet):
             tags=data.get("tag", []),
             experts=data.get("expert", []),
             auto_approve_after_n=data.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+            agent_id=data.get("agentId"),
         )
         return Response(AutoApprovalSerializer(verdict.as_dict()).data)
 

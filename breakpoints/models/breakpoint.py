@@ -67,6 +67,12 @@ class Breakpoint(models.Model):
             models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
             models.Index(fields=["run_id"], name="bp_run"),
             models.Index(fields=["key", "-created_at"], name="bp_key_created"),
+            # autoApproveAfterN counts one agent's consecutive approvals of a key.
+            models.Index(
+                fields=["agent_id", "key", "-created_at"],
+                name="bp_agent_key_released",
+                condition=Q(status="released"),
+            ),
             models.Index(
                 fields=["expires_at"], name="bp_waiting_expiry", condition=Q(status="waiting")
             ),

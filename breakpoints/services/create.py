@@ -103,6 +103,7 @@ def breakpoint_create(
                 tags=fields.tags,
                 experts=experts,
                 auto_approve_after_n=payload.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+                agent_id=agent_id,
             )
             bp = Breakpoint.objects.create(
                 agent_id=agent_id,

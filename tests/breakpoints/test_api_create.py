@@ -417,3 +417,110 @@ def test_body_under_the_limit_is_accepted(agent_client):
     response = post(agent_client, {"payload": {"question": "x" * 500}})
 
     assert response.status_code == 201
+
+
+# --- hostile bodies: caps, answered without quadratic work (issue 9, defect 3) ----------------
+
+FIVE_MIB = 5 * 1024 * 1024
+
+
+def _json_body(body: dict) -> bytes:
+    raw = json.dumps(body).encode()
+    assert FIVE_MIB // 2 < len(raw) <= FIVE_MIB, len(raw)
+    return raw
+
+
+def _hostile_bodies() -> dict:
+    """Bodies of up to 5 MiB (the default limit) shaped to cost the server the most."""
+    return {
+        "100,000 distinct experts": (
+            _json_body(
+                {"payload": {"expert": [f"expert-{i:06d}-{'x' * 30}" for i in range(100_000)]}}
+            ),
+            "payload.expert",
+        ),
+        "200,000 options": (
+            _json_body(
+                {"payload": {"options": [f"option {i:06d} {'y' * 8}" for i in range(200_000)]}}
+            ),
+            "payload.options",
+        ),
+        "400,000 payload tags": (
+            _json_body({"payload": {"tags": [f"t{i:06d}" for i in range(400_000)]}}),
+            "payload.tags",
+        ),
+        "400,000 top-level tags": (
+            _json_body({"payload": {}, "tags": [f"t{i:06d}" for i in range(400_000)]}),
+            "tags",
+        ),
+        "1,700,000 free-form numbers": (
+            _json_body({"payload": {"x": [0] * 1_700_000}}),
+            "payload",
+        ),
+        "free-form object of 270,000 keys": (
+            _json_body({"payload": {"x": {f"k{i:06d}": i for i in range(270_000)}}}),
+            "payload",
+        ),
+        "2,000,000 nested lists": (
+            ('{"payload": {"x": ' + "[" * 2_000_000 + "]" * 2_000_000 + "}}").encode(),
+            None,
+        ),
+        "500,000 nested objects": (
+            ('{"payload": ' + '{"a":' * 500_000 + "1" + "}" * 500_001).encode(),
+            None,
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_hostile_bodies()))
+def test_a_hostile_body_of_up_to_5_mib_is_a_400_naming_the_field(agent_client, name):
+    raw, path = _hostile_bodies()[name]
+
+    response = agent_client.generic("POST", URL, raw, content_type="application/json")
+
+    error = assert_error(response, 400, "validation_error")
+    if path is not None:
+        assert path in error["details"]
+    assert Breakpoint.objects.count() == 0
+    assert Event.objects.count() == 0
+
+
+def test_a_hostile_body_over_5_mib_is_a_413(agent_client):
+    names = [f"expert-{i:06d}-{'x' * 30}" for i in range(130_000)]
+    raw = json.dumps({"payload": {"expert": names}}).encode()
+    assert len(raw) > FIVE_MIB
+
+    response = agent_client.generic("POST", URL, raw, content_type="application/json")
+
+    assert_error(response, 413, "payload_too_large")
+    assert Breakpoint.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "payload, path",
+    [
+        ({"expert": [f"e{i}" for i in range(21)]}, "payload.expert"),
+        ({"options": [f"o{i}" for i in range(21)]}, "payload.options"),
+        ({"options": ["o" * 201]}, "payload.options[0]"),
+    ],
+    ids=["21 experts", "21 options", "201-char option"],
+)
+def test_a_list_over_its_cap_is_400_naming_it_and_writes_nothing(agent_client, payload, path):
+    error = assert_error(post(agent_client, {"payload": payload}), 400, "validation_error")
+
+    assert path in error["details"]
+    assert Breakpoint.objects.count() == 0
+    assert Event.objects.count() == 0
+
+
+def test_lists_at_their_caps_are_accepted(agent_client):
+    payload = {
+        "expert": [f"e{i}" for i in range(20)],
+        "options": [f"{i}{'o' * 198}" for i in range(10, 30)],
+    }
+
+    response = post(agent_client, {"payload": payload})
+
+    assert response.status_code == 201, response.content
+    assert len(response.json()["experts"]) == 20
+    assert Breakpoint.objects.get().payload == payload

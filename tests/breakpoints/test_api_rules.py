@@ -297,3 +297,34 @@ def test_evaluate_and_delete_refuse_nul_characters(admin_client):
         admin_client.get(f"{RULES}/evaluate", {"key": "confirm.\x00x"}), 400, "validation_error"
     )
     assert admin_client.delete(f"{RULES}/rule-%00").status_code == 404
+
+
+def test_evaluate_counts_one_agents_approvals_when_given_agent_id(
+    admin_client, make_breakpoint, reviewer_client
+):
+    for agent_id in ("agent-a", "agent-a", "agent-b"):
+        bp = make_breakpoint(
+            agent_id=agent_id, payload={"question": "?", "breakpointId": "confirm.star-repo"}
+        )
+        reviewer_client.post(f"/api/breakpoints/{bp.pk}/feedback", {"release": True}, format="json")
+    url = f"{RULES}/evaluate"
+    query = {"key": "confirm.star-repo", "autoApproveAfterN": 2}
+
+    agent_a = admin_client.get(url, {**query, "agentId": "agent-a"}).json()
+    agent_b = admin_client.get(url, {**query, "agentId": "agent-b"}).json()
+    agent_c = admin_client.get(url, {**query, "agentId": "agent-c"}).json()
+    every_agent = admin_client.get(url, {"key": "confirm.star-repo"}).json()
+
+    assert set(agent_a) == {"recommended", "reason", "matchedRule", "consecutiveApprovals"}
+    assert (agent_a["recommended"], agent_a["consecutiveApprovals"]) == (True, 2)
+    assert (agent_b["recommended"], agent_b["consecutiveApprovals"]) == (False, 1)
+    assert (agent_c["recommended"], agent_c["consecutiveApprovals"]) == (False, 0)
+    assert every_agent["consecutiveApprovals"] == 3
+
+
+@pytest.mark.parametrize("agent_id", ["", "a" * 129])
+def test_evaluate_refuses_a_malformed_agent_id(admin_client, agent_id):
+    response = admin_client.get(f"{RULES}/evaluate", {"key": "x", "agentId": agent_id})
+
+    error = assert_error(response, 400, "validation_error")
+    assert "agentId" in error["details"]

@@ -413,3 +413,102 @@ def test_history_lists_decisions_newest_first_with_limit_and_key(db, make_breakp
     assert [r["approved"] for r in history(limit=10, key="confirm.star-repo")] == [False, True]
     with pytest.raises(InvalidInput):
         history(limit=0)
+
+
+# --- the counter is per (agent, key) (issue 9, defect 13) ----------------------------------------
+
+
+def star_repo_by(make_breakpoint, agent_id: str, n: int = 3):
+    payload = {"question": "Confirm repository star?", "breakpointId": "confirm.star-repo"}
+    return make_breakpoint(agent_id=agent_id, payload={**payload, "autoApproveAfterN": n})
+
+
+def decisions_by(make_breakpoint, reviewer, *decisions: tuple[str, bool]) -> None:
+    """Manual decisions on confirm.star-repo, in order, each by (agent, approved)."""
+    for agent_id, approved in decisions:
+        decide(star_repo_by(make_breakpoint, agent_id, n=-1), reviewer, approved)
+
+
+def test_another_agent_reusing_a_key_does_not_inherit_the_approvals(db, make_breakpoint, reviewer):
+    decisions_by(make_breakpoint, reviewer, ("agent-a", True), ("agent-a", True), ("agent-a", True))
+
+    other = star_repo_by(make_breakpoint, "agent-b")
+
+    other.refresh_from_db()
+    assert other.status == "waiting"
+    assert other.result is None
+    assert other.auto_approval == {
+        "recommended": False,
+        "reason": "No matching rule",
+        "matchedRule": None,
+        "consecutiveApprovals": 0,
+    }
+    assert not Event.objects.filter(breakpoint=other, type="auto_approved").exists()
+    verdict = evaluate(key="confirm.star-repo", agent_id="agent-b", auto_approve_after_n=3)
+    assert (verdict.recommended, verdict.consecutive_approvals) == (False, 0)
+
+
+def test_an_agents_own_approvals_still_count_when_other_agents_share_the_key(
+    db, make_breakpoint, reviewer
+):
+    decisions_by(
+        make_breakpoint,
+        reviewer,
+        ("agent-a", True),
+        ("agent-b", True),
+        ("agent-a", True),
+        ("agent-b", True),
+        ("agent-a", True),
+    )
+
+    mine = star_repo_by(make_breakpoint, "agent-a")
+    theirs = star_repo_by(make_breakpoint, "agent-b")
+
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert mine.status == "released"
+    assert mine.result["approved"] is True
+    assert mine.result["respondedBy"] == "auto:after-3"
+    assert mine.auto_approval["consecutiveApprovals"] == 3
+    assert theirs.status == "waiting"
+    assert theirs.auto_approval["consecutiveApprovals"] == 2
+
+
+def test_a_rejection_resets_only_its_own_agents_count(db, make_breakpoint, reviewer):
+    decisions_by(
+        make_breakpoint,
+        reviewer,
+        ("agent-a", True),
+        ("agent-a", True),
+        ("agent-b", False),  # another agent's rejection leaves agent-a's streak alone
+        ("agent-a", True),
+    )
+    assert evaluate(key="confirm.star-repo", agent_id="agent-a").consecutive_approvals == 3
+    assert evaluate(key="confirm.star-repo", agent_id="agent-b").consecutive_approvals == 0
+
+    decisions_by(make_breakpoint, reviewer, ("agent-a", False))  # its own rejection resets it
+    after_reset = star_repo_by(make_breakpoint, "agent-a")
+
+    after_reset.refresh_from_db()
+    assert after_reset.status == "waiting"
+    assert after_reset.auto_approval["consecutiveApprovals"] == 0
+
+
+def test_without_an_agent_the_count_spans_every_agent_using_the_key(db, make_breakpoint, reviewer):
+    decisions_by(make_breakpoint, reviewer, ("agent-a", True), ("agent-b", True))
+
+    assert evaluate(key="confirm.star-repo").consecutive_approvals == 2
+
+
+def test_the_per_agent_counter_reads_at_most_n_rows(db, make_breakpoint, reviewer):
+    decisions_by(make_breakpoint, reviewer, *[("agent-a", True)] * 4)
+
+    with CaptureQueriesContext(connection) as captured:
+        assert (
+            autoapproval.consecutive_approvals("confirm.star-repo", agent_id="agent-a", limit=3)
+            == 3
+        )
+
+    [query] = captured.captured_queries
+    assert "LIMIT 3" in query["sql"]
+    assert "agent-a" in query["sql"]

@@ -336,3 +336,98 @@ def test_key_from_a_title_with_underscores_is_kebab_case():
     key = derive_key({}, "Plan_Review -- Phase 2")
     assert key == "plan-review-phase-2"
     assert KEY_PATTERN.match(key)
+
+
+# --- caps on every list and string of the known keys (issue 9, defect 3) -----------------------
+
+
+def files_payload(count: int = 1, **file) -> dict:
+    entry = {"path": "docs/plan.md", "format": "markdown", **file}
+    return {"context": {"files": [dict(entry) for _ in range(count)]}}
+
+
+# (what is capped, payload at the limit, payload one over it, the JSON path named)
+CAPS = [
+    (
+        "expert count",
+        {"expert": [f"e{i}" for i in range(20)]},
+        {"expert": [f"e{i}" for i in range(21)]},
+        "payload.expert",
+    ),
+    ("expert name length", {"expert": ["e" * 150]}, {"expert": ["e" * 151]}, "payload.expert[0]"),
+    (
+        "options count",
+        {"options": [f"o{i}" for i in range(20)]},
+        {"options": [f"o{i}" for i in range(21)]},
+        "payload.options",
+    ),
+    ("option length", {"options": ["o" * 200]}, {"options": ["o" * 201]}, "payload.options[0]"),
+    ("question length", {"question": "q" * 20_000}, {"question": "q" * 20_001}, "payload.question"),
+    ("title length", {"title": "t" * 500}, {"title": "t" * 501}, "payload.title"),
+    (
+        "tag count",
+        {"tags": [f"t{i}" for i in range(50)]},
+        {"tags": [f"t{i}" for i in range(51)]},
+        "payload.tags",
+    ),
+    ("tag length", {"tags": ["t" * 100]}, {"tags": ["t" * 101]}, "payload.tags[0]"),
+    (
+        "previousFeedback length",
+        {"previousFeedback": "f" * 10_000},
+        {"previousFeedback": "f" * 10_001},
+        "payload.previousFeedback",
+    ),
+    (
+        "context.runId length",
+        {"context": {"runId": "r" * 128}},
+        {"context": {"runId": "r" * 129}},
+        "payload.context.runId",
+    ),
+    ("file count", files_payload(100), files_payload(101), "payload.context.files"),
+    (
+        "file path length",
+        files_payload(path="p" * 1000),
+        files_payload(path="p" * 1001),
+        "payload.context.files[0].path",
+    ),
+    # Every value counts, at any depth: here the key "x" and the items of its list(s).
+    ("values in all", {"x": [0] * 99_999}, {"x": [0] * 100_000}, "payload"),
+    ("values in all, nested", {"x": [[0] * 998] * 100}, {"x": [[0] * 999] * 100}, "payload"),
+    (
+        "file language length",
+        files_payload(language="l" * 50),
+        files_payload(language="l" * 51),
+        "payload.context.files[0].language",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "at_limit, over_limit, path",
+    [case[1:] for case in CAPS],
+    ids=[case[0] for case in CAPS],
+)
+def test_each_cap_accepts_the_limit_and_refuses_one_more_naming_the_field(
+    at_limit, over_limit, path
+):
+    assert validate_payload(at_limit) is None
+    assert path in errors_of(over_limit)
+
+
+@pytest.mark.parametrize(
+    "payload, path, message",
+    [
+        ({"expert": ["e"] * 100_000}, "payload.expert", "At most 20 names."),
+        ({"expert": [7] * 100_000}, "payload.expert", "At most 20 names."),
+        ({"options": ["o"] * 200_000}, "payload.options", "At most 20 options."),
+        ({"options": [""] * 200_000}, "payload.options", "At most 20 options."),
+        ({"tags": [""] * 100_000}, "payload.tags", "At most 50 tags."),
+    ],
+    ids=["100k experts", "100k bad experts", "200k options", "200k bad options", "100k tags"],
+)
+def test_an_over_long_list_is_one_error_for_the_list_not_one_per_item(payload, path, message):
+    errors = errors_of(payload)
+
+    assert errors[path] == [message]
+    # Besides the list's own error, at most the cap on values in all: no error per item.
+    assert set(errors) <= {path, "payload"}

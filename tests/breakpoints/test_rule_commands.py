@@ -183,3 +183,22 @@ def test_breakpoint_history_newest_first_with_limit_and_key(make_breakpoint, rev
     assert len(plain) == 1 and "plan-review\trejected\talice" in plain[0]
     with pytest.raises(CommandError, match="limit"):
         run("breakpoint_history", "--limit", "0")
+
+
+def test_should_auto_approve_counts_one_agents_approvals_with_agent(make_breakpoint, reviewer):
+    for agent_id in ("agent-a", "agent-a", "agent-b"):
+        bp = make_breakpoint(
+            agent_id=agent_id, payload={"question": "?", "breakpointId": "confirm.star-repo"}
+        )
+        feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(reviewer), comment="", release=True)
+
+    def verdict(*args: str) -> dict:
+        return json.loads(run("should_auto_approve", "confirm.star-repo", *args, "--json"))
+
+    assert verdict("--agent", "agent-a", "--after-n", "2")["recommended"] is True
+    assert verdict("--agent", "agent-a")["consecutiveApprovals"] == 2
+    assert verdict("--agent", "agent-b")["consecutiveApprovals"] == 1
+    assert verdict()["consecutiveApprovals"] == 3
+    assert "consecutiveApprovals: 1" in run(
+        "should_auto_approve", "confirm.star-repo", "--agent", "agent-b"
+    )

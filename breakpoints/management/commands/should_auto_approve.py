@@ -1,4 +1,4 @@
-"""manage.py should_auto_approve KEY [--tag T]... [--expert E]... [--after-n N] [--json]."""
+"""manage.py should_auto_approve KEY [--tag T]... [--expert E]... [--after-n N] [--agent A]."""
 
 import json
 
@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.autoapproval import NO_THRESHOLD, check_key, evaluate
 from config.errors import DomainError
+
+MAX_AGENT_ID_LENGTH = 128  # Breakpoint.agent_id
 
 
 class Command(BaseCommand):
@@ -25,14 +27,36 @@ class Command(BaseCommand):
             dest="after_n",
             help="The breakpoint's autoApproveAfterN (default -1: none).",
         )
+        parser.add_argument(
+            "--agent",
+            dest="agent_id",
+            help="Count the consecutive approvals of this agent's breakpoints only (as its next "
+            "breakpoint would); default: across all agents.",
+        )
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args, key: str, tags, experts, after_n: int, as_json: bool, **options):
+    def handle(
+        self,
+        *args,
+        key: str,
+        tags,
+        experts,
+        after_n: int,
+        agent_id: str | None,
+        as_json: bool,
+        **options,
+    ):
         if after_n == 0 or after_n < NO_THRESHOLD:
             raise CommandError("--after-n must be -1 (disabled) or a whole number >= 1.")
+        if agent_id is not None and not 1 <= len(agent_id) <= MAX_AGENT_ID_LENGTH:
+            raise CommandError(f"--agent must be 1 to {MAX_AGENT_ID_LENGTH} characters.")
         try:
             verdict = evaluate(
-                key=check_key(key), tags=tags, experts=experts, auto_approve_after_n=after_n
+                key=check_key(key),
+                tags=tags,
+                experts=experts,
+                auto_approve_after_n=after_n,
+                agent_id=agent_id,
             )
         except DomainError as exc:
             raise CommandError(exc.message) from exc
