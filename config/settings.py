@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIDMiddleware",
+    "config.middleware.HealthProbeMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -212,6 +213,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
+# With DEBUG off and no REDIS_URL the servers refuse to start unless this says the
+# embedded (filesystem) broker is meant: see config/startup.py.
+BPM_EMBEDDED_BROKER = env_bool("BPM_EMBEDDED_BROKER", default=False)
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
