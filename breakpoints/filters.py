@@ -1,11 +1,14 @@
 """The one FilterSet for breakpoints, shared by the API list and the selectors."""
 
+from datetime import UTC, timedelta
+
 import django_filters
 from django import forms
 from django.db import connection
 from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
 from breakpoints import routing
@@ -27,6 +30,35 @@ class TagValuesField(forms.Field):
             if "\x00" in tag:
                 raise forms.ValidationError("Null characters are not allowed.")
         return values
+
+
+# PostgreSQL's timestamptz takes UTC offsets up to 15:59 either way (a DataError beyond).
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time, in UTC; an offset no database takes is refused, not a 500."""
+
+    default_error_messages = {
+        "offset": "The UTC offset must be between -15:59 and +15:59.",
+        "range": "The date-time is out of range.",
+    }
+
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        offset = parsed.utcoffset()
+        if offset is not None and abs(offset) > MAX_UTC_OFFSET:
+            raise forms.ValidationError(self.error_messages["offset"], code="offset")
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+            raise forms.ValidationError(self.error_messages["range"], code="range") from None
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})
@@ -90,8 +122,8 @@ class BreakpointFilter(django_filters.FilterSet):
     tag = AllTagsFilter(label="Tag (repeatable: all must match)")
     agentId = django_filters.CharFilter(field_name="agent_id", max_length=128)
     runId = django_filters.CharFilter(field_name="run_id", max_length=128)
-    createdAfter = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    createdBefore = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    createdAfter = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    createdBefore = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     search = django_filters.CharFilter(method="filter_search", max_length=200)
     assignedTo = django_filters.ChoiceFilter(
         choices=[("me", "me")],

@@ -4,6 +4,8 @@ The status paths are served by a thin async handler that holds waiting agents wi
 thread each (breakpoints/waiting/asgi.py). Every other request goes to Django, run as a
 WSGI application on a fixed pool of BPM_WEB_THREADS threads: Django's own ASGI handler
 starts a thread per request, which measured several times slower for these sync views.
+Django is reached through config.asgi_body, which gives chunked request bodies a
+Content-Length (Django's WSGI handler reads only as much as that says).
 """
 
 import os
@@ -18,7 +20,12 @@ from a2wsgi import WSGIMiddleware  # noqa: E402 - after Django is set up
 from django.conf import settings  # noqa: E402
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
+from config.asgi_body import BufferedBodyApp  # noqa: E402
+from config.startup import require_production_settings  # noqa: E402
 
 # The stubs type WSGIHandler's result as HttpResponseBase; it is the iterable WSGI wants.
 django_app = WSGIMiddleware(django_wsgi, workers=settings.BPM_WEB_THREADS)  # type: ignore[arg-type]
-application = WaitingApp(django_app)
+# The server's lifespan startup refuses an incomplete production environment.
+application = WaitingApp(
+    BufferedBodyApp(django_app), on_startup=lambda: require_production_settings(serves_http=True)
+)

@@ -1,13 +1,45 @@
-"""Request body parsing: DRF's JSON parser, with JSON nested beyond Python's reach refused as 400."""
+"""Request body parsing: DRF's JSON parser, refusing as 400 what JSON allows but we cannot store."""
 
-from rest_framework.exceptions import ParseError
+import json
+
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
+
+LONE_SURROGATE = "Lone surrogates (an unpaired \\uD800-\\uDFFF escape) are not valid Unicode."
 
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             # json raises RecursionError, not ValueError, on deep nesting: a 500 otherwise.
             raise ParseError("JSON parse error - nested too deeply.") from None
+        if not _is_unicode(data):
+            raise ValidationError(_surrogate_details(data))
+        return data
+
+
+def _is_unicode(data: object) -> bool:
+    """False when a string anywhere (keys, values, nested) holds a lone surrogate.
+
+    JSON may escape half a UTF-16 pair ("\\ud800"); Python reads it into a str that
+    neither UTF-8 nor any database can hold (a 500 at save). Encoding the document
+    finds one anywhere in one C-speed pass.
+    """
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    except RecursionError:
+        raise ParseError("JSON parse error - nested too deeply.") from None
+    return True
+
+
+def _surrogate_details(data: object) -> dict[str, list[str]]:
+    """The error keyed by the top-level field that holds the surrogate, when there is one."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if _is_unicode(key) and not _is_unicode(value):
+                return {key: [LONE_SURROGATE]}
+    return {"non_field_errors": [LONE_SURROGATE]}

@@ -6,15 +6,24 @@ login redirect, "Home", the branding) land on the queue filtered to waiting; the
 app index stays one click away as "All sections" (/admin/sections/).
 """
 
-from typing import Any
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.contrib.admin.views.main import ERROR_FLAG
+from django.core.exceptions import BadRequest
+from django.db import DataError
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, path, reverse
 from django.utils.http import urlencode
 
 from breakpoints.actors import is_reviewer
 from breakpoints.choices import Status
+
+logger = logging.getLogger(__name__)
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 
 
 def waiting_queue_url(site_name: str = "admin") -> str:
@@ -28,6 +37,10 @@ class ConsoleAdminSite(admin.AdminSite):
     site_url = None
     # The queue needs the width; the header links to "All sections" instead.
     enable_nav_sidebar = False
+
+    def admin_view(self, view: View, cacheable: bool = False) -> View:
+        """Every console view (the sections' too), with input the database refuses as 400."""
+        return super().admin_view(refusing_unstorable_input(view), cacheable)
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         return [
@@ -47,3 +60,28 @@ class ConsoleAdminSite(admin.AdminSite):
     def sections(self, request: HttpRequest) -> HttpResponse:
         """The stock app index: every section this user may open."""
         return super().index(request)
+
+
+def refusing_unstorable_input(view: View) -> View:
+    """`view`, answering input that the database refuses at query time as bad, not a 500.
+
+    A NUL in any filter, search or object id (PostgreSQL text cannot hold one), a UTC offset
+    beyond +-15:59 in a date filter (PostgreSQL), a date that leaves years 1-9999 once in
+    UTC (SQLite): Django's admin validates lookups against the field, not the database.
+    A list answers as the admin does for lookups it cannot use (back to the list, `?e=1`),
+    any other view 400. Such a statement fails alone: no transaction is left half done.
+    """
+
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        except (DataError, OverflowError) as exc:
+            logger.info("console: the database refused the input of %s: %s", request.path, exc)
+            match = request.resolver_match
+            listing = match is not None and (match.url_name or "").endswith("_changelist")
+            if listing and request.method in ("GET", "HEAD") and ERROR_FLAG not in request.GET:
+                return HttpResponseRedirect(f"{request.path}?{ERROR_FLAG}=1")
+            raise BadRequest("The request holds a value the database cannot take.") from exc
+
+    return cast(View, guarded)

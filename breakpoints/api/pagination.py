@@ -1,7 +1,12 @@
 """Cursor pagination: constant cost per page on a table of millions (no COUNT, no OFFSET)."""
 
+from datetime import UTC
+
+from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
+
+from breakpoints.filters import MAX_UTC_OFFSET
 
 ORDERINGS = {
     "-createdAt": ("-created_at", "-id"),
@@ -38,6 +43,31 @@ class BreakpointCursorPagination(CursorPagination):
 
     def decode_cursor(self, request):
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
         except NotFound:
             raise ValidationError({"cursor": ["Invalid cursor."]}) from None
+        if cursor is None or cursor.position is None:
+            return cursor
+        # DRF puts the position into the query as it comes: it must be a created_at.
+        position = _utc_position(str(cursor.position))
+        if position is None:
+            raise ValidationError({"cursor": ["Invalid cursor."]})
+        # The stubs type Cursor.position as int; DRF keeps the query's string (str() of a row's).
+        return cursor._replace(position=position)  # type: ignore[arg-type]
+
+
+def _utc_position(value: str) -> str | None:
+    """A cursor's position (str() of an aware datetime) as str() of that instant in UTC.
+
+    That is the form DRF writes from the rows (stored in UTC), so a genuine cursor comes
+    back unchanged; anything else (NUL, not a date-time, no zone or one beyond what
+    PostgreSQL takes) is None.
+    """
+    try:
+        parsed = parse_datetime(value)
+        offset = parsed.utcoffset() if parsed is not None else None
+        if parsed is None or offset is None or abs(offset) > MAX_UTC_OFFSET:
+            return None
+        return str(parsed.astimezone(UTC))
+    except (ValueError, OverflowError):
+        return None

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -51,8 +52,9 @@ _SECURITY_HEADERS = [
 class WaitingApp:
     """The project's ASGI application: status paths here, the rest to `django_app`."""
 
-    def __init__(self, django_app: Any):
+    def __init__(self, django_app: Any, on_startup: Callable[[], None] | None = None):
         self.django_app = django_app
+        self.on_startup = on_startup  # raises to refuse to start
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -70,6 +72,12 @@ class WaitingApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    if self.on_startup is not None:
+                        self.on_startup()
+                except Exception as exc:  # noqa: BLE001 - the server prints it and exits
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 get_hub()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":

@@ -1,9 +1,17 @@
 """The one error contract: envelope, status codes, X-Request-ID, and path forms."""
 
+import base64
 import re
+from datetime import timedelta
+from datetime import timezone as dt_timezone
+from urllib.parse import urlencode
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
+
+from audit.models import Event
+from breakpoints.models import AutoApprovalRule, Breakpoint
+from reviews.models import Feedback
 
 URL = "/api/breakpoints"
 UUID_HEX = re.compile(r"^[0-9a-f]{32}$")
@@ -306,3 +314,160 @@ def test_write_paths_work_with_and_without_trailing_slash(
         agent_client.post(f"{URL}/{cancelled.pk}/cancel{slash}", format="json").status_code == 200
     )
     assert admin_client.post(f"{URL}/{expired.pk}/expire{slash}", format="json").status_code == 200
+
+
+# --- hostile input is 400, never 500 ----------------------------------------------------
+# A lone surrogate is written as the JSON escape: Python reads it into a str that no
+# database (nor UTF-8) can hold.
+
+LONE_SURROGATE_BODIES = {
+    "payload value": (b'{"payload": {"question": "Deploy? \\ud800"}}', "payload"),
+    "payload key": (b'{"payload": {"\\udfff": 1}}', "payload"),
+    "nested payload": (
+        b'{"payload": {"context": {"files": [{"path": "a.md", "content": "x\\udc00"}]}}}',
+        "payload",
+    ),
+    "tags": (b'{"payload": {}, "tags": ["deploy", "\\ud800"]}', "tags"),
+    "high half at the end": (b'{"payload": {"note": "\\ud83d"}}', "payload"),
+    "a top-level key": (b'{"payload": {}, "\\ud800": 1}', "non_field_errors"),
+}
+
+
+@pytest.mark.parametrize(
+    "body, field", LONE_SURROGATE_BODIES.values(), ids=LONE_SURROGATE_BODIES.keys()
+)
+def test_a_lone_surrogate_anywhere_in_a_create_body_is_400_and_nothing_is_stored(
+    agent_client, body, field
+):
+    response = agent_client.generic("POST", URL, body, content_type="application/json")
+
+    error = assert_envelope(response, 400, "validation_error")
+    assert "surrogate" in error["message"].lower()
+    assert list(error["details"]) == [field]
+    assert not Breakpoint.objects.exists()
+    assert not Event.objects.exists()
+
+
+def test_a_surrogate_pair_is_one_character_and_is_stored(agent_client):
+    response = agent_client.generic(
+        "POST",
+        URL,
+        b'{"payload": {"title": "Ship \\ud83d\\ude80"}}',
+        content_type="application/json",
+    )
+
+    assert response.status_code == 201, response.content
+    assert response.json()["payload"]["title"] == "Ship \U0001f680"
+
+
+def test_a_lone_surrogate_in_feedback_cancel_and_rule_bodies_is_400(
+    agent_client, reviewer_client, admin_client, make_breakpoint
+):
+    bp = make_breakpoint()
+    events_before = Event.objects.count()
+
+    for client, path, body in [
+        (reviewer_client, f"{URL}/{bp.pk}/feedback", b'{"comment": "ok \\ud800", "release": true}'),
+        (agent_client, f"{URL}/{bp.pk}/cancel", b'{"reason": "\\udbff"}'),
+        (admin_client, "/api/rules", b'{"pattern": "deploy.\\ud800"}'),
+    ]:
+        response = client.generic("POST", path, body, content_type="application/json")
+        assert_envelope(response, 400, "validation_error")
+
+    bp.refresh_from_db()
+    assert bp.status == "waiting"
+    assert not Feedback.objects.exists()
+    assert not AutoApprovalRule.objects.exists()
+    assert Event.objects.count() == events_before
+
+
+@pytest.mark.parametrize("name", ["createdAfter", "createdBefore"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-01-01T00:00:00+16:00",
+        "2026-01-01T00:00:00-16:00",
+        "2026-01-01T00:00:00+23:59",
+        "0001-01-01T00:00:00+01:00",  # before year 1 in UTC
+        "9999-12-31T23:59:59-01:00",  # after year 9999 in UTC
+    ],
+)
+def test_a_created_filter_beyond_what_the_database_takes_is_400(
+    reviewer_client, make_breakpoint, name, value
+):
+    make_breakpoint()
+
+    response = reviewer_client.get(URL, {name: value})
+
+    error = assert_envelope(response, 400, "validation_error")
+    assert name in error["details"]
+
+
+def test_a_created_filter_with_any_real_offset_is_that_instant(reviewer_client, make_breakpoint):
+    bp = make_breakpoint()
+    created = bp.created_at.astimezone(dt_timezone(timedelta(hours=-15, minutes=-59)))
+
+    at_or_after = reviewer_client.get(URL, {"createdAfter": created.isoformat()})
+    before = reviewer_client.get(URL, {"createdBefore": created.isoformat()})
+
+    assert [r["breakpointId"] for r in at_or_after.json()["results"]] == [bp.pk]
+    assert before.json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    "position",
+    [
+        "\x00",  # bz0xJnA9JTAw, the probe's cursor
+        "not a date",
+        "2026-01-01 00:00:00",  # no zone: not a cursor this server wrote
+        "2026-01-01 00:00:00+16:00",
+        "2026-13-01 00:00:00+00:00",
+    ],
+)
+def test_a_cursor_whose_position_is_not_a_created_at_is_400(reviewer_client, position):
+    cursor = base64.b64encode(urlencode({"o": 1, "p": position}).encode()).decode()
+
+    response = reviewer_client.get(URL, {"cursor": cursor})
+
+    error = assert_envelope(response, 400, "validation_error")
+    assert "cursor" in error["details"]
+
+
+def test_the_probes_nul_cursor_is_400(reviewer_client):
+    response = reviewer_client.get(f"{URL}?cursor=bz0xJnA9JTAw")
+
+    error = assert_envelope(response, 400, "validation_error")
+    assert error["details"] == {"cursor": ["Invalid cursor."]}
+
+
+def test_cursors_the_server_wrote_page_forward_and_back(reviewer_client, make_breakpoint):
+    ids = [make_breakpoint().pk for _ in range(5)]
+
+    first = reviewer_client.get(URL, {"pageSize": 2}).json()
+    second = reviewer_client.get(first["next"]).json()
+    back = reviewer_client.get(second["previous"]).json()
+
+    assert [r["breakpointId"] for r in first["results"] + second["results"]] == ids[::-1][:4]
+    assert back["results"] == first["results"]
+
+
+# --- unknown paths answer the 404 envelope whatever the method ------------------------
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize("path", ["/api/nope", "/api/breakpoints/x/nope", "/api/v2/breakpoints"])
+@pytest.mark.parametrize("authorized", [True, False], ids=["bearer", "anonymous"])
+def test_an_unknown_api_path_with_a_write_method_is_404_envelope_not_a_csrf_page(
+    agent_token, method, path, authorized
+):
+    # A real client: no CSRF cookie and no exemption from the CSRF check (the test
+    # client's default skips it, which hid this).
+    client = Client(enforce_csrf_checks=True)
+    headers = {"Authorization": f"Bearer {agent_token}"} if authorized else {}
+
+    response = getattr(client, method)(
+        path, b"{}", content_type="application/json", headers=headers
+    )
+
+    assert_envelope(response, 404, "not_found")
+    assert not Breakpoint.objects.exists()

@@ -1,0 +1,110 @@
+"""ASGI middleware: a request body sent without Content-Length (chunked) is read whole first.
+
+Django, run as WSGI behind a2wsgi, reads CONTENT_LENGTH bytes of a body: none when the
+client sent `Transfer-Encoding: chunked`, so a valid chunked POST arrived empty
+("payload: This field is required"). Here such a body is read to its end (at most
+BPM_MAX_BODY_BYTES: beyond that the request is refused with the 413 envelope and nothing
+more is read) and handed on with the Content-Length it turned out to have.
+"""
+
+import json
+import uuid
+from typing import Any
+
+from django.conf import settings
+
+from config.errors import envelope
+from config.middleware import valid_request_id
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+
+class BufferedBodyApp:
+    """Hands `app` every HTTP request with a Content-Length, reading a body without one."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or _header(scope, b"content-length") is not None:
+            await self.app(scope, receive, send)
+            return
+        limit = settings.BPM_MAX_BODY_BYTES
+        chunks: list[bytes] = []
+        size = 0
+        more_body = True
+        while more_body:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client is gone: nobody to answer
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _too_large(scope, send, limit)
+                return
+            chunks.append(chunk)
+            more_body = message.get("more_body", False)
+        body = b"".join(chunks)
+        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value
+    return None
+
+
+def _with_length(scope: Scope, length: int) -> Scope:
+    """The scope with Content-Length set (and Transfer-Encoding gone: the body is whole)."""
+    headers = [
+        (key, value)
+        for key, value in scope.get("headers", [])
+        if key.lower() not in (b"content-length", b"transfer-encoding")
+    ]
+    if length:
+        headers.append((b"content-length", str(length).encode("ascii")))
+    return {**scope, "headers": headers}
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A receive() that yields the whole body once, then the server's (a disconnect)."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _too_large(scope: Scope, send: Any, limit: int) -> None:
+    """The same 413 as BodySizeLimitMiddleware's, said before the body is all read."""
+    incoming = (_header(scope, b"x-request-id") or b"").decode("latin-1")
+    request_id = valid_request_id(incoming) or uuid.uuid4().hex
+    body = envelope(
+        "payload_too_large",
+        f"Request body is over the limit of {limit} bytes.",
+        {"limit": limit},
+    )
+    content = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(content)).encode("ascii")),
+                (b"x-request-id", request_id.encode("ascii")),
+                (b"x-content-type-options", b"nosniff"),
+                (b"cache-control", b"no-store"),
+                # The rest of the body is never read: the connection cannot carry another request.
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": content})
