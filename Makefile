@@ -23,8 +23,10 @@ migrate: install
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
+# config/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
+# exec, so that a SIGTERM to make reaches it.
 run: migrate
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(RUN_ENV) $(BIN)/honcho -f Procfile.dev start
+	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev
 
 # Only the web process, for working on the API or console.
 web: migrate
@@ -53,7 +55,7 @@ schema: install
 # (BENCH_SEED_ARGS=--reset seeds again).
 BENCH_COUNT ?= 1000000
 BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
-BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0}
+BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
 
 .PHONY: bench
 bench: install

@@ -4,11 +4,14 @@ from typing import Any
 
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
 
 from breakpoints.actors import AgentPrincipal
 from breakpoints.choices import TokenKind
 from breakpoints.models import ApiToken
-from breakpoints.tokens import token_authenticate
+from breakpoints.ratelimits import auth_failure_record, auth_failures_wait
+from breakpoints.tokens import token_authenticate, token_cached
+from config.errors import NotAuthenticated, RateLimited
 
 KEYWORD = "Bearer"
 INVALID_TOKEN = "Invalid or revoked token."
@@ -22,6 +25,29 @@ def bearer_credentials(header: str) -> str | None:
     if scheme.lower() != KEYWORD.lower():
         return None
     return raw.strip()
+
+
+def verify_bearer(raw: str, address: str) -> ApiToken:
+    """The token for a Bearer credential, or NotAuthenticated (401) / RateLimited (429).
+
+    An address that sent BPM_AUTH_FAILURES_PER_MINUTE bad tokens this minute is refused
+    before any lookup; a token this process verified moments ago is never held back.
+    """
+    if not raw:
+        raise NotAuthenticated(MISSING_TOKEN)
+    token = token_cached(raw)
+    if token is not None:
+        return token
+    wait = auth_failures_wait(address)
+    if wait is not None:
+        raise RateLimited(
+            f"Too many invalid tokens from this address; retry in {wait} s.", retry_after=wait
+        )
+    token = token_authenticate(raw)
+    if token is None:
+        auth_failure_record(address)
+        raise NotAuthenticated(INVALID_TOKEN)
+    return token
 
 
 def principal_for_token(token: ApiToken) -> Any:
@@ -40,11 +66,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = bearer_credentials(header) if header else None
         if raw is None:
             return None
-        if not raw:
-            raise exceptions.AuthenticationFailed(MISSING_TOKEN)
-        token = token_authenticate(raw)
-        if token is None:
-            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        try:
+            token = verify_bearer(raw, BaseThrottle().get_ident(request))
+        except NotAuthenticated as exc:
+            raise exceptions.AuthenticationFailed(exc.message) from None
         return principal_for_token(token), token
 
     def authenticate_header(self, request: Request) -> str:

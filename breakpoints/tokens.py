@@ -74,6 +74,12 @@ _verified: dict[str, tuple[float, ApiToken]] = {}
 _VERIFIED_MAX = 10_000
 
 
+def token_cached(raw: str) -> ApiToken | None:
+    """The token for `raw` if this process verified it within BPM_TOKEN_CACHE_SECONDS."""
+    cached = _verified.get(hash_token(raw))
+    return cached[1] if cached is not None and cached[0] > time.monotonic() else None
+
+
 def token_authenticate(raw: str) -> ApiToken | None:
     """The active token for `raw`, or None.
 

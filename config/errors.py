@@ -46,6 +46,17 @@ class Unavailable(DomainError):
     code = "unavailable"
 
 
+class RateLimited(DomainError):
+    """Too many requests (or failed attempts) for now; retry after `retry_after` seconds."""
+
+    status_code = 429
+    code = "throttled"
+
+    def __init__(self, message: str, *, retry_after: int):
+        super().__init__(message, {"retryAfter": retry_after})
+        self.retry_after = retry_after
+
+
 class Forbidden(DomainError):
     status_code = 403
     code = "permission_denied"
@@ -113,7 +124,10 @@ def _flatten(detail: Any) -> Any:
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF EXCEPTION_HANDLER: map every known exception to the envelope."""
     if isinstance(exc, DomainError):
-        return Response(envelope(exc.code, exc.message, exc.details), status=exc.status_code)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+        return Response(
+            envelope(exc.code, exc.message, exc.details), status=exc.status_code, headers=headers
+        )
     if isinstance(exc, Http404):
         exc = drf.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

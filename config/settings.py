@@ -172,6 +172,34 @@ BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
 
+# --- Redis: Celery's broker and the cache -----------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+# With DEBUG off and no REDIS_URL the servers refuse to start unless this says the
+# embedded (filesystem) broker is meant: see config/startup.py.
+BPM_EMBEDDED_BROKER = env_bool("BPM_EMBEDDED_BROKER", default=False)
+
+# --- Rate limits ---------------------------------------------------------------
+# Counters live in the cache: Redis when REDIS_URL is set (shared by every process),
+# else this process's memory (the embedded default: one web process).
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A hung Redis must not hang requests: limits fail open (breakpoints/ratelimits.py).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+# DRF rate strings ("600/min"); "off" disables one. The status path (GET .../status) has no
+# request rate: it is the cheap path; its waits are capped by BPM_MAX_WAITS_PER_TOKEN.
+BPM_THROTTLE_TOKEN_RATE = env_str("BPM_THROTTLE_TOKEN_RATE", "1200/min")  # per token or login
+BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per address, no token
+BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
+BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
+
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -185,6 +213,11 @@ REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": [
+        "breakpoints.api.throttling.TokenRateThrottle",
+        "breakpoints.api.throttling.AnonymousRateThrottle",
+    ],
+    "NUM_PROXIES": BPM_NUM_PROXIES or None,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(
@@ -212,10 +245,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery ------------------------------------------------------------------
-REDIS_URL = env_str("REDIS_URL")
-# With DEBUG off and no REDIS_URL the servers refuse to start unless this says the
-# embedded (filesystem) broker is meant: see config/startup.py.
-BPM_EMBEDDED_BROKER = env_bool("BPM_EMBEDDED_BROKER", default=False)
+
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL

@@ -134,3 +134,14 @@ def make_receiver():
     yield make
     for receiver in started:
         receiver.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limit_counters(settings):
+    """Each test starts with empty counters, in this process's memory (never a shared Redis)."""
+    from django.core.cache import cache
+
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "t"}
+    }
+    cache.clear()

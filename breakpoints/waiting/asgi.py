@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
@@ -31,7 +32,7 @@ from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
-from config.errors import DomainError, envelope
+from config.errors import DomainError, RateLimited, envelope
 from config.middleware import valid_request_id
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,12 @@ class WaitingApp:
         poll_rate.hit()
         try:
             principal, query, rows = await run_sync(
-                reads.begin, raw_token, ids=ids, wait=wait, many=many
+                reads.begin,
+                raw_token,
+                address=_client_address(scope),
+                ids=ids,
+                wait=wait,
+                many=many,
             )
             if rows is None:
                 rows = await self._wait(principal, query, hash_token(raw_token), receive)
@@ -111,9 +117,9 @@ class WaitingApp:
                     send, 404, envelope("not_found", "Breakpoint not found."), request_id
                 )
         except DomainError as exc:
-            await _respond(
-                send, exc.status_code, envelope(exc.code, exc.message, exc.details), request_id
-            )
+            body = envelope(exc.code, exc.message, exc.details)
+            retry_after = exc.retry_after if isinstance(exc, RateLimited) else RETRY_AFTER_SECONDS
+            await _respond(send, exc.status_code, body, request_id, retry_after=retry_after)
         except TooManyWaiters as exc:
             await _too_many(send, exc, request_id)
         except (DatabaseError, PoolTimeout):
@@ -191,6 +197,17 @@ def _header(scope: Scope, name: bytes) -> str:
     return ""
 
 
+def _client_address(scope: Scope) -> str:
+    """The caller's address as DRF's throttles see it (X-Forwarded-For per BPM_NUM_PROXIES)."""
+    remote = (scope.get("client") or ("", 0))[0]
+    proxies = settings.BPM_NUM_PROXIES
+    forwarded = _header(scope, b"x-forwarded-for")
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",")]
+        return hops[-min(proxies, len(hops))]
+    return remote
+
+
 def _bearer(scope: Scope) -> str | None:
     header = _header(scope, b"authorization")
     return bearer_credentials(header) if header else None
@@ -205,7 +222,14 @@ async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
         await _respond(send, 503, body, request_id)
 
 
-async def _respond(send: Any, status: int, body: dict[str, Any], request_id: str) -> None:
+async def _respond(
+    send: Any,
+    status: int,
+    body: dict[str, Any],
+    request_id: str,
+    *,
+    retry_after: int = RETRY_AFTER_SECONDS,
+) -> None:
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     headers = [
         (b"content-type", b"application/json"),
@@ -214,7 +238,7 @@ async def _respond(send: Any, status: int, body: dict[str, Any], request_id: str
         *_SECURITY_HEADERS,
     ]
     if status in (429, 503):
-        headers.append((b"retry-after", str(RETRY_AFTER_SECONDS).encode()))
+        headers.append((b"retry-after", str(retry_after).encode()))
     if status == 401:
         headers.append((b"www-authenticate", WWW_AUTHENTICATE.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -9,22 +9,16 @@ from typing import Any
 from breakpoints import selectors
 from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.api.permissions import IsAgentOrReviewer
-from breakpoints.authentication import INVALID_TOKEN, MISSING_TOKEN, principal_for_token
-from breakpoints.tokens import token_authenticate
+from breakpoints.authentication import principal_for_token, verify_bearer
 from breakpoints.waiting.query import StatusQuery, is_possible_id, parse_status_query
-from config.errors import Forbidden, NotAuthenticated
+from config.errors import Forbidden
 
 Rows = dict[str, dict[str, Any]]
 
 
-def authenticate(raw_token: str) -> Any:
-    """The caller of a Bearer token, if it may poll; raises 401/403 otherwise."""
-    if not raw_token:
-        raise NotAuthenticated(MISSING_TOKEN)
-    token = token_authenticate(raw_token)
-    if token is None:
-        raise NotAuthenticated(INVALID_TOKEN)
-    principal = principal_for_token(token)
+def authenticate(raw_token: str, address: str) -> Any:
+    """The caller of a Bearer token, if it may poll; raises 401/403/429 otherwise."""
+    principal = principal_for_token(verify_bearer(raw_token, address))
     if not isinstance(principal, AgentPrincipal) and not is_reviewer(principal):
         raise Forbidden(IsAgentOrReviewer.message)
     return principal
@@ -37,14 +31,14 @@ def statuses(principal: Any, ids: tuple[str, ...]) -> Rows:
 
 
 def begin(
-    raw_token: str, *, ids: list[str], wait: list[str], many: bool
+    raw_token: str, *, address: str, ids: list[str], wait: list[str], many: bool
 ) -> tuple[Any, StatusQuery, Rows | None]:
     """Authenticate, validate, and (for an answer without waiting) read: one thread hop.
 
     A request that will wait reads only after it has subscribed to wake-ups, so that no
     change can fall between its read and its wait.
     """
-    principal = authenticate(raw_token)
+    principal = authenticate(raw_token, address)
     query = parse_status_query(ids=ids, wait=wait, many=many)
     rows = None if query.wait else statuses(principal, query.ids)
     return principal, query, rows

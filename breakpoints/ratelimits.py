@@ -1,0 +1,43 @@
+"""Rate limits on the API: requests per token, and failed authentications per address.
+
+The counters live in Django's cache (Redis in production, shared by every process).
+They fail open: with the cache unreachable a request is served, never refused or hung.
+DRF's throttles (breakpoints/api/throttling.py) use the same cache.
+"""
+
+import logging
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+
+
+def _failures_key(address: str, window: int) -> str:
+    return f"bpm:authfail:{address}:{window}"
+
+
+def auth_failures_wait(address: str) -> int | None:
+    """Seconds until `address` may try a token again, or None if it may now."""
+    window = int(time.time()) // WINDOW_SECONDS
+    try:
+        failures = cache.get(_failures_key(address, window), 0)
+    except Exception:  # noqa: BLE001 - fail open
+        logger.warning("Rate-limit cache unreachable", exc_info=True)
+        return None
+    if failures < settings.BPM_AUTH_FAILURES_PER_MINUTE:
+        return None
+    return (window + 1) * WINDOW_SECONDS - int(time.time()) or 1
+
+
+def auth_failure_record(address: str) -> None:
+    """One more bad token from `address` in the current minute."""
+    key = _failures_key(address, int(time.time()) // WINDOW_SECONDS)
+    try:
+        cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
+        cache.incr(key)
+    except Exception:  # noqa: BLE001 - fail open
+        logger.warning("Rate-limit cache unreachable", exc_info=True)
