@@ -3,20 +3,30 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
 
-from config import errors, health
+from config import errors, health, metrics
 
 handler404 = "config.errors.handler404"
 handler500 = "config.errors.handler500"
 
+# The schema and docs are public: no credentials are checked (a stale token must not turn
+# them into a 401), and the docs page is only ever fetched.
+PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny]}
+schema_view = SpectacularAPIView.as_view(**PUBLIC)
+docs_view = SpectacularSwaggerView.as_view(
+    url_name="schema", http_method_names=["get", "head"], **PUBLIC
+)
+
 urlpatterns = [
-    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("api/schema/", SpectacularAPIView.as_view()),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("api/schema", schema_view, name="schema"),
+    path("api/schema/", schema_view),
+    path("api/docs", docs_view, name="docs"),
+    path("api/docs/", docs_view),
     path("api/", include("breakpoints.api.urls")),
     re_path(r"^api/", errors.api_not_found),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
 ]
