@@ -3,7 +3,14 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import (
+    beat_init,
+    before_task_publish,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_init,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -33,3 +40,60 @@ def _refuse_incomplete_production(**kwargs) -> None:
     except ImproperlyConfigured as exc:
         # Celery only logs an exception from a signal handler; this one must stop it.
         raise SystemExit(f"celery: {exc}") from exc
+
+
+# --- Log context: a task's log lines carry the request id of the request that enqueued it
+
+LOG_CONTEXT_HEADER = "bpm_log_context"
+_task_log_tokens: dict[str, tuple] = {}
+
+
+@setup_logging.connect
+def _use_django_logging(**kwargs) -> None:
+    """Keep Django's LOGGING (JSON in production) instead of Celery's own root handler."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+
+
+@before_task_publish.connect
+def _publish_log_context(headers: dict | None = None, **kwargs) -> None:
+    from config.logging import current_context
+
+    context = current_context()
+    if headers is not None and context.get("request_id", "-") != "-":
+        headers[LOG_CONTEXT_HEADER] = context
+
+
+@task_prerun.connect
+def _adopt_log_context(task_id: str | None = None, task=None, **kwargs) -> None:
+    from config.logging import current_request_id, log_context
+
+    request = getattr(task, "request", None)
+    context = request.get(LOG_CONTEXT_HEADER) if request is not None else None
+    if not context and request is not None:
+        context = (request.get("headers") or {}).get(LOG_CONTEXT_HEADER)
+    if not isinstance(context, dict) or task_id is None:
+        return  # an eager task keeps the context of its caller
+    fields = {k: str(v) for k, v in context.items() if k != "request_id"}
+    _task_log_tokens[task_id] = (
+        current_request_id.set(str(context.get("request_id", "-"))),
+        log_context.set(fields),
+    )
+
+
+@task_postrun.connect
+def _drop_log_context(task_id: str | None = None, **kwargs) -> None:
+    from config.logging import current_request_id, log_context
+
+    tokens = _task_log_tokens.pop(task_id or "", None)
+    if tokens is None:
+        return
+    try:
+        current_request_id.reset(tokens[0])
+        log_context.reset(tokens[1])
+    except ValueError:  # run in another context than prerun's: just clear it
+        current_request_id.set("-")
+        log_context.set({})

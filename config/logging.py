@@ -1,12 +1,95 @@
-"""Log records carry the request id of the request that produced them (or "-")."""
+"""Log records carry the context of what produced them: the request id (or "-"), and when
+known the agent or user, the token prefix and the breakpoint id; JSON lines in production.
 
+The context comes from the request being served (LogContextMiddleware) or, in a Celery
+worker, from the headers of the task message (config/celery.py), so a task's lines carry
+the request id of the request that enqueued it.
+"""
+
+import json
 import logging
 from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.functional import LazyObject, empty
 
 current_request_id: ContextVar[str] = ContextVar("current_request_id", default="-")
+# The Django request being served in this context (set by LogContextMiddleware).
+current_request: ContextVar[Any] = ContextVar("current_request", default=None)
+# Fields carried over from elsewhere: a Celery task's headers (agent, token, breakpoint_id).
+log_context: ContextVar[dict[str, str]] = ContextVar("log_context", default={})  # noqa: B039 - never mutated
+
+CONTEXT_FIELDS = ("agent", "user", "token", "breakpoint_id")
+
+
+def request_fields(request: Any) -> dict[str, str]:
+    """Who and what a request is about, as far as it is known already.
+
+    Reads only what authentication already set: logging must never trigger a session or
+    token lookup.
+    """
+    fields: dict[str, str] = {}
+    attrs = request.__dict__
+    user = attrs.get("user")
+    if isinstance(user, LazyObject):
+        user = user.__dict__.get("_wrapped", empty)
+        user = None if user is empty else user
+    if user is not None and getattr(user, "is_authenticated", False):
+        agent_id = getattr(user, "agent_id", None)
+        if agent_id:
+            fields["agent"] = str(agent_id)
+        elif getattr(user, "username", ""):
+            fields["user"] = str(user.username)
+    prefix = getattr(attrs.get("auth"), "prefix", None)
+    if prefix:
+        fields["token"] = str(prefix)
+    if attrs.get("log_breakpoint_id"):
+        fields["breakpoint_id"] = str(attrs["log_breakpoint_id"])
+    return fields
+
+
+def current_context() -> dict[str, str]:
+    """The request id and context fields of whatever is running now."""
+    fields = dict(log_context.get())
+    request = current_request.get()
+    if request is not None:
+        fields.update(request_fields(request))
+    fields["request_id"] = current_request_id.get()
+    return fields
 
 
 class RequestIDFilter(logging.Filter):
+    """Puts request_id (and the known context fields) on every record, unless the call
+    gave them itself (`extra={"breakpoint_id": ...}`)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = current_request_id.get()
+        for name, value in current_context().items():
+            if not hasattr(record, name):
+                setattr(record, name, value)
         return True
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line: timestamp, level, logger, message, request_id, and the
+    context fields that are known."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "timestamp": datetime.fromtimestamp(record.created, tz=UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", "-"),
+        }
+        for name in CONTEXT_FIELDS:
+            value = getattr(record, name, None)
+            if value not in (None, ""):
+                entry[name] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.errors import error_response
-from config.logging import current_request_id
+from config.logging import current_request, current_request_id
 
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
@@ -77,3 +77,32 @@ class HealthProbeMiddleware:
         if probe is not None:
             return probe(request)
         return self.get_response(request)
+
+
+class LogContextMiddleware:
+    """Make the request's agent or user, token prefix and breakpoint id known to logging.
+
+    config.logging reads them lazily from the request in each log call (never forcing
+    authentication); the breakpoint id comes from the URL of a breakpoint's API route or
+    console page.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        token = current_request.set(request)
+        try:
+            return self.get_response(request)
+        finally:
+            current_request.reset(token)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Callable, view_args: tuple, view_kwargs: dict
+    ) -> None:
+        match = request.resolver_match
+        name = (match.url_name or "") if match is not None else ""
+        if name.startswith("breakpoint-") and "pk" in view_kwargs:
+            request.log_breakpoint_id = view_kwargs["pk"]  # type: ignore[attr-defined]
+        elif name.startswith("breakpoints_breakpoint_") and "object_id" in view_kwargs:
+            request.log_breakpoint_id = view_kwargs["object_id"]  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIDMiddleware",
+    "config.metrics.RequestMetricsMiddleware",  # also answers /metrics on any Host
     "config.middleware.HealthProbeMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -57,6 +58,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.LogContextMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -171,6 +173,16 @@ BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
+
+# --- Observability ---------------------------------------------------------------
+# GET /metrics (config/metrics.py) answers a Bearer BPM_METRICS_TOKEN, or these client
+# addresses (IPs or CIDRs; X-Forwarded-For only per BPM_NUM_PROXIES).
+BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
+BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
+# "json" (one object per line) or "plain"; JSON by default when DEBUG is off.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured("LOG_FORMAT must be json or plain.")
 
 # --- Redis: Celery's broker and the cache -----------------------------------------
 REDIS_URL = env_str("REDIS_URL")
@@ -294,11 +306,12 @@ LOGGING = {
     "filters": {"request_id": {"()": "config.logging.RequestIDFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "config.logging.JSONFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,
             "filters": ["request_id"],
         }
     },

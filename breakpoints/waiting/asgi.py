@@ -33,6 +33,8 @@ from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
 from config.errors import DomainError, RateLimited, envelope
+from config.logging import current_request_id
+from config.metrics import count_status_request
 from config.middleware import valid_request_id
 
 logger = logging.getLogger(__name__)
@@ -90,11 +92,13 @@ class WaitingApp:
         self, scope: Scope, receive: Any, send: Any, path_id: str | None, raw_token: str
     ) -> None:
         request_id = valid_request_id(_header(scope, b"x-request-id")) or uuid.uuid4().hex
+        current_request_id.set(request_id)  # this request's task: its own context
         params = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         many = path_id is None
         ids = [v for k, v in params if k == "id"] if many else [path_id or ""]
         wait = [v for k, v in params if k == "wait"]
         poll_rate.hit()
+        count_status_request(many=many)
         try:
             principal, query, rows = await run_sync(
                 reads.begin,

@@ -6,6 +6,7 @@ request holds none of them while it waits. Each call gives its database connecti
 """
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -39,6 +40,6 @@ def _call_and_release(function: Callable[P, R], *args: P.args, **kwargs: P.kwarg
 async def run_sync(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """Run a synchronous (ORM) function on the bridge threads and await its result."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        _pool(), partial(_call_and_release, function, *args, **kwargs)
-    )
+    context = contextvars.copy_context()  # log lines in the thread keep the request id
+    call = partial(_call_and_release, function, *args, **kwargs)
+    return await loop.run_in_executor(_pool(), context.run, call)

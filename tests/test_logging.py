@@ -1,0 +1,182 @@
+"""Logs: JSON lines in production carrying the request id, agent, token and breakpoint id;
+Celery tasks carry the context of the request that enqueued them."""
+
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from breakpoints.api.views import BreakpointViewSet
+from breakpoints.models import Webhook, WebhookDelivery
+from breakpoints.tasks import deliver_webhook
+from config import celery as celery_config
+from config.logging import JSONFormatter, RequestIDFilter, current_request_id
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def log_lines():
+    """The JSON lines logged while the test runs (the production formatter and filter)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JSONFormatter())
+    handler.addFilter(RequestIDFilter())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    previous_level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
+
+
+@pytest.fixture
+def logging_retrieve(monkeypatch):
+    """The breakpoint detail view logs one line while it serves the request."""
+    original = BreakpointViewSet.retrieve
+
+    def retrieve(self, request, pk):
+        logging.getLogger("breakpoints.api").info("Reading %s", pk)
+        return original(self, request, pk)
+
+    monkeypatch.setattr(BreakpointViewSet, "retrieve", retrieve)
+
+
+def test_production_logs_through_the_json_formatter():
+    assert django_settings.LOG_FORMAT == "json"  # the suite runs with DEBUG off
+    formatters = [handler.formatter for handler in logging.getLogger().handlers]
+    assert any(isinstance(formatter, JSONFormatter) for formatter in formatters)
+
+
+def test_a_json_line_has_the_documented_fields(log_lines):
+    token = current_request_id.set("req-123")
+    try:
+        logging.getLogger("bpm.test").warning("Hello %s", "world", extra={"breakpoint_id": "bp-1"})
+    finally:
+        current_request_id.reset(token)
+    (line,) = [entry for entry in log_lines() if entry["logger"] == "bpm.test"]
+    assert line["message"] == "Hello world"
+    assert line["level"] == "WARNING"
+    assert line["request_id"] == "req-123"
+    assert line["breakpoint_id"] == "bp-1"
+    assert line["timestamp"].endswith("Z")
+
+
+def test_an_exception_is_kept_in_one_line(log_lines):
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logging.getLogger("bpm.test").exception("Failed")
+    (line,) = [entry for entry in log_lines() if entry["logger"] == "bpm.test"]
+    assert "ValueError: boom" in line["exception"]
+
+
+@pytest.mark.django_db
+def test_a_request_log_line_carries_request_id_agent_token_and_breakpoint(
+    log_lines, logging_retrieve, agent_client, agent_token, make_breakpoint
+):
+    bp = make_breakpoint()
+
+    response = agent_client.get(f"/api/breakpoints/{bp.pk}", HTTP_X_REQUEST_ID="req-abc-1")
+
+    assert response.status_code == 200
+    (line,) = [entry for entry in log_lines() if entry["message"] == f"Reading {bp.pk}"]
+    assert line["request_id"] == "req-abc-1"
+    assert line["breakpoint_id"] == bp.pk
+    assert line["agent"] == "agent-a"
+    assert agent_token.startswith(line["token"])
+
+
+@pytest.mark.django_db
+def test_lines_outside_a_request_have_no_request_context(log_lines, agent_client, make_breakpoint):
+    bp = make_breakpoint()
+    agent_client.get(f"/api/breakpoints/{bp.pk}")
+    logging.getLogger("bpm.test").info("After")
+    (line,) = [entry for entry in log_lines() if entry["message"] == "After"]
+    assert line["request_id"] == "-"
+    assert "breakpoint_id" not in line and "agent" not in line
+
+
+def test_publishing_a_task_puts_the_request_context_in_its_headers():
+    headers: dict = {}
+    token = current_request_id.set("req-pub-1")
+    try:
+        celery_config._publish_log_context(headers=headers)
+    finally:
+        current_request_id.reset(token)
+    assert headers[celery_config.LOG_CONTEXT_HEADER]["request_id"] == "req-pub-1"
+
+
+def test_publishing_outside_a_request_adds_no_header():
+    headers: dict = {}
+    celery_config._publish_log_context(headers=headers)
+    assert celery_config.LOG_CONTEXT_HEADER not in headers
+
+
+@pytest.mark.django_db
+def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines, make_breakpoint):
+    """deliver_webhook logs a failed attempt; its line carries the publisher's context."""
+    bp = make_breakpoint()
+    webhook = Webhook.objects.create(url="http://127.0.0.1:9/hook")  # refused: loopback
+    delivery = WebhookDelivery.objects.create(
+        webhook=webhook,
+        breakpoint=bp,
+        event_type="created",
+        body={},
+        next_attempt_at=timezone.now(),
+    )
+    context = {"request_id": "req-task-7", "agent": "agent-a", "breakpoint_id": bp.pk}
+
+    result = deliver_webhook.apply(
+        args=[delivery.pk], headers={celery_config.LOG_CONTEXT_HEADER: context}
+    )
+
+    assert result.get() in ("retry", "failed")
+    (line,) = [
+        entry
+        for entry in log_lines()
+        if entry["message"].startswith(f"Webhook delivery {delivery.pk}")
+    ]
+    assert line["request_id"] == "req-task-7"
+    assert line["breakpoint_id"] == bp.pk
+    assert line["agent"] == "agent-a"
+    assert current_request_id.get() == "-"  # the task's context did not leak out
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DEBUG": "1"}, "plain"),
+        ({"DEBUG": "0"}, "json"),
+        ({"DEBUG": "1", "LOG_FORMAT": "json"}, "json"),
+        ({"DEBUG": "0", "LOG_FORMAT": "plain"}, "plain"),
+    ],
+)
+def test_the_format_follows_debug_unless_log_format_says(env, expected):
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DEBUG", "LOG_FORMAT", "DJANGO_SETTINGS_MODULE")
+    }
+    environment.update(env, SECRET_KEY="test-only", DJANGO_SETTINGS_MODULE="config.settings")
+    code = "from django.conf import settings; print(settings.LOGGING['handlers']['console']['formatter'])"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == expected
