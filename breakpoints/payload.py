@@ -16,6 +16,8 @@ from breakpoints.choices import FileFormat, Strategy
 from config.errors import InvalidInput
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
+# Consecutive approvals to count before auto-approving: it is also a query LIMIT.
+MAX_AUTO_APPROVE_AFTER_N = 1_000
 MAX_KEY_LENGTH = 255
 MAX_TAGS = 50
 MAX_TAG_LENGTH = 100
@@ -153,17 +155,38 @@ def _check_expert(errors: dict, expert: Any) -> None:
 
 
 def _check_options(errors: dict, options: Any) -> None:
+    """Each option is a label (a string) or an object {label, approved?} whose `approved`
+    is the verdict choosing it releases with. Labels name options, so an object's label
+    is unique; a list of plain strings may repeat one (it always could: same meaning)."""
     if not isinstance(options, list) or not options:
-        errors["payload.options"] = ["Must be a non-empty list of strings."]
+        errors["payload.options"] = [
+            "Must be a non-empty list of strings or {label, approved} objects."
+        ]
         return
     if len(options) > MAX_OPTIONS:
         errors["payload.options"] = [f"At most {MAX_OPTIONS} options."]
         return
+    seen: dict[str, tuple[int, bool]] = {}  # label -> (first index, carried by an object)
     for index, option in enumerate(options):
-        if not isinstance(option, str) or not option.strip() or len(option) > MAX_OPTION_LENGTH:
-            errors[f"payload.options[{index}]"] = [
-                f"Must be a non-empty string ({MAX_OPTION_LENGTH} chars max)."
+        at = f"payload.options[{index}]"
+        is_object = isinstance(option, Mapping)
+        label = option.get("label") if is_object else option
+        if is_object and "approved" in option and not isinstance(option["approved"], bool):
+            errors[f"{at}.approved"] = ["Must be true or false."]
+        if not isinstance(label, str) or not label.strip() or len(label) > MAX_OPTION_LENGTH:
+            where = f"{at}.label" if is_object else at
+            errors[where] = [
+                f"Must be a non-empty string ({MAX_OPTION_LENGTH} chars max)"
+                + (", or an object with a label." if not is_object else ".")
             ]
+            continue
+        first = seen.get(label)
+        if first is not None and (is_object or first[1]):
+            errors[f"{at}.label" if is_object else at] = [
+                f"Duplicate label: payload.options[{first[0]}] already has it."
+            ]
+        elif first is None:
+            seen[label] = (index, is_object)
 
 
 def _check_storable(errors: dict, payload: Mapping[str, Any]) -> None:
@@ -254,8 +277,10 @@ def validate_payload(payload: Any) -> None:
             ]
     if "autoApproveAfterN" in payload:
         value = payload["autoApproveAfterN"]
-        if not (_is_int(value) and (value == -1 or value >= 1)):
-            errors["payload.autoApproveAfterN"] = ["Must be -1 (disabled) or a whole number >= 1."]
+        if not (_is_int(value) and (value == -1 or 1 <= value <= MAX_AUTO_APPROVE_AFTER_N)):
+            errors["payload.autoApproveAfterN"] = [
+                f"Must be -1 (disabled) or a whole number from 1 to {MAX_AUTO_APPROVE_AFTER_N}."
+            ]
     if "presentAlwaysApprove" in payload and not isinstance(payload["presentAlwaysApprove"], bool):
         errors["payload.presentAlwaysApprove"] = ["Must be true or false."]
     if "options" in payload and payload["options"] is not None:
@@ -298,6 +323,29 @@ def resolve_fields(
     )
 
 
-def payload_options(payload: Mapping[str, Any]) -> list[str]:
+@dataclass(frozen=True)
+class Option:
+    """One of payload.options: its label and, when the agent gave one, its verdict."""
+
+    label: str
+    approved: bool | None = None
+
+
+def options_of(payload: Mapping[str, Any]) -> list[Option]:
+    """payload.options as Options (plain strings carry no verdict), in the agent's order."""
     options = payload.get("options")
-    return list(options) if isinstance(options, list) else []
+    if not isinstance(options, list):
+        return []
+    found: list[Option] = []
+    for item in options:
+        if isinstance(item, str):
+            found.append(Option(item))
+        elif isinstance(item, Mapping) and isinstance(item.get("label"), str):
+            verdict = item.get("approved")
+            found.append(Option(item["label"], verdict if isinstance(verdict, bool) else None))
+    return found
+
+
+def payload_options(payload: Mapping[str, Any]) -> list[str]:
+    """The options' labels (what `option` in a release names)."""
+    return [option.label for option in options_of(payload)]

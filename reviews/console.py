@@ -27,8 +27,8 @@ from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
-from breakpoints.payload import payload_options
-from config.errors import DomainError, InvalidState, NotFound
+from breakpoints.payload import options_of
+from config.errors import DomainError, InvalidInput, InvalidState, NotFound
 from reviews import rendering
 from reviews.forms import CommentForm, DecisionForm, ReasonForm
 from reviews.seats import seats_panel
@@ -222,9 +222,9 @@ def review_view(
     can_release = bp.is_waiting and model_admin.has_release_permission(request)
     if form is None and can_release:
         # "Back" on the confirmation page posts the decision here to edit it again.
-        initial = {key: request.POST.get(key, "") for key in ("comment", "decision")}
+        initial = {key: request.POST.get(key, "") for key in ("comment", "decision", "option")}
         form = DecisionForm(
-            options=payload_options(payload),
+            options=options_of(payload),
             initial=initial if request.method == "POST" else None,
         )
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
@@ -246,7 +246,7 @@ def review_view(
         previous_feedback=payload.get("previousFeedback"),
         experts=_as_list(payload.get("expert")),
         strategy=payload.get("strategy"),
-        options=payload_options(payload),
+        options=options_of(payload),
         files=rendering.context_files(payload),
         payload_html=rendering.render_json(payload),
         result_html=rendering.render_json(bp.result) if bp.result is not None else None,
@@ -330,12 +330,25 @@ def _releasable(
     return bp
 
 
+def _refused(
+    model_admin: "BreakpointAdmin",
+    request: HttpRequest,
+    object_id: str,
+    form: DecisionForm,
+    exc: InvalidInput,
+) -> HttpResponse:
+    """The review page again, the reviewer's choices kept, with why the service refused
+    them (an approve/reject that contradicts the option's verdict)."""
+    form.add_error(None, exc.message)
+    return review_view(model_admin, request, object_id, form=form)
+
+
 def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
     """Release in two steps: show what the agent will receive, then send it on confirm."""
     bp = _releasable(model_admin, request, object_id)
     if isinstance(bp, HttpResponse):
         return bp
-    form = DecisionForm(request.POST, options=payload_options(bp.payload))
+    form = DecisionForm(request.POST, options=options_of(bp.payload))
     if not form.is_valid():
         return review_view(model_admin, request, object_id, form=form)
     comment = form.cleaned_data["comment"]
@@ -346,13 +359,16 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
                 actor=Actor.for_user(request.user),
                 approved=form.approved,
                 comment=comment,
-                option=form.option,
+                option=form.option_label,
             )
+        except InvalidInput as exc:
+            return _refused(model_admin, request, object_id, form, exc)
         except DomainError as exc:
             messages.error(request, exc.message)
             return _redirect_detail(model_admin, request, object_id)
         # A vote that does not decide yet sends nothing: show the vote being recorded.
         preview = outcome.result if outcome.result is not None else outcome.votes[-1]
+        approved = bool(outcome.votes[-1]["approved"])  # the verdict, as the service set it
         context = _context(
             model_admin,
             request,
@@ -361,12 +377,12 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             bp=bp,
             original=bp,
             form=form,
-            decision_label=form.decision_label,
+            decision_label=form.decision_label(approved),
             is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
-            approved=form.approved,
+            approved=approved,
             result_html=rendering.render_json(preview),
             # A vote that does not decide yet is recorded; anything else is sent.
-            confirm_label="Record vote" if outcome.result is None else form.send_label,
+            confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
             release_url=_url(model_admin, request, "release", bp.pk),
             detail_url=detail_url(model_admin, request, bp.pk),
         )
@@ -374,17 +390,19 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             request, "admin/breakpoints/breakpoint/release_confirm.html", context
         )
     try:
-        _, bp = services.feedback_add(
+        feedback, bp = services.feedback_add(
             breakpoint_id=bp.pk,
             actor=_actor(request),
             comment=comment,
             release=True,
             approved=form.approved,
-            option=form.option,
+            option=form.option_label,
         )
     except InvalidState as exc:
         messages.error(request, _status_message(exc.current_status))
         return _redirect_detail(model_admin, request, object_id)
+    except InvalidInput as exc:
+        return _refused(model_admin, request, object_id, form, exc)
     except DomainError as exc:
         messages.error(request, exc.message)
         return _redirect_detail(model_admin, request, object_id)
@@ -396,7 +414,7 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
         return _redirect_detail(model_admin, request, object_id)
     messages.success(
         request,
-        f"Released “{bp.title or bp.key}”: {form.outcome}. "
+        f"Released “{bp.title or bp.key}”: {form.outcome(bool(feedback.approved))}. "
         "The agent receives the result on its next poll.",
     )
     return HttpResponseRedirect(_url(model_admin, request, "changelist"))

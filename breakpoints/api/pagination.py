@@ -28,8 +28,29 @@ class BreakpointCursorPagination(CursorPagination):
             )
         return ORDERINGS[requested]
 
+    def get_page_size(self, request):
+        """`pageSize`: a whole number >= 1 (above max_page_size it is capped); else 400."""
+        values = request.query_params.getlist(self.page_size_query_param)
+        if not values:
+            return self.page_size
+        raw = values[-1].strip()
+        if len(values) > 1 or not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            raise ValidationError({"pageSize": ["Must be one whole number >= 1."]})
+        return min(int(raw), self.max_page_size)
+
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.cursor_query_param:
+                parameter["description"] = (
+                    "Opaque: the value from a page's `next` or `previous` link (any other is 400)."
+                )
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] = (
+                    f"Results per page (default {self.page_size}; more than "
+                    f"{self.max_page_size} gives {self.max_page_size})."
+                )
+                parameter["schema"] = {"type": "integer", "minimum": 1}
         parameters.append(
             {
                 "name": "ordering",

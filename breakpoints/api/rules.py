@@ -2,16 +2,23 @@
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from breakpoints import autoapproval
+from breakpoints import payload as payload_rules
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictCharField, StrictIntegerField
 from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.schema import NOT_BLANK, EnvelopedListSchema
 from breakpoints.api.serializers import AutoApprovalSerializer
 from breakpoints.api.views import _errors, _validated
 from breakpoints.models import AutoApprovalRule, RuleAction
@@ -34,12 +41,35 @@ class RuleListSerializer(serializers.Serializer):
     results = RuleSerializer(many=True)
 
 
+_CONTAINS = "[Cc][Oo][Nn][Tt][Aa][Ii][Nn][Ss]"
+_STRING = r"""('([^'\\]|\\['"\\])*'|"([^"\\]|\\['"\\])*")"""
+_PREDICATE = (
+    rf"([Tt][Aa][Gg][Ss]\s+{_CONTAINS}|[Ee][Xx][Pp][Ee][Rr][Tt](\s*=|\s+{_CONTAINS}))\s*{_STRING}"
+)
+# breakpoints.rule_patterns' grammar, for the schema (the parser is the judge).
+RULE_PATTERN_REGEX = (
+    rf"^\s*[A-Za-z0-9._*-]+(\(\s*{_PREDICATE}(\s*[Aa][Nn][Dd]\s+{_PREDICATE})*\s*\))?\s*$"
+)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_PATTERN_LENGTH,
+        "pattern": RULE_PATTERN_REGEX,
+    }
+)
+class RulePatternField(StrictCharField):
+    pass
+
+
 class RuleCreateSerializer(serializers.Serializer):
-    pattern = StrictCharField(
+    pattern = RulePatternField(
         # Untrimmed, so an error position counts from the first character sent.
         trim_whitespace=False,
         allow_blank=True,  # the parser reports "pattern is empty at position 0"
-        max_length=2 * MAX_PATTERN_LENGTH,
+        max_length=MAX_PATTERN_LENGTH,  # as sent: surrounding spaces count too
         help_text="A key glob with `*`, optionally followed by predicates: "
         "`gate.*(tags contains 'prerequisites' AND expert = 'owner')`.",
     )
@@ -51,11 +81,16 @@ class RuleCreateSerializer(serializers.Serializer):
     )
 
 
+# It becomes a query's LIMIT: past a bigint, PostgreSQL fails (a 500 before this cap).
+
+
 class EvaluateQuerySerializer(serializers.Serializer):
     key = StrictCharField(max_length=255)
     tag = serializers.ListField(child=StrictCharField(max_length=100), required=False)
     expert = serializers.ListField(child=StrictCharField(max_length=150), required=False)
-    autoApproveAfterN = StrictIntegerField(required=False, min_value=-1)
+    autoApproveAfterN = StrictIntegerField(
+        required=False, min_value=-1, max_value=payload_rules.MAX_AUTO_APPROVE_AFTER_N
+    )
     agentId = StrictCharField(required=False, max_length=128)
 
     def validate_autoApproveAfterN(self, value: int) -> int:
@@ -64,18 +99,41 @@ class EvaluateQuerySerializer(serializers.Serializer):
         return value
 
 
+def _text(max_length: int) -> dict[str, Any]:
+    """A string that is not blank once trimmed (as StrictCharField takes it)."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
+
+
 EVALUATE_PARAMETERS = [
-    OpenApiParameter("key", str, required=True, description="The breakpoint key to evaluate."),
-    OpenApiParameter("tag", str, many=True, explode=True, description="Repeatable."),
-    OpenApiParameter("expert", str, many=True, explode=True, description="Repeatable; e.g. owner."),
+    OpenApiParameter(
+        "key", _text(255), required=True, description="The breakpoint key to evaluate."
+    ),
+    OpenApiParameter(
+        "tag", {"type": "array", "items": _text(100)}, explode=True, description="Repeatable."
+    ),
+    OpenApiParameter(
+        "expert",
+        {"type": "array", "items": _text(150)},
+        explode=True,
+        description="Repeatable; e.g. owner.",
+    ),
     OpenApiParameter(
         "autoApproveAfterN",
-        int,
+        {
+            "anyOf": [
+                {"type": "integer", "enum": [-1]},
+                {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": payload_rules.MAX_AUTO_APPROVE_AFTER_N,
+                },
+            ]
+        },
         description="The breakpoint's threshold of consecutive manual approvals (-1: none).",
     ),
     OpenApiParameter(
         "agentId",
-        str,
+        _text(128),
         description="Count the consecutive approvals of this agent's breakpoints only, as its "
         "next breakpoint would; without it they are counted across all agents.",
     ),
@@ -89,6 +147,7 @@ class RuleViewSet(viewsets.GenericViewSet):
     """Rules decide, at creation, whether a breakpoint is released without a human."""
 
     serializer_class = RuleSerializer
+    schema = EnvelopedListSchema()  # list answers {"results": [...]}, not an array
     permission_classes = [IsAdmin]
     pagination_class = None
     filterset_class = None
@@ -99,6 +158,7 @@ class RuleViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="List auto-approval rules (admins)",
+        operation_id="rules_list",
         responses={200: RuleListSerializer, **_errors(401, 403)},
     )
     def list(self, request: Request) -> Response:

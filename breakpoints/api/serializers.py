@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
+from breakpoints import payload as payload_rules
 from breakpoints import routing
 from breakpoints.api.fields import (
     JSONObjectField,
@@ -12,7 +13,8 @@ from breakpoints.api.fields import (
     StrictIntegerField,
     TagListField,
 )
-from breakpoints.choices import Status, Strategy
+from breakpoints.api.schema import ERROR_CODES, NOT_BLANK
+from breakpoints.choices import FileFormat, Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.services import MAX_TTL_SECONDS
 from reviews.models import Feedback
@@ -76,7 +78,13 @@ class AutoApprovalSerializer(serializers.Serializer):
 
 
 class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
+    code = serializers.ChoiceField(
+        choices=list(ERROR_CODES),
+        help_text="validation_error (400), not_authenticated (401), permission_denied (403), "
+        "not_found (404), method_not_allowed (405), not_acceptable (406), invalid_state and "
+        "idempotency_conflict (409), payload_too_large (413), unsupported_media_type (415), "
+        "throttled (429), server_error (500), unavailable (503).",
+    )
     message = serializers.CharField()
     details = serializers.DictField()
 
@@ -178,6 +186,11 @@ class StatusSerializer(serializers.Serializer):
     pollAfterMs = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
 
 
+class NotVisibleSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=["not_found"])
+    message = serializers.CharField()
+
+
 class ManyStatusEntrySerializer(serializers.Serializer):
     """One asked-for breakpoint: its status, or `error` (not_found) when not visible."""
 
@@ -188,7 +201,7 @@ class ManyStatusEntrySerializer(serializers.Serializer):
     pollAfterMs = serializers.IntegerField(
         allow_null=True, required=False, help_text=POLL_AFTER_HELP
     )
-    error = ErrorBodySerializer(required=False)
+    error = NotVisibleSerializer(required=False)
 
 
 class ManyStatusSerializer(serializers.Serializer):
@@ -221,12 +234,153 @@ class FeedbackCreatedSerializer(serializers.Serializer):
 # --- input ---------------------------------------------------------------------
 
 
+def _nullable(schema: dict) -> dict:
+    return {**schema, "nullable": True}
+
+
+def _text(max_length: int) -> dict:
+    return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_length}
+
+
+# The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
+# other key is kept as sent.
+PAYLOAD_SCHEMA = {
+    "type": "object",
+    "description": "The ctx.breakpoint() argument, any JSON object; these keys are validated.",
+    "properties": {
+        "question": {"type": "string", "maxLength": payload_rules.MAX_QUESTION_LENGTH},
+        "title": _nullable({"type": "string", "maxLength": payload_rules.MAX_TITLE_LENGTH}),
+        "breakpointId": {
+            "type": "string",
+            "maxLength": payload_rules.MAX_KEY_LENGTH,
+            "pattern": payload_rules.KEY_PATTERN.pattern,
+            "description": "The canonical key: dotted kebab-case.",
+        },
+        "strategy": {"type": "string", "enum": list(Strategy.values)},
+        "attempt": {"type": "integer", "minimum": 1},
+        "autoApproveAfterN": {
+            "anyOf": [
+                {"type": "integer", "enum": [-1]},
+                {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": payload_rules.MAX_AUTO_APPROVE_AFTER_N,
+                },
+            ]
+        },
+        "presentAlwaysApprove": {"type": "boolean"},
+        "previousFeedback": _nullable(
+            {"type": "string", "maxLength": payload_rules.MAX_PREVIOUS_FEEDBACK_LENGTH}
+        ),
+        "tags": _nullable(
+            {
+                "type": "array",
+                "maxItems": payload_rules.MAX_TAGS,
+                "items": _text(payload_rules.MAX_TAG_LENGTH),
+            }
+        ),
+        "expert": _nullable(
+            {
+                "anyOf": [
+                    _text(payload_rules.MAX_EXPERT_NAME_LENGTH),
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": payload_rules.MAX_EXPERTS,
+                        "items": _text(payload_rules.MAX_EXPERT_NAME_LENGTH),
+                    },
+                ]
+            }
+        ),
+        "options": _nullable(
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": payload_rules.MAX_OPTIONS,
+                "description": "Labels, or {label, approved} objects (labels of objects unique).",
+                "items": {
+                    "anyOf": [
+                        _text(payload_rules.MAX_OPTION_LENGTH),
+                        {
+                            "type": "object",
+                            "required": ["label"],
+                            "properties": {
+                                "label": _text(payload_rules.MAX_OPTION_LENGTH),
+                                "approved": {"type": "boolean"},
+                            },
+                        },
+                    ]
+                },
+            }
+        ),
+        "context": _nullable(
+            {
+                "type": "object",
+                "properties": {
+                    "runId": _nullable(
+                        {"type": "string", "maxLength": payload_rules.MAX_RUN_ID_LENGTH}
+                    ),
+                    "files": _nullable(
+                        {
+                            "type": "array",
+                            "maxItems": payload_rules.MAX_FILES,
+                            "items": {
+                                "type": "object",
+                                "required": ["path", "format"],
+                                "properties": {
+                                    "path": {
+                                        **_text(payload_rules.MAX_PATH_LENGTH),
+                                        "description": "Relative, without '..'.",
+                                    },
+                                    "format": {
+                                        "type": "string",
+                                        "enum": list(FileFormat.values),
+                                    },
+                                    "language": _nullable(
+                                        {
+                                            "type": "string",
+                                            "maxLength": payload_rules.MAX_LANGUAGE_LENGTH,
+                                        }
+                                    ),
+                                    "content": _nullable(
+                                        {
+                                            "type": "string",
+                                            "maxLength": payload_rules.MAX_CONTENT_LENGTH,
+                                        }
+                                    ),
+                                },
+                            },
+                        }
+                    ),
+                },
+            }
+        ),
+    },
+}
+
+
+@extend_schema_field(PAYLOAD_SCHEMA)
+class PayloadField(JSONObjectField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "maxItems": payload_rules.MAX_TAGS,
+        "items": _text(payload_rules.MAX_TAG_LENGTH),
+    }
+)
+class TagInputField(TagListField):
+    pass
+
+
 class BreakpointCreateSerializer(serializers.Serializer):
     agentId = StrictCharField(required=False, max_length=128)
     runId = StrictCharField(required=False, allow_null=True, max_length=128)
     title = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=500)
-    payload = JSONObjectField(help_text="The ctx.breakpoint() argument, any JSON object.")
-    tags = TagListField(required=False, allow_null=True)
+    payload = PayloadField()
+    tags = TagInputField(required=False, allow_null=True)
     ttlSeconds = StrictIntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_TTL_SECONDS
     )
@@ -235,8 +389,22 @@ class BreakpointCreateSerializer(serializers.Serializer):
 class FeedbackCreateSerializer(serializers.Serializer):
     comment = StrictCharField(required=False, allow_blank=True, default="", max_length=20_000)
     release = StrictBooleanField(required=False, default=False)
-    approved = StrictBooleanField(required=False, default=True)
-    option = StrictCharField(required=False, allow_null=True, default=None, max_length=500)
+    # Left out it is None: the chosen option's verdict decides, else true (approve).
+    approved = StrictBooleanField(
+        required=False,
+        default=None,
+        help_text="With release: true approves (the default), false rejects. Left out, a "
+        "chosen option that carries a verdict ({label, approved}) decides; sent, it must "
+        "agree with that verdict (else 400).",
+    )
+    option = StrictCharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=500,
+        help_text="The label of one of payload.options (any text when there are none); "
+        "result.option. An option object's `approved` is the release's verdict.",
+    )
 
 
 class StatusQuerySerializer(serializers.Serializer):
@@ -250,8 +418,21 @@ class StatusQuerySerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "pattern": NOT_BLANK},
+        "minItems": 1,
+        "maxItems": 100,
+        "uniqueItems": True,
+    }
+)
+class IdListField(serializers.ListField):
+    pass
+
+
 class ManyStatusQuerySerializer(StatusQuerySerializer):
-    id = serializers.ListField(
+    id = IdListField(
         child=serializers.CharField(),
         min_length=1,
         max_length=100,

@@ -10,6 +10,7 @@ from breakpoints import routing, selectors, services
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.pagination import BreakpointCursorPagination
 from breakpoints.api.permissions import IsAgentOrReviewer, IsReviewer
+from breakpoints.api.schema import NOT_BLANK
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
     BreakpointSerializer,
@@ -50,7 +51,8 @@ def _errors(*codes: int) -> dict:
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
-    str,
+    # Surrounding spaces are ignored, so it needs one other character.
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK},
     OpenApiParameter.HEADER,
     description="Makes retries safe: the same key and body within 24 h return the first "
     "breakpoint (200); the same key with another body is 409 idempotency_conflict.",
@@ -95,7 +97,9 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     def create(self, request: Request) -> Response:
         data = _validated(BreakpointCreateSerializer, request)
         idempotency_key = request.headers.get("Idempotency-Key")
-        if idempotency_key is not None and not 1 <= len(idempotency_key.strip()) <= 255:
+        if idempotency_key is not None and (
+            not idempotency_key.strip() or len(idempotency_key) > 255
+        ):
             raise InvalidInput(
                 "Idempotency-Key must be 1 to 255 characters.",
                 {"Idempotency-Key": ["Must be 1 to 255 characters."]},

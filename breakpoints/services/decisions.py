@@ -13,7 +13,7 @@ from breakpoints import autoapproval, routing
 from breakpoints.actors import Actor, is_reviewer
 from breakpoints.choices import Status, Strategy
 from breakpoints.models import AutoApprovalRule, Breakpoint
-from breakpoints.payload import payload_options
+from breakpoints.payload import options_of
 from breakpoints.services.lifecycle import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.wakeups import announce
@@ -114,18 +114,45 @@ class Release:
     result: dict[str, Any] | None
 
 
-def _check_release(bp: Breakpoint, option: str | None) -> None:
+def _json_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _check_release(bp: Breakpoint, option: str | None, approved: bool | None) -> bool:
+    """The verdict a release with this option and `approved` gives, or raise if it is refused.
+
+    An option that carries a verdict ({"label": "Hold", "approved": false}) decides
+    `approved`; an explicit `approved` that contradicts it is refused, not overridden. A
+    plain-string option, or none, leaves it to the reviewer: approve unless told otherwise.
+    """
     if not bp.is_waiting:
         raise InvalidState(
             f"Breakpoint is {bp.status}; it no longer takes feedback.",
             current_status=bp.status,
         )
-    options = payload_options(bp.payload)
-    if option is not None and options and option not in options:
+    options = options_of(bp.payload)
+    if option is None or not options:
+        return True if approved is None else approved
+    verdicts = {choice.label: choice.approved for choice in options}
+    if option not in verdicts:
         raise InvalidInput(
             "option must be one of the breakpoint's options.",
-            {"option": [f"Must be one of: {', '.join(options)}."]},
+            {"option": [f"Must be one of: {', '.join(verdicts)}."]},
         )
+    verdict = verdicts[option]
+    if verdict is None:
+        return True if approved is None else approved
+    if approved is not None and approved is not verdict:
+        said, meant = _json_bool(approved), _json_bool(verdict)
+        raise InvalidInput(
+            f"approved: {said} contradicts option “{option}”, which releases with "
+            f"approved: {meant}. Send approved: {meant} or leave approved out.",
+            {
+                "approved": [f"Contradicts option “{option}” (approved: {meant})."],
+                "option": [f"Releases with approved: {meant}, not {said}."],
+            },
+        )
+    return verdict
 
 
 def _release(
@@ -161,12 +188,15 @@ def _release(
 
 
 def release_preview(
-    *, bp: Breakpoint, actor: Actor, approved: bool, comment: str, option: str | None
+    *, bp: Breakpoint, actor: Actor, approved: bool | None, comment: str, option: str | None
 ) -> Release:
-    """What a release would send the agent, for the console's confirmation step."""
-    _check_release(bp, option)
+    """What a release would send the agent, for the console's confirmation step.
+
+    `approved` None means the reviewer did not say: the option's verdict, else approve.
+    """
+    verdict = _check_release(bp, option, approved)
     return _release(
-        bp, actor=actor, approved=approved, comment=comment, option=option, at=timezone.now()
+        bp, actor=actor, approved=verdict, comment=comment, option=option, at=timezone.now()
     )
 
 
@@ -176,11 +206,14 @@ def feedback_add(
     actor: Actor,
     comment: str,
     release: bool = False,
-    approved: bool = True,
+    approved: bool | None = None,
     option: str | None = None,
 ) -> tuple[Feedback, Breakpoint]:
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
 
+    The release approves unless `approved` is false or the chosen option carries the
+    verdict false (payload.options [{"label": "Hold", "approved": false}]); an `approved`
+    that contradicts the option's verdict is refused before anything is written.
     On a routed breakpoint (payload.expert) only members of its seats, or admins, may
     release; any reviewer may comment. With collect-all or quorum a release is one seat's
     vote, and the breakpoint is released once the votes decide it. A seat votes once.
@@ -196,10 +229,10 @@ def feedback_add(
     breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
     with transaction.atomic():
         bp = lock(breakpoint_id)
-        _check_release(bp, option)
+        verdict = _check_release(bp, option, approved)
         now = timezone.now()
         outcome = (
-            _release(bp, actor=actor, approved=approved, comment=comment, option=option, at=now)
+            _release(bp, actor=actor, approved=verdict, comment=comment, option=option, at=now)
             if release
             else None
         )
@@ -209,12 +242,12 @@ def feedback_add(
             author_user=actor.user,
             comment=comment,
             releases=outcome is not None and outcome.decision is not None,
-            approved=approved if release else None,
+            approved=verdict if release else None,
             option=option if release else None,
         )
         metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": release}
         if outcome is not None and outcome.seat is not None:
-            metadata["vote"] = {"seat": outcome.seat.name, "approved": approved}
+            metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}
         record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
         if outcome is None:
             return feedback, bp

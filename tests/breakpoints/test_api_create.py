@@ -524,3 +524,16 @@ def test_lists_at_their_caps_are_accepted(agent_client):
     assert response.status_code == 201, response.content
     assert len(response.json()["experts"]) == 20
     assert Breakpoint.objects.get().payload == payload
+
+
+def test_auto_approve_after_n_at_its_cap_is_stored_and_one_over_is_400(agent_client):
+    at_cap = {"payload": {"question": "Ship?", "autoApproveAfterN": 1_000}}
+    over = {"payload": {"question": "Ship?", "autoApproveAfterN": 10**30}}
+
+    created = agent_client.post("/api/breakpoints", at_cap, format="json")
+    refused = agent_client.post("/api/breakpoints", over, format="json")
+
+    assert created.status_code == 201
+    assert created.json()["payload"]["autoApproveAfterN"] == 1_000
+    assert refused.status_code == 400
+    assert "payload.autoApproveAfterN" in refused.json()["error"]["details"]

@@ -243,6 +243,95 @@ def test_option_is_free_when_payload_has_no_options(reviewer_client, make_breakp
     assert body["result"]["option"] == "anything"
 
 
+# --- options that carry their verdict (issue 9, defect 12) ------------------------------------
+
+VERDICT_OPTIONS = [{"label": "Deploy", "approved": True}, {"label": "Hold", "approved": False}]
+
+
+def test_an_option_with_approved_false_releases_with_approved_false(
+    reviewer_client, make_breakpoint
+):
+    bp = make_breakpoint(payload={"title": "Pick", "options": VERDICT_OPTIONS})
+
+    body = give(reviewer_client, bp.pk, {"comment": "", "release": True, "option": "Hold"}).json()
+
+    assert body["status"] == "released"
+    assert (body["result"]["approved"], body["result"]["option"]) == (False, "Hold")
+    assert body["result"]["allResponses"][0]["approved"] is False
+    stored = Feedback.objects.get(breakpoint_id=bp.pk)
+    assert (stored.approved, stored.option) == (False, "Hold")
+    released = Event.objects.get(breakpoint_id=bp.pk, type="released")
+    assert released.metadata["approved"] is False
+
+
+def test_an_option_with_approved_true_releases_approved_and_agreeing_approved_is_fine(
+    reviewer_client, make_breakpoint
+):
+    bp = make_breakpoint(payload={"title": "Pick", "options": VERDICT_OPTIONS})
+    body = give(
+        reviewer_client,
+        bp.pk,
+        {"comment": "", "release": True, "option": "Hold", "approved": False},
+    ).json()
+    assert body["result"]["approved"] is False
+
+    bp = make_breakpoint(payload={"title": "Pick", "options": VERDICT_OPTIONS})
+    body = give(reviewer_client, bp.pk, {"release": True, "option": "Deploy"}).json()
+    assert body["result"]["approved"] is True
+
+
+@pytest.mark.parametrize(("option", "approved"), [("Hold", True), ("Deploy", False)])
+def test_approved_contradicting_the_options_verdict_is_400_and_writes_nothing(
+    reviewer_client, make_breakpoint, option, approved
+):
+    bp = make_breakpoint(payload={"title": "Pick", "options": VERDICT_OPTIONS})
+
+    error = assert_error(
+        give(
+            reviewer_client,
+            bp.pk,
+            {"comment": "x", "release": True, "option": option, "approved": approved},
+        ),
+        400,
+        "validation_error",
+    )
+
+    assert {"approved", "option"} <= set(error["details"])
+    assert "approved" in error["message"] and f"option “{option}”" in error["message"]
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+    assert Feedback.objects.count() == 0
+    assert Event.objects.filter(breakpoint_id=bp.pk).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "approved"),
+    [
+        ({"option": "hold"}, True),  # approve stays the default
+        ({"option": "hold", "approved": False}, False),
+        ({"option": "ship", "approved": True}, True),
+    ],
+)
+def test_a_string_option_leaves_approved_to_the_reviewer(
+    reviewer_client, make_breakpoint, body, approved
+):
+    bp = make_breakpoint(payload={"title": "Pick", "options": ["ship", "hold"]})
+
+    result = give(reviewer_client, bp.pk, {"release": True, **body}).json()["result"]
+
+    assert (result["approved"], result["option"]) == (approved, body["option"])
+
+
+def test_approved_null_is_refused(reviewer_client, make_breakpoint):
+    bp = make_breakpoint()
+
+    error = assert_error(
+        give(reviewer_client, bp.pk, {"release": True, "approved": None}), 400, "validation_error"
+    )
+
+    assert "approved" in error["details"]
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
 # --- who may give feedback ---------------------------------------------------------------------
 
 

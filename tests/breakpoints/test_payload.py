@@ -7,7 +7,9 @@ from breakpoints.payload import (
     KEY_PATTERN,
     MAX_NESTING,
     MAX_TAGS,
+    Option,
     derive_key,
+    options_of,
     payload_options,
     resolve_fields,
     validate_payload,
@@ -332,6 +334,76 @@ def test_payload_options_lists_options_or_nothing():
     assert payload_options({"options": None}) == []
 
 
+# --- options that carry their verdict (issue 9, defect 12) ------------------------------------
+
+
+def test_options_may_be_objects_with_a_label_and_a_verdict():
+    payload = {
+        "options": [
+            {"label": "Deploy", "approved": True},
+            {"label": "Hold", "approved": False},
+            {"label": "Ask later"},
+            "Plain",
+        ]
+    }
+
+    assert validate_payload(payload) is None
+    assert payload_options(payload) == ["Deploy", "Hold", "Ask later", "Plain"]
+    assert options_of(payload) == [
+        Option("Deploy", True),
+        Option("Hold", False),
+        Option("Ask later"),
+        Option("Plain"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("option", "path"),
+    [
+        ({}, "payload.options[0].label"),
+        ({"approved": False}, "payload.options[0].label"),
+        ({"label": None}, "payload.options[0].label"),
+        ({"label": 7}, "payload.options[0].label"),
+        ({"label": "  "}, "payload.options[0].label"),
+        ({"label": "o" * 201}, "payload.options[0].label"),
+        ({"label": "Hold", "approved": "no"}, "payload.options[0].approved"),
+        ({"label": "Hold", "approved": 0}, "payload.options[0].approved"),
+        ({"label": "Hold", "approved": None}, "payload.options[0].approved"),
+        (["Hold"], "payload.options[0]"),
+        (7, "payload.options[0]"),
+    ],
+)
+def test_malformed_option_objects_are_reported_by_json_path(option, path):
+    assert path in errors_of({"options": [option]})
+
+
+def test_an_option_objects_label_may_be_200_characters():
+    assert validate_payload({"options": [{"label": "o" * 200, "approved": False}]}) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ([{"label": "Hold", "approved": False}, {"label": "Hold", "approved": True}], "[1].label"),
+        ([{"label": "Hold", "approved": False}, "Hold"], "[1]"),
+        (["Hold", {"label": "Hold", "approved": False}], "[1].label"),
+    ],
+)
+def test_a_label_carried_by_an_option_object_is_unique(options, path):
+    assert f"payload.options{path}" in errors_of({"options": options})
+
+
+def test_plain_string_options_may_still_repeat():
+    assert validate_payload({"options": ["ship", "ship"]}) is None
+
+
+def test_over_many_option_objects_are_one_error():
+    errors = errors_of({"options": [{"label": "o", "approved": 1}] * 200_000})
+
+    assert errors["payload.options"] == ["At most 20 options."]
+    assert set(errors) <= {"payload.options", "payload"}
+
+
 def test_key_from_a_title_with_underscores_is_kebab_case():
     key = derive_key({}, "Plan_Review -- Phase 2")
     assert key == "plan-review-phase-2"
@@ -431,3 +503,9 @@ def test_an_over_long_list_is_one_error_for_the_list_not_one_per_item(payload, p
     assert errors[path] == [message]
     # Besides the list's own error, at most the cap on values in all: no error per item.
     assert set(errors) <= {path, "payload"}
+
+
+@pytest.mark.parametrize("value", [1_001, 10**30, 2**62, 1.5, True])
+def test_auto_approve_after_n_beyond_its_cap_is_refused(value):
+    """It bounds a query (LIMIT N): a huge one was a 500 (bigint out of range)."""
+    assert "payload.autoApproveAfterN" in errors_of({"autoApproveAfterN": value})

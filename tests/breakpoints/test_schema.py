@@ -114,3 +114,80 @@ def test_docs_page_is_html_without_auth(client, db, plain_static_storage):
 
 def test_docs_with_trailing_slash_is_served_too(client, db, plain_static_storage):
     assert client.get("/api/docs/").status_code == 200
+
+
+def _operations(schema):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield f"{method.upper()} {path}", operation
+
+
+def test_rule_list_is_an_object_with_results_not_an_array(schema):
+    body = schema["paths"]["/api/rules"]["get"]["responses"]["200"]["content"]
+    ref = body["application/json"]["schema"]["$ref"]
+
+    component = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+
+    assert component["type"] == "object"
+    assert component["properties"]["results"]["type"] == "array"
+
+
+def test_every_operation_declares_the_errors_any_request_can_get(schema):
+    for name, operation in _operations(schema):
+        responses = operation["responses"]
+        assert {"400", "401", "403", "413", "429"} <= set(responses), name
+        assert "Retry-After" in responses["429"]["headers"], name
+        if "requestBody" in operation:
+            assert "415" in responses, name
+
+
+def test_the_error_codes_are_listed_in_the_envelope(schema):
+    schemas = schema["components"]["schemas"]
+    code = schemas["ErrorBody"]["properties"]["code"]
+    ref = code.get("$ref") or code["allOf"][0]["$ref"]
+
+    codes = set(schemas[ref.rsplit("/", 1)[-1]]["enum"])
+
+    assert {
+        "validation_error", "not_authenticated", "permission_denied", "not_found",
+        "method_not_allowed", "invalid_state", "idempotency_conflict", "payload_too_large",
+        "unsupported_media_type", "throttled", "unavailable",
+    } <= codes  # fmt: skip
+
+
+def test_a_not_visible_entry_of_the_many_status_answer_has_no_details(schema):
+    entry = schema["components"]["schemas"]["ManyStatusEntry"]["properties"]["error"]
+    ref = entry.get("$ref") or entry["allOf"][0]["$ref"]
+
+    error = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+
+    assert set(error["required"]) == {"code", "message"}
+
+
+def test_rule_pattern_regex_agrees_with_the_parser():
+    import re
+
+    from breakpoints.api.rules import RULE_PATTERN_REGEX
+    from breakpoints.rule_patterns import PatternError, parse_pattern
+
+    for text in [
+        "confirm.*",
+        " *.review(tags contains 'design') ",
+        "gate.*(tags contains 'prerequisites' AND expert = 'owner')",
+        'g(EXPERT contains "a\\"b" and Tags Contains \'x\')',
+        "",
+        "a b",
+        "(tags contains 'x')",
+        "a(tags contains 'x')z",
+        "a(tags contains 'x'ANDexpert='y')",
+        "a(tags = 'x')",
+        "a(expert == 'x')",
+        "a(expert = 'x)",
+    ]:
+        try:
+            parse_pattern(text)
+            parsed = True
+        except PatternError:
+            parsed = False
+        assert bool(re.match(RULE_PATTERN_REGEX, text)) == parsed, text

@@ -133,15 +133,44 @@ def test_reviewer_chooses_one_of_the_options(live_server, agent, e2e_reviewer, n
     page.goto(f"{live_server.url}/admin/breakpoints/breakpoint/")
     page.click("text=When do we ship?")
     page.check("label:has-text('Ship Monday') input")
+    page.fill("textarea[name=comment]", "Not on a Friday.")
+    page.check("input[name=decision][value=reject]")
     page.click("text=Review and release")
-    assert '"option": "Ship Monday"' in page.locator(".bpm-card .bpm-highlight").inner_text()
-    page.click("text=Send option “Ship Monday”")
+    preview = page.locator(".bpm-card .bpm-highlight").inner_text()
+    assert '"option": "Ship Monday"' in preview and '"approved": false' in preview
+    page.click("text=Send rejection with option “Ship Monday”")
     expect(page.locator(".messagelist")).to_contain_text("Ship Monday")
 
     status = agent.status(breakpoint_id)
     assert status["status"] == "released"
     assert status["result"]["option"] == "Ship Monday"
-    assert status["result"]["approved"] is True
+    assert status["result"]["approved"] is False
+
+
+def test_an_option_that_carries_its_verdict_releases_with_it(
+    live_server, agent, e2e_reviewer, new_page, login
+):
+    breakpoint_id = agent.post(
+        payload={
+            "question": "Deploy now?",
+            "options": [
+                {"label": "Deploy", "approved": True},
+                {"label": "Hold", "approved": False},
+            ],
+        }
+    )
+    page = login(new_page(), e2e_reviewer)
+    page.goto(f"{live_server.url}/admin/breakpoints/breakpoint/")
+    page.click("text=Deploy now?")
+    expect(page.locator("label:has-text('Hold') [data-bpm-verdict]")).to_have_text("rejects")
+    page.check("label:has-text('Hold') input")
+    page.click("text=Review and release")
+    assert '"approved": false' in page.locator(".bpm-card .bpm-highlight").inner_text()
+    page.click("text=Send rejection with option “Hold”")
+    expect(page.locator(".messagelist")).to_contain_text("Hold")
+
+    status = agent.status(breakpoint_id)
+    assert (status["result"]["approved"], status["result"]["option"]) == (False, "Hold")
 
 
 def test_only_admins_see_and_use_expire(

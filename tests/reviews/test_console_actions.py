@@ -1,6 +1,7 @@
 """Console actions go through the services, as the reviewer, and never error on a stale page."""
 
 import re
+from html import unescape
 
 import pytest
 from django.contrib.messages import get_messages
@@ -110,7 +111,7 @@ def test_choosing_an_option_releases_with_result_option(reviewer_browser, make_b
     bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
     page = reviewer_browser.get(review_url(bp.pk))
     assert b"Ship Monday" in page.content
-    _release(reviewer_browser, bp, decision="option:1", comment="")
+    _release(reviewer_browser, bp, option="1", decision="approve", comment="")
     bp.refresh_from_db()
     assert bp.status == "released"
     assert bp.result["option"] == "Ship Monday"
@@ -119,10 +120,84 @@ def test_choosing_an_option_releases_with_result_option(reviewer_browser, make_b
     assert feedback.option == "Ship Monday" and feedback.releases
 
 
+def test_a_string_option_can_be_chosen_with_a_rejection(reviewer_browser, make_breakpoint):
+    """Issue 9, defect 12: the option and the reviewer's approve/reject are two choices."""
+    bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
+    page = reviewer_browser.get(review_url(bp.pk)).content.decode()
+    assert 'name="option"' in page and 'value="reject"' in page
+
+    confirm = reviewer_browser.post(
+        action_url("release", bp.pk), {"option": "1", "decision": "reject", "comment": "Not today"}
+    ).content.decode()
+    assert _confirm_button(confirm) == "Send rejection with option “Ship Monday”"
+    assert 'name="option" value="1"' in confirm  # carried to the confirmed post
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+    _release(reviewer_browser, bp, option="1", decision="reject", comment="Not today")
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert (bp.result["approved"], bp.result["option"]) == (False, "Ship Monday")
+    assert bp.result["allResponses"][0]["approved"] is False
+    feedback = Feedback.objects.get(breakpoint=bp)
+    assert (feedback.approved, feedback.option) == (False, "Ship Monday")
+
+
+VERDICT_OPTIONS = [
+    {"label": "Deploy", "approved": True},
+    {"label": "Hold", "approved": False},
+    "Ask me later",
+]
+
+
+def test_a_verdict_options_verdict_is_what_is_released(reviewer_browser, make_breakpoint):
+    """The reviewer picks "Hold" (approved: false) and no approve/reject: it rejects."""
+    bp = make_breakpoint(payload={"question": "Deploy?", "options": VERDICT_OPTIONS})
+    page = reviewer_browser.get(review_url(bp.pk)).content.decode()
+    assert 'data-bpm-verdict="rejects"' in page and 'data-bpm-verdict="approves"' in page
+
+    confirm = reviewer_browser.post(
+        action_url("release", bp.pk), {"option": "1", "comment": ""}
+    ).content.decode()
+    assert _confirm_button(confirm) == "Send rejection with option “Hold”"
+    shown = unescape(re.sub(r"<[^>]+>", "", confirm))  # the highlighted result JSON
+    assert '"approved": false' in shown and '"option": "Hold"' in shown
+
+    _release(reviewer_browser, bp, option="1", comment="")
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert (bp.result["approved"], bp.result["option"]) == (False, "Hold")
+    assert Feedback.objects.get(breakpoint=bp).approved is False
+
+
+def test_a_verdict_option_cannot_be_contradicted_in_the_console(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(payload={"question": "Deploy?", "options": VERDICT_OPTIONS})
+    for confirm in ("", "yes"):
+        response = reviewer_browser.post(
+            action_url("release", bp.pk),
+            {"option": "1", "decision": "approve", "comment": "", "confirm": confirm},
+        )
+        assert response.status_code == 200  # the review page again, with why
+        html = response.content.decode()
+        assert "contradicts option “Hold”" in html
+        assert 'name="confirm" value="yes"' not in html
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+    assert not Feedback.objects.filter(breakpoint=bp).exists()
+
+
+def test_a_string_option_still_needs_approve_or_reject(reviewer_browser, make_breakpoint):
+    bp = make_breakpoint(payload={"question": "Deploy?", "options": VERDICT_OPTIONS})
+    response = reviewer_browser.post(
+        action_url("release", bp.pk), {"option": "2", "comment": "", "confirm": "yes"}
+    )
+    assert response.status_code == 200
+    assert "does not decide it" in response.content.decode()
+    assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
+
+
 def test_unknown_option_is_refused(reviewer_browser, make_breakpoint):
     bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now"]})
     response = reviewer_browser.post(
-        action_url("release", bp.pk), {"decision": "option:7", "confirm": "yes"}
+        action_url("release", bp.pk), {"option": "7", "decision": "approve", "confirm": "yes"}
     )
     assert response.status_code == 200  # the form again, with the error
     assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
@@ -336,7 +411,10 @@ def _confirm_button(html: str) -> str:
     [
         ({"decision": "approve", "comment": ""}, "Send approval"),
         ({"decision": "reject", "comment": "Not yet"}, "Send rejection"),
-        ({"decision": "option:1", "comment": ""}, "Send option “Ship Monday”"),
+        (
+            {"option": "1", "decision": "approve", "comment": ""},
+            "Send approval with option “Ship Monday”",
+        ),
     ],
 )
 def test_the_confirm_button_says_what_it_sends(reviewer_browser, make_breakpoint, data, label):

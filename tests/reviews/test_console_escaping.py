@@ -126,7 +126,7 @@ def test_confirmation_page_renders_hostile_option_and_comment_inert(
     # An admin: the payload routes it to an expert seat that resolves to nobody.
     response = admin_browser.post(
         action_url("release", hostile_breakpoint.pk),
-        {"decision": "option:0", "comment": f"reviewer wrote {XSS}"},
+        {"option": "0", "decision": "approve", "comment": f"reviewer wrote {XSS}"},
     )
     assert response.status_code == 200
     assert_inert(response.content.decode())

@@ -61,7 +61,7 @@ def test_an_approval_with_an_option_says_the_option(
     bp = make_breakpoint(payload={"question": "When?", "options": ["Ship now", "Ship Monday"]})
     admin_browser.post(
         f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
-        {"decision": "option:1", "comment": "", "confirm": "yes"},
+        {"option": "1", "decision": "approve", "comment": "", "confirm": "yes"},
     )
     head = _head(reviewer_browser, bp)
     assert "bpm-badge--approved" in head and "data-bpm-decision" in head
@@ -138,7 +138,7 @@ def test_hostile_option_and_webhook_error_render_inert(admin_browser, make_break
     bp = make_breakpoint(payload={"question": "Pick", "options": [f"Ship {XSS_SCRIPT}"]})
     admin_browser.post(
         f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
-        {"decision": "option:0", "comment": "", "confirm": "yes"},
+        {"option": "0", "decision": "approve", "comment": "", "confirm": "yes"},
     )
     _attempts(bp, "msg_x", ["failed"], error=f"refused: {XSS}", eventType=XSS_SCRIPT)
     review = admin_browser.get(review_url(bp.pk)).content.decode()

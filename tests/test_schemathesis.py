@@ -1,0 +1,223 @@
+"""The CI fuzzing gate: schemathesis over the whole served schema, as an agent, a reviewer, an admin.
+
+Every operation of `/api/schema` is called in-process through the WSGI app with generated
+inputs, valid and invalid, and every check schemathesis has runs on each answer: no 5xx,
+every status, content type, header and body as the schema declares, invalid input
+refused, valid input accepted, missing or wrong credentials refused, unsupported methods
+405. A failure prints the request as a curl command.
+"""
+
+import os
+import re
+import zlib
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from django.test.utils import override_settings
+from hypothesis import HealthCheck, settings
+from rest_framework.test import APIClient
+from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from breakpoints import autoapproval
+from breakpoints.actors import Actor
+from breakpoints.services import breakpoint_create, feedback_add
+from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from tests.factories import AdminFactory, ReviewerFactory
+
+# Not config.wsgi: importing it runs the production startup checks (ALLOWED_HOSTS, broker).
+application = get_wsgi_application()
+# schemathesis calls the app as http://localhost.
+HOSTS = ["localhost", "testserver"]
+
+with override_settings(ALLOWED_HOSTS=HOSTS):
+    schema = schemathesis.openapi.from_wsgi("/api/schema?format=json", application)
+# The test sends each role's token itself; a generated Authorization header would be replaced.
+schema.config.generation.update(with_security_parameters=False)
+
+# Examples per operation and role; 14 operations x 3 roles keep the whole file near a minute.
+# A deeper, random search: BPM_FUZZ_EXAMPLES=500 BPM_FUZZ_RANDOM=1.
+MAX_EXAMPLES = int(os.environ.get("BPM_FUZZ_EXAMPLES", "20"))
+DERANDOMIZE = os.environ.get("BPM_FUZZ_RANDOM", "") != "1"
+# Real ids (filled by the fixture), so that generated calls reach existing breakpoints
+# and rules too, not only 404s.
+KNOWN_IDS: dict[str, list[str]] = {"breakpoints": [], "rules": []}
+KNOWN_CURSORS: list[str] = []
+OPTIONS = ["Go", "Hold"]
+_WAIT = re.compile(r"^[0-9]{1,4}$")  # as breakpoints.waiting.query reads it
+
+
+@pytest.fixture
+def tokens(transactional_db, settings) -> dict[str, str]:
+    """Tokens of each role and a few breakpoints in several states, committed (the app's own
+    connections must see them)."""
+    settings.ALLOWED_HOSTS = HOSTS
+    # Hundreds of calls per token within a minute: no request rate here (tested elsewhere).
+    settings.BPM_THROTTLE_TOKEN_RATE = "off"
+    settings.BPM_THROTTLE_ANON_RATE = "off"
+    # The auth checks send hundreds of bad tokens from one address.
+    settings.BPM_AUTH_FAILURES_PER_MINUTE = 1_000_000
+    reviewer = ReviewerFactory(username="fuzz-reviewer")
+    admin = AdminFactory(username="fuzz-admin")
+    agent = Actor.for_agent("agent-fuzz")
+    ids = []
+    for n in range(3):
+        bp, _ = breakpoint_create(
+            actor=agent,
+            payload={"question": f"Deploy {n}?", "title": f"Deploy {n}", "options": OPTIONS},
+            tags=["deploy"],
+        )
+        ids.append(bp.pk)
+    feedback_add(
+        breakpoint_id=ids[0],
+        actor=Actor.for_user(reviewer),
+        comment="Go ahead",
+        release=True,
+        approved=True,
+        option=None,
+    )
+    other, _ = breakpoint_create(actor=Actor.for_agent("agent-other"), payload={"question": "?"})
+    ids.append(other.pk)
+    KNOWN_IDS["breakpoints"] = ids
+    rule = autoapproval.rule_create(
+        actor=Actor.for_user(admin), pattern="never.*", action="never-auto-approve", note=""
+    )
+    KNOWN_IDS["rules"] = [rule.pk]
+    raw = {
+        "agent": token_create_for_agent(agent_id="agent-fuzz")[1],
+        "reviewer": token_create_for_user(user=reviewer)[1],
+        "admin": token_create_for_user(user=admin)[1],
+    }
+    # A cursor is opaque: valid ones come from a page's next/previous links only.
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {raw['reviewer']}", SERVER_NAME="localhost")
+    next_page = client.get("/api/breakpoints", {"pageSize": 1}).json()["next"]
+    KNOWN_CURSORS[:] = parse_qs(urlsplit(next_page).query)["cursor"]
+    return raw
+
+
+def _use_known_id(case) -> None:
+    """Point about half of the valid cases of a detail path at an existing object."""
+    params = case.path_parameters
+    if not params or "id" not in params or not _is_positive(case):
+        return
+    pool = KNOWN_IDS["rules" if case.path.startswith("/api/rules") else "breakpoints"]
+    # A stable choice (not hash(): it changes per process), so a seed replays the same run.
+    pick = zlib.crc32(str(params["id"]).encode("utf-8", "surrogatepass"))
+    if pool and pick % 2 == 0:
+        params["id"] = pool[pick % len(pool)]
+        body = case.body
+        if case.path.endswith("/feedback") and isinstance(body, dict) and body.get("option"):
+            # The breakpoints offer options: a valid choice is one of them.
+            body["option"] = OPTIONS[pick % len(OPTIONS)]
+
+
+def _is_positive(case) -> bool:
+    return case.meta is None or case.meta.generation.mode == GenerationMode.POSITIVE
+
+
+def _use_known_cursor(case) -> None:
+    """A valid list request can only carry a cursor that the server handed out."""
+    if _is_positive(case) and case.query and "cursor" in case.query:
+        case.query["cursor"] = KNOWN_CURSORS[0]
+
+
+def _no_long_wait(case) -> None:
+    """`?wait=N` holds the answer up to N seconds: a valid wait becomes 0 (still valid), so
+    runs stay fast; an invalid one is left for the server to refuse."""
+    if case.query and "wait" in case.query:
+        value = case.query["wait"]
+        if isinstance(value, list):
+            case.query["wait"] = [_zero_if_wait(item) for item in value]
+        else:
+            case.query["wait"] = _zero_if_wait(value)
+
+
+def _zero_if_wait(value):
+    seconds = value.strip() if isinstance(value, str) else value
+    if isinstance(seconds, str) and _WAIT.match(seconds):
+        seconds = int(seconds)
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and 0 < seconds <= 60:
+        return "0" if isinstance(value, str) else 0
+    return value
+
+
+@pytest.mark.parametrize("role", ["agent", "reviewer", "admin"])
+@schema.parametrize()
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=DERANDOMIZE,
+)
+def test_api_conforms_to_its_schema(case, role, tokens):
+    _no_long_wait(case)
+    _use_known_id(case)
+    _use_known_cursor(case)
+    excluded = []
+    if _has_nul(case):
+        # NUL cannot be stored (PostgreSQL text): every string of the API refuses it with 400,
+        # a rule the schema cannot state for a free-form payload. Such a request stays under
+        # every other check (above all: no 5xx).
+        excluded.append(positive_data_acceptance)
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {tokens[role]}"}, excluded_checks=excluded
+    )
+
+
+def _has_nul(case) -> bool:
+    return any(_contains_nul(part) for part in (case.body, case.query, case.path_parameters))
+
+
+def _contains_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_contains_nul(item) for item in value)
+    return False
+
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def test_every_path_answers_an_undeclared_method_with_405_and_allow(tokens):
+    """The envelope's method_not_allowed, and Allow naming the methods the schema declares."""
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}", SERVER_NAME="localhost")
+    for path, item in schema.raw_schema["paths"].items():
+        declared = {method for method in item if method in METHODS}
+        url = path.replace("{id}", KNOWN_IDS["rules" if "/rules" in path else "breakpoints"][0])
+        for method in set(METHODS) - declared:
+            response = getattr(client, method)(url)
+
+            assert response.status_code == 405, (method, path)
+            assert response.json()["error"]["code"] == "method_not_allowed"
+            allowed = {m.strip().lower() for m in response["Allow"].split(",")}
+            assert declared <= allowed, (method, path, allowed)
+
+
+def test_every_body_is_refused_with_415_unless_json(tokens):
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}", SERVER_NAME="localhost")
+    for path, item in schema.raw_schema["paths"].items():
+        for method, operation in item.items():
+            if method not in METHODS or "requestBody" not in operation:
+                continue
+            url = path.replace("{id}", KNOWN_IDS["breakpoints"][1])
+
+            response = getattr(client, method)(url, data="<x/>", content_type="application/xml")
+
+            assert response.status_code == 415, (method, path)
+            assert response.json()["error"]["code"] == "unsupported_media_type"
+            assert "415" in operation["responses"], (method, path)
+
+
+def test_evaluate_refuses_a_threshold_past_any_integer_column(tokens):
+    """Found by this gate: autoApproveAfterN=678058048999108478569365372928 was a 500."""
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}", SERVER_NAME="localhost")
+
+    response = client.get("/api/rules/evaluate", {"key": "a", "autoApproveAfterN": str(10**30)})
+
+    assert response.status_code == 400
+    assert "autoApproveAfterN" in response.json()["error"]["details"]
