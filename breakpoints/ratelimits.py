@@ -7,6 +7,7 @@ DRF's throttles (breakpoints/api/throttling.py) use the same cache.
 
 import logging
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -41,3 +42,10 @@ def auth_failure_record(address: str) -> None:
         cache.incr(key)
     except Exception:  # noqa: BLE001 - fail open
         logger.warning("Rate-limit cache unreachable", exc_info=True)
+
+
+def client_address(request: Any) -> str:
+    """The caller's address as the API's throttles see it (X-Forwarded-For per BPM_NUM_PROXIES)."""
+    from rest_framework.throttling import BaseThrottle
+
+    return BaseThrottle().get_ident(request)

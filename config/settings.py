@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "breakpoints",
     "reviews",
     "audit",
@@ -59,6 +60,15 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.LogContextMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
+]
+
+# Console logins go through django-axes: after BPM_LOGIN_FAILURE_LIMIT failed attempts for
+# one username from one address, that pair is locked out for BPM_LOGIN_LOCKOUT_MINUTES
+# (a success resets the count; admins unlock early under "Access attempts").
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -211,6 +221,12 @@ BPM_THROTTLE_TOKEN_RATE = env_str("BPM_THROTTLE_TOKEN_RATE", "1200/min")  # per 
 BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per address, no token
 BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
 BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
+AXES_FAILURE_LIMIT = env_int("BPM_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "breakpoints.ratelimits.client_address"
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {
