@@ -258,21 +258,7 @@ def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
         return []
     now = timezone.now()
     body = _body(event_type, now, _representation(breakpoint))
-    deliveries = WebhookDelivery.objects.bulk_create(
-        [
-            WebhookDelivery(
-                webhook=webhook,
-                breakpoint=breakpoint,
-                event_type=event_type,
-                body=body,
-                next_attempt_at=now,
-            )
-            for webhook in subscribers
-        ]
-    )
-    ids = [delivery.pk for delivery in deliveries]
-    transaction.on_commit(lambda: publish_deliveries(ids))
-    return ids
+    return _deliveries_write([(breakpoint, body)], subscribers, event_type, now)
 
 
 def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
@@ -290,6 +276,17 @@ def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> li
         Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
     )
     bodies = [_body(event_type, now, data) for data in _representations(breakpoints)]
+    pairs = list(zip(breakpoints, bodies, strict=True))
+    return _deliveries_write(pairs, subscribers, event_type, now)
+
+
+def _deliveries_write(
+    pairs: list[tuple[Breakpoint, dict]],
+    subscribers: list[Webhook],
+    event_type: str,
+    now: datetime,
+) -> list[str]:
+    """One pending delivery per (breakpoint, body) and subscriber; published after commit."""
     deliveries = WebhookDelivery.objects.bulk_create(
         [
             WebhookDelivery(
@@ -299,7 +296,7 @@ def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> li
                 body=body,
                 next_attempt_at=now,
             )
-            for breakpoint, body in zip(breakpoints, bodies, strict=True)
+            for breakpoint, body in pairs
             for webhook in subscribers
         ]
     )

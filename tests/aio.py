@@ -5,9 +5,11 @@ the rest of the session, where asyncio.run() refuses to start; a thread of its o
 """
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+import httpx
 
 T = TypeVar("T")
 
@@ -15,3 +17,20 @@ T = TypeVar("T")
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+def run_asgi(scenario: Callable[[httpx.AsyncClient], Awaitable[T]], **transport: Any) -> T:
+    """scenario(client) against the project's ASGI application (config.asgi), in process,
+    on a fresh loop; that loop's waiting hub is stopped at the end."""
+    from breakpoints.waiting.hub import stop_hub
+    from config.asgi import application
+
+    async def main() -> T:
+        asgi = httpx.ASGITransport(app=application, **transport)
+        try:
+            async with httpx.AsyncClient(transport=asgi, base_url="http://testserver") as client:
+                return await scenario(client)
+        finally:
+            await stop_hub()
+
+    return run_async(main())

@@ -16,26 +16,16 @@ from django.test import override_settings
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
-from breakpoints.waiting.hub import stop_hub
-from config.asgi import application
 from config.asgi_body import BufferedBodyApp
 from reviews.models import Feedback
-from tests.aio import run_async
+from tests.aio import run_asgi, run_async
 from tests.factories import ReviewerFactory
 
 CREATE = {"runId": "run-1", "tags": ["deploy"], "payload": {"question": "Ship it?"}}
 
 
 def run(scenario: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:
-    async def main() -> Any:
-        transport = httpx.ASGITransport(app=application)
-        try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
-                return await scenario(c)
-        finally:
-            await stop_hub()
-
-    return run_async(main())
+    return run_asgi(scenario)
 
 
 class Chunks:

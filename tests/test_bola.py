@@ -31,7 +31,7 @@ from breakpoints.tokens import (
     token_revoke,
 )
 from reviews.models import Feedback
-from tests.aio import run_async
+from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.factories import UserFactory
 
@@ -484,19 +484,7 @@ ASGI_CASES = [
 
 
 def run(scenario: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:
-    """Run scenario(client) against config.asgi on a fresh loop; stop that loop's hub after."""
-    from breakpoints.waiting.hub import stop_hub
-    from config.asgi import application
-
-    async def main() -> Any:
-        transport = httpx.ASGITransport(app=application)
-        try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
-                return await scenario(c)
-        finally:
-            await stop_hub()
-
-    return run_async(main())
+    return run_asgi(scenario)
 
 
 @pytest.fixture

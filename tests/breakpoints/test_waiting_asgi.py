@@ -17,26 +17,16 @@ from django.db import connection
 from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.tokens import token_create_for_agent, token_create_for_user, token_revoke
-from breakpoints.waiting.hub import get_hub, stop_hub
+from breakpoints.waiting.hub import get_hub
 from config.asgi import application
-from tests.aio import run_async
+from tests.aio import run_asgi
 from tests.factories import ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run(scenario: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:
-    """Run scenario(client) on a fresh loop, with this loop's hub stopped at the end."""
-
-    async def main() -> Any:
-        transport = httpx.ASGITransport(app=application)
-        try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
-                return await scenario(c)
-        finally:
-            await stop_hub()
-
-    return run_async(main())
+    return run_asgi(scenario)
 
 
 def get(path: str, token: str | None = None, **headers: str) -> httpx.Response:
