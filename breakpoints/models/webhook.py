@@ -122,6 +122,10 @@ class WebhookDelivery(models.Model):
                 name="delivery_pending_due",
                 condition=Q(status="pending"),
             ),
+            # Dead letters: the console lists them newest first, /metrics counts them.
+            models.Index(
+                fields=["-created_at"], name="delivery_failed_created", condition=Q(status="failed")
+            ),
         ]
 
     def __str__(self) -> str:
