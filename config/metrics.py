@@ -45,6 +45,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from psycopg_pool import PoolTimeout
 
+from breakpoints.authentication import bearer_credentials
+from breakpoints.ratelimits import client_address
+
 logger = logging.getLogger(__name__)
 
 # Counts stop at this many (the gauge then reads CAP): an alert fires long before, and a
@@ -272,17 +275,6 @@ def _networks(entries: tuple[str, ...]) -> tuple[IPNetwork, ...]:
     return tuple(networks)
 
 
-def client_address(request: HttpRequest) -> str:
-    """REMOTE_ADDR, or the hop BPM_NUM_PROXIES trusted proxies put in X-Forwarded-For."""
-    remote = request.META.get("REMOTE_ADDR", "")
-    proxies = settings.BPM_NUM_PROXIES
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if proxies and forwarded:
-        hops = [hop.strip() for hop in forwarded.split(",")]
-        return hops[-min(proxies, len(hops))]
-    return remote
-
-
 def address_allowed(address: str) -> bool:
     try:
         ip = ipaddress.ip_address(address)
@@ -295,10 +287,10 @@ def address_allowed(address: str) -> bool:
 
 def token_matches(request: HttpRequest) -> bool:
     expected = settings.BPM_METRICS_TOKEN
-    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if not expected or scheme.lower() != "bearer" or not given:
+    given = bearer_credentials(request.META.get("HTTP_AUTHORIZATION", ""))
+    if not expected or not given:
         return False
-    return hmac.compare_digest(given.strip().encode(), expected.encode())
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -245,7 +245,9 @@ REST_FRAMEWORK: dict[str, Any] = {
         "breakpoints.api.throttling.TokenRateThrottle",
         "breakpoints.api.throttling.AnonymousRateThrottle",
     ],
-    "NUM_PROXIES": BPM_NUM_PROXIES or None,
+    # 0, not None: DRF takes the whole X-Forwarded-For as the address when None, so a
+    # client could pick its own rate-limit bucket.
+    "NUM_PROXIES": BPM_NUM_PROXIES,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(

@@ -109,3 +109,15 @@ def test_limits_fail_open_when_the_cache_is_unreachable(settings, agent_client, 
 
     assert [agent_client.get(LIST).status_code for _ in range(3)] == [200, 200, 200]
     assert client.get(LIST, HTTP_AUTHORIZATION="Bearer bpm_guessed-token").status_code == 401
+
+
+def test_a_forged_x_forwarded_for_does_not_buy_a_fresh_bucket(settings, client, db):
+    """Without trusted proxies (BPM_NUM_PROXIES=0) the address is the connection's."""
+    settings.BPM_AUTH_FAILURES_PER_MINUTE = 2
+    bad = {"HTTP_AUTHORIZATION": "Bearer bpm_guessed-token"}
+
+    answers = [
+        client.get(LIST, HTTP_X_FORWARDED_FOR=f"203.0.113.{n}", **bad).status_code for n in range(3)
+    ]
+
+    assert answers == [401, 401, 429]
