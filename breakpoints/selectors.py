@@ -64,8 +64,7 @@ def breakpoint_statuses(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, d
     """
     ids = list(breakpoint_ids)
     # order_by(): rows by primary key need no ORDER BY (Meta.ordering would add one).
-    queryset = visible_breakpoints(user).order_by().values(*_STATUS_COLUMNS)
-    found = queryset.filter(pk=ids[0]) if len(ids) == 1 else queryset.filter(pk__in=ids)
+    found = visible_breakpoints(user).filter(pk__in=ids).order_by().values(*_STATUS_COLUMNS)
     rows = {row["pk"]: row for row in found}
     overdue = [pk for pk, row in rows.items() if is_overdue(row["status"], row["expires_at"])]
     for breakpoint_id in overdue:

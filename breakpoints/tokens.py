@@ -76,7 +76,11 @@ _VERIFIED_MAX = 10_000
 
 def token_cached(raw: str) -> ApiToken | None:
     """The token for `raw` if this process verified it within BPM_TOKEN_CACHE_SECONDS."""
-    cached = _verified.get(hash_token(raw))
+    return _verified_token(hash_token(raw))
+
+
+def _verified_token(digest: str) -> ApiToken | None:
+    cached = _verified.get(digest)
     return cached[1] if cached is not None and cached[0] > time.monotonic() else None
 
 
@@ -90,9 +94,9 @@ def token_authenticate(raw: str) -> ApiToken | None:
     if not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     digest = hash_token(raw)
-    cached = _verified.get(digest)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
+    cached = _verified_token(digest)
+    if cached is not None:
+        return cached
     token = _token_lookup(digest)
     ttl = settings.BPM_TOKEN_CACHE_SECONDS
     if token is not None and ttl > 0:

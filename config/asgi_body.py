@@ -7,14 +7,12 @@ BPM_MAX_BODY_BYTES: beyond that the request is refused with the 413 envelope and
 more is read) and handed on with the Content-Length it turned out to have.
 """
 
-import json
-import uuid
 from typing import Any
 
 from django.conf import settings
 
+from config.asgi_http import header, request_id, send_json
 from config.errors import envelope
-from config.middleware import valid_request_id
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -27,7 +25,7 @@ class BufferedBodyApp:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or _header(scope, b"content-length") is not None:
+        if scope["type"] != "http" or header(scope, b"content-length") is not None:
             await self.app(scope, receive, send)
             return
         limit = settings.BPM_MAX_BODY_BYTES
@@ -47,13 +45,6 @@ class BufferedBodyApp:
             more_body = message.get("more_body", False)
         body = b"".join(chunks)
         await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
-
-
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return value
-    return None
 
 
 def _with_length(scope: Scope, length: int) -> Scope:
@@ -84,27 +75,8 @@ def _replay(body: bytes, receive: Any) -> Any:
 
 async def _too_large(scope: Scope, send: Any, limit: int) -> None:
     """The same 413 as BodySizeLimitMiddleware's, said before the body is all read."""
-    incoming = (_header(scope, b"x-request-id") or b"").decode("latin-1")
-    request_id = valid_request_id(incoming) or uuid.uuid4().hex
     body = envelope(
-        "payload_too_large",
-        f"Request body is over the limit of {limit} bytes.",
-        {"limit": limit},
+        "payload_too_large", f"Request body is over the limit of {limit} bytes.", {"limit": limit}
     )
-    content = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(content)).encode("ascii")),
-                (b"x-request-id", request_id.encode("ascii")),
-                (b"x-content-type-options", b"nosniff"),
-                (b"cache-control", b"no-store"),
-                # The rest of the body is never read: the connection cannot carry another request.
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": content})
+    # The rest of the body is never read: the connection cannot carry another request.
+    await send_json(send, 413, body, request_id(scope), [(b"connection", b"close")])

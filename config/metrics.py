@@ -304,16 +304,15 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 # --- request metrics -----------------------------------------------------------------
 
-# Answered before URL resolution (HealthProbeMiddleware, RequestMetricsMiddleware).
+# Answered before URL resolution, by HealthProbeMiddleware.
 _UNRESOLVED_ROUTES = {"/healthz": "healthz", "/readyz": "readyz", "/metrics": "metrics"}
 
 
 class RequestMetricsMiddleware:
     """Time every Django request into bpm_http_request_duration_seconds by route name.
 
-    Placed right after RequestIDMiddleware, so refused bodies (413) and probes count too.
-    It also answers /metrics before anything checks the Host header: scrapers address
-    pods by IP, like health probes.
+    Placed right after RequestIDMiddleware, so refused bodies (413) and probes (answered
+    by HealthProbeMiddleware, after it) count too.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -322,10 +321,7 @@ class RequestMetricsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         ensure_process_gauges_refresher()
         started = time.perf_counter()
-        if request.path_info == "/metrics":
-            response = metrics_view(request)
-        else:
-            response = self.get_response(request)
+        response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         if match is not None:
             route = match.view_name or match.route

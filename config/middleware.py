@@ -61,19 +61,23 @@ class BodySizeLimitMiddleware:
 
 
 class HealthProbeMiddleware:
-    """Answer /healthz and /readyz before anything checks the Host header.
+    """Answer /healthz, /readyz and /metrics before anything checks the Host header.
 
-    Load balancers and orchestrators probe with whatever Host they like (a pod IP); a
-    probe must not fail on ALLOWED_HOSTS. Nothing else is served this way.
+    Load balancers, orchestrators and scrapers address a pod by IP; a probe must not fail
+    on ALLOWED_HOSTS. Nothing else is served this way.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        from config import health
+        from config import health, metrics
 
-        probe = {"/healthz": health.healthz, "/readyz": health.readyz}.get(request.path_info)
+        probe = {
+            "/healthz": health.healthz,
+            "/readyz": health.readyz,
+            "/metrics": metrics.metrics_view,
+        }.get(request.path_info)
         if probe is not None:
             return probe(request)
         return self.get_response(request)

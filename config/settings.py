@@ -48,7 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIDMiddleware",
-    "config.metrics.RequestMetricsMiddleware",  # also answers /metrics on any Host
+    "config.metrics.RequestMetricsMiddleware",
     "config.middleware.HealthProbeMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",

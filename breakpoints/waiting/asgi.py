@@ -11,10 +11,8 @@ bodies); the only new thing here is waiting on the hub instead of sleeping in a 
 """
 
 import asyncio
-import json
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -32,10 +30,10 @@ from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
+from config import asgi_http
 from config.errors import DomainError, RateLimited, envelope
 from config.logging import current_request_id
 from config.metrics import count_status_request
-from config.middleware import valid_request_id
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +41,6 @@ STATUS_PATH = re.compile(r"^/api/breakpoints/(?:(?P<id>[^/]+)/)?status/?$")
 RETRY_AFTER_SECONDS = 1
 Rows = dict[str, dict[str, Any]]
 Scope = dict[str, Any]
-
-_SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cache-control", b"no-store"),
-]
 
 
 class WaitingApp:
@@ -91,7 +82,7 @@ class WaitingApp:
     async def _status(
         self, scope: Scope, receive: Any, send: Any, path_id: str | None, raw_token: str
     ) -> None:
-        request_id = valid_request_id(_header(scope, b"x-request-id")) or uuid.uuid4().hex
+        request_id = asgi_http.request_id(scope)
         current_request_id.set(request_id)  # this request's task: its own context
         params = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         many = path_id is None
@@ -194,18 +185,11 @@ def _until_due(rows: Rows) -> float:
     return max(0.0, min(due)) + 0.01 if due else float("inf")
 
 
-def _header(scope: Scope, name: bytes) -> str:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value.decode("latin-1")
-    return ""
-
-
 def _client_address(scope: Scope) -> str:
     """The caller's address as DRF's throttles see it (X-Forwarded-For per BPM_NUM_PROXIES)."""
     remote = (scope.get("client") or ("", 0))[0]
     proxies = settings.BPM_NUM_PROXIES
-    forwarded = _header(scope, b"x-forwarded-for")
+    forwarded = asgi_http.header(scope, b"x-forwarded-for")
     if proxies and forwarded:
         hops = [hop.strip() for hop in forwarded.split(",")]
         return hops[-min(proxies, len(hops))]
@@ -213,7 +197,7 @@ def _client_address(scope: Scope) -> str:
 
 
 def _bearer(scope: Scope) -> str | None:
-    header = _header(scope, b"authorization")
+    header = asgi_http.header(scope, b"authorization")
     return bearer_credentials(header) if header else None
 
 
@@ -234,16 +218,9 @@ async def _respond(
     *,
     retry_after: int = RETRY_AFTER_SECONDS,
 ) -> None:
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(content)).encode()),
-        (b"x-request-id", request_id.encode()),
-        *_SECURITY_HEADERS,
-    ]
+    extra = []
     if status in (429, 503):
-        headers.append((b"retry-after", str(retry_after).encode()))
+        extra.append((b"retry-after", str(retry_after).encode()))
     if status == 401:
-        headers.append((b"www-authenticate", WWW_AUTHENTICATE.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": content})
+        extra.append((b"www-authenticate", WWW_AUTHENTICATE.encode()))
+    await asgi_http.send_json(send, status, body, request_id, extra)
