@@ -4,12 +4,11 @@ from typing import Any
 
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
-from rest_framework.throttling import BaseThrottle
 
 from breakpoints.actors import AgentPrincipal
 from breakpoints.choices import TokenKind
 from breakpoints.models import ApiToken
-from breakpoints.ratelimits import auth_failure_record, auth_failures_wait
+from breakpoints.ratelimits import auth_failure_record, auth_failures_wait, client_address
 from breakpoints.tokens import token_authenticate, token_cached
 from config.errors import NotAuthenticated, RateLimited
 
@@ -67,7 +66,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if raw is None:
             return None
         try:
-            token = verify_bearer(raw, BaseThrottle().get_ident(request))
+            token = verify_bearer(raw, client_address(request))
         except NotAuthenticated as exc:
             raise exceptions.AuthenticationFailed(exc.message) from None
         return principal_for_token(token), token

@@ -44,8 +44,17 @@ def auth_failure_record(address: str) -> None:
         logger.warning("Rate-limit cache unreachable", exc_info=True)
 
 
-def client_address(request: Any) -> str:
-    """The caller's address as the API's throttles see it (X-Forwarded-For per BPM_NUM_PROXIES)."""
-    from rest_framework.throttling import BaseThrottle
+def address_of(remote: str, forwarded: str) -> str:
+    """The caller's address: the connection's, or with BPM_NUM_PROXIES trusted proxies the
+    X-Forwarded-For hop the outermost of them appended. Every limit and /metrics use it."""
+    proxies = settings.BPM_NUM_PROXIES
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",")]
+        return hops[-min(proxies, len(hops))]
+    return remote
 
-    return BaseThrottle().get_ident(request)
+
+def client_address(request: Any) -> str:
+    """address_of() for a Django (or DRF) request."""
+    meta = request.META
+    return address_of(meta.get("REMOTE_ADDR", ""), meta.get("HTTP_X_FORWARDED_FOR", ""))

@@ -12,12 +12,16 @@ from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from breakpoints.models import ApiToken
+from breakpoints.ratelimits import client_address
 
 logger = logging.getLogger(__name__)
 
 
 class _FailOpen(SimpleRateThrottle):
     setting = ""
+
+    def get_ident(self, request: Any) -> str:
+        return client_address(request)  # the same address every limit uses
 
     def get_rate(self) -> str | None:
         rate = getattr(settings, self.setting)

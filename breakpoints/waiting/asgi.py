@@ -17,13 +17,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
 
 from breakpoints.authentication import WWW_AUTHENTICATE, bearer_credentials
 from breakpoints.choices import Status
+from breakpoints.ratelimits import address_of
 from breakpoints.tokens import hash_token
 from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
@@ -186,14 +186,8 @@ def _until_due(rows: Rows) -> float:
 
 
 def _client_address(scope: Scope) -> str:
-    """The caller's address as DRF's throttles see it (X-Forwarded-For per BPM_NUM_PROXIES)."""
     remote = (scope.get("client") or ("", 0))[0]
-    proxies = settings.BPM_NUM_PROXIES
-    forwarded = asgi_http.header(scope, b"x-forwarded-for")
-    if proxies and forwarded:
-        hops = [hop.strip() for hop in forwarded.split(",")]
-        return hops[-min(proxies, len(hops))]
-    return remote
+    return address_of(remote, asgi_http.header(scope, b"x-forwarded-for") or "")
 
 
 def _bearer(scope: Scope) -> str | None:
