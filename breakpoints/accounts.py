@@ -23,7 +23,8 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 
 from breakpoints.actors import ADMINS_GROUP, REVIEWERS_GROUP, Actor, is_admin
-from config.errors import Forbidden, InvalidInput
+from breakpoints.limits import MAX_GROUP_NAME_LENGTH
+from config.exceptions import Forbidden, InvalidInput
 
 ROLE_GROUPS = (REVIEWERS_GROUP, ADMINS_GROUP)
 
@@ -53,8 +54,8 @@ def reviewer_create(
     if not username:
         raise InvalidInput("username must not be empty.")
     expert_groups = [name.strip() for name in groups or [] if name.strip()]
-    if any(len(name) > 150 for name in expert_groups):
-        raise InvalidInput("A group name has at most 150 characters.")
+    if any(len(name) > MAX_GROUP_NAME_LENGTH for name in expert_groups):
+        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters.")
     if {REVIEWERS_GROUP, ADMINS_GROUP} & set(expert_groups):
         raise InvalidInput("Roles are not expert groups: use --admin to make an admin.")
     if User.objects.filter(username=username).exists():
@@ -173,8 +174,8 @@ def person_set_expert_groups(
     _check_may_manage(actor, user)
     wanted = list(groups)
     names = [name.strip() for name in new_names if name.strip()]
-    if any(len(name) > 150 for name in names):
-        raise InvalidInput("A group name has at most 150 characters.")
+    if any(len(name) > MAX_GROUP_NAME_LENGTH for name in names):
+        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters.")
     if set(ROLE_GROUPS) & set(names):
         raise InvalidInput("Roles are not expert groups: choose the role instead.")
     with transaction.atomic():

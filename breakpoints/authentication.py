@@ -10,7 +10,7 @@ from breakpoints.choices import TokenKind
 from breakpoints.models import ApiToken
 from breakpoints.ratelimits import auth_failure_record, auth_failures_wait, client_address
 from breakpoints.tokens import token_authenticate, token_cached
-from config.errors import NotAuthenticated, RateLimited
+from config.exceptions import NotAuthenticated, RateLimited
 
 KEYWORD = "Bearer"
 INVALID_TOKEN = "Invalid or revoked token."

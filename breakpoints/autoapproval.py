@@ -22,18 +22,22 @@ from django.db.models import QuerySet
 
 from breakpoints.actors import Actor, is_admin
 from breakpoints.choices import Status
+from breakpoints.limits import (
+    MAX_KEY_LENGTH,
+    MAX_RULE_NOTE_LENGTH,
+    MAX_TAG_LENGTH,
+    MIN_AUTO_APPROVE_AFTER_N,
+    NO_AUTO_APPROVE_THRESHOLD,
+)
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, RuleAction
-from breakpoints.payload import MAX_KEY_LENGTH, MAX_TAG_LENGTH
 from breakpoints.rule_patterns import Pattern, PatternError, parse_pattern
-from config.errors import Forbidden, InvalidInput, NotFound
+from config.exceptions import Forbidden, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
-NO_THRESHOLD = -1
 # Without a threshold, consecutiveApprovals is still reported, counted this far back.
 REPORTED_STREAK_LIMIT = 20
 MAX_HISTORY_LIMIT = 1000
-MAX_NOTE_LENGTH = 2000
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,10 @@ def _rule_insert(*, pattern: str, action: str, note: str, created_by: str) -> Au
             {"action": [f"Must be one of: {', '.join(RuleAction.values)}."]},
         )
     note = (note or "").strip()
-    if len(note) > MAX_NOTE_LENGTH:
+    if len(note) > MAX_RULE_NOTE_LENGTH:
         raise InvalidInput(
-            f"note has at most {MAX_NOTE_LENGTH} characters.",
-            {"note": [f"At most {MAX_NOTE_LENGTH} characters."]},
+            f"note has at most {MAX_RULE_NOTE_LENGTH} characters.",
+            {"note": [f"At most {MAX_RULE_NOTE_LENGTH} characters."]},
         )
     return AutoApprovalRule.objects.create(
         pattern=canonical_pattern(pattern), action=action, note=note, created_by=created_by
@@ -209,7 +213,7 @@ def evaluate(
     key: str,
     tags: Iterable[str] = (),
     experts: Iterable[str] = (),
-    auto_approve_after_n: int = NO_THRESHOLD,
+    auto_approve_after_n: int = NO_AUTO_APPROVE_THRESHOLD,
     agent_id: str | None = None,
 ) -> Verdict:
     """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
@@ -218,7 +222,11 @@ def evaluate(
     passes it. Without it (admins asking about a key) they are counted across all agents.
     """
     tags, experts = list(tags), list(experts)
-    threshold = auto_approve_after_n if auto_approve_after_n >= 1 else NO_THRESHOLD
+    threshold = (
+        auto_approve_after_n
+        if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N
+        else NO_AUTO_APPROVE_THRESHOLD
+    )
     streak = consecutive_approvals(
         key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
     )

@@ -14,6 +14,12 @@ from drf_spectacular.utils import extend_schema_field
 from breakpoints import routing
 from breakpoints.actors import is_reviewer
 from breakpoints.choices import Status
+from breakpoints.limits import (
+    MAX_AGENT_ID_LENGTH,
+    MAX_RUN_ID_LENGTH,
+    MAX_SEARCH_LENGTH,
+    MAX_TAG_LENGTH,
+)
 from breakpoints.models import Breakpoint
 
 
@@ -25,8 +31,8 @@ class TagValuesField(forms.Field):
     def clean(self, value):
         values = [v for v in (value or []) if v != ""]
         for tag in values:
-            if len(tag) > 100:
-                raise forms.ValidationError("A tag has at most 100 characters.")
+            if len(tag) > MAX_TAG_LENGTH:
+                raise forms.ValidationError(f"A tag has at most {MAX_TAG_LENGTH} characters.")
             if "\x00" in tag:
                 raise forms.ValidationError("Null characters are not allowed.")
         return values
@@ -120,11 +126,11 @@ def filter_routed_to(qs: QuerySet[Breakpoint], user) -> QuerySet[Breakpoint]:
 class BreakpointFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(choices=Status.choices, method="filter_status")
     tag = AllTagsFilter(label="Tag (repeatable: all must match)")
-    agentId = django_filters.CharFilter(field_name="agent_id", max_length=128)
-    runId = django_filters.CharFilter(field_name="run_id", max_length=128)
+    agentId = django_filters.CharFilter(field_name="agent_id", max_length=MAX_AGENT_ID_LENGTH)
+    runId = django_filters.CharFilter(field_name="run_id", max_length=MAX_RUN_ID_LENGTH)
     createdAfter = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     createdBefore = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    search = django_filters.CharFilter(method="filter_search", max_length=200)
+    search = django_filters.CharFilter(method="filter_search", max_length=MAX_SEARCH_LENGTH)
     assignedTo = django_filters.ChoiceFilter(
         choices=[("me", "me")],
         method="filter_assigned_to",

@@ -13,33 +13,31 @@ from typing import Any
 from django.utils.text import slugify
 
 from breakpoints.choices import FileFormat, Strategy
-from config.errors import InvalidInput
+from breakpoints.limits import (
+    MAX_AUTO_APPROVE_AFTER_N,
+    MAX_CONTENT_LENGTH,
+    MAX_EXPERT_NAME_LENGTH,
+    MAX_EXPERTS,
+    MAX_FILES,
+    MAX_KEY_LENGTH,
+    MAX_LANGUAGE_LENGTH,
+    MAX_NESTING,
+    MAX_OPTION_LENGTH,
+    MAX_OPTIONS,
+    MAX_PATH_LENGTH,
+    MAX_PAYLOAD_VALUES,
+    MAX_PREVIOUS_FEEDBACK_LENGTH,
+    MAX_QUESTION_LENGTH,
+    MAX_RUN_ID_LENGTH,
+    MAX_TAG_LENGTH,
+    MAX_TAGS,
+    MAX_TITLE_LENGTH,
+    MIN_AUTO_APPROVE_AFTER_N,
+    NO_AUTO_APPROVE_THRESHOLD,
+)
+from config.exceptions import InvalidInput
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
-# Consecutive approvals to count before auto-approving: it is also a query LIMIT.
-MAX_AUTO_APPROVE_AFTER_N = 1_000
-MAX_KEY_LENGTH = 255
-MAX_TAGS = 50
-MAX_TAG_LENGTH = 100
-MAX_FILES = 100
-MAX_PATH_LENGTH = 1000
-MAX_LANGUAGE_LENGTH = 50
-# A file's text may use most of the request body (BPM_MAX_BODY_BYTES, 5 MiB by default).
-MAX_CONTENT_LENGTH = 5_000_000
-MAX_RUN_ID_LENGTH = 128  # Breakpoint.run_id
-MAX_TITLE_LENGTH = 500  # Breakpoint.title
-# A question is read by a human on the review page: ~10 printed pages is already too long.
-MAX_QUESTION_LENGTH = 20_000
-MAX_PREVIOUS_FEEDBACK_LENGTH = 10_000
-MAX_EXPERTS = 20
-# Expert names are group names or usernames, both at most 150 characters in Django.
-MAX_EXPERT_NAME_LENGTH = 150
-MAX_OPTIONS = 20
-MAX_OPTION_LENGTH = 200
-MAX_NESTING = 100
-# Free-form keys are stored, echoed and rendered whole; a human-sized request holds far
-# fewer values than this (1.7 million numbers fit in 5 MiB and took ~0.9 s to store).
-MAX_PAYLOAD_VALUES = 100_000
 FALLBACK_KEY = "untitled"
 _SCALARS = frozenset({int, float, bool, type(None)})
 
@@ -276,11 +274,9 @@ def validate_payload(payload: Any) -> None:
                 "digits, '-' and '.')."
             ]
     if "autoApproveAfterN" in payload:
-        value = payload["autoApproveAfterN"]
-        if not (_is_int(value) and (value == -1 or 1 <= value <= MAX_AUTO_APPROVE_AFTER_N)):
-            errors["payload.autoApproveAfterN"] = [
-                f"Must be -1 (disabled) or a whole number from 1 to {MAX_AUTO_APPROVE_AFTER_N}."
-            ]
+        problem = auto_approve_after_n_problem(payload["autoApproveAfterN"])
+        if problem:
+            errors["payload.autoApproveAfterN"] = [problem]
     if "presentAlwaysApprove" in payload and not isinstance(payload["presentAlwaysApprove"], bool):
         errors["payload.presentAlwaysApprove"] = ["Must be true or false."]
     if "options" in payload and payload["options"] is not None:
@@ -288,6 +284,19 @@ def validate_payload(payload: Any) -> None:
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)
+
+
+def auto_approve_after_n_problem(value: Any) -> str | None:
+    """What is wrong with an autoApproveAfterN (payload, API, console, command), or None."""
+    if _is_int(value) and (
+        value == NO_AUTO_APPROVE_THRESHOLD
+        or MIN_AUTO_APPROVE_AFTER_N <= value <= MAX_AUTO_APPROVE_AFTER_N
+    ):
+        return None
+    return (
+        f"Must be {NO_AUTO_APPROVE_THRESHOLD} (disabled) or a whole number from "
+        f"{MIN_AUTO_APPROVE_AFTER_N} to {MAX_AUTO_APPROVE_AFTER_N}."
+    )
 
 
 def derive_key(payload: Mapping[str, Any], title: str | None) -> str:

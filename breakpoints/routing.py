@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from breakpoints.actors import group_names, is_admin
-from config.errors import Forbidden, InvalidState
+from config.exceptions import Forbidden, InvalidState
 
 OWNER = "owner"
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from breakpoints.limits import MAX_PATTERN_LENGTH
+
 __all__ = [
     "MAX_PATTERN_LENGTH",
     "Pattern",
@@ -30,7 +32,6 @@ __all__ = [
     "parse_pattern",
 ]
 
-MAX_PATTERN_LENGTH = 500
 """Maximum length of a pattern, both as written and in canonical form."""
 
 _GLOB_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-*")

@@ -13,7 +13,7 @@ from audit.models import Event, EventType
 from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_expire_if_due, is_overdue
-from config.errors import NotFound
+from config.exceptions import NotFound
 from reviews.models import Feedback
 
 

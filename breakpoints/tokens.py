@@ -11,8 +11,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from breakpoints.choices import TokenKind
+from breakpoints.limits import MAX_AGENT_ID_LENGTH
 from breakpoints.models import ApiToken
-from config.errors import InvalidInput, NotFound
+from config.exceptions import InvalidInput, NotFound
 
 TOKEN_PREFIX = "bpm_"
 PREFIX_LENGTH = 12
@@ -31,8 +32,10 @@ def _mint() -> tuple[str, str, str]:
 def token_create_for_agent(*, agent_id: str, name: str = "") -> tuple[ApiToken, str]:
     """Return the stored token and the raw secret, which is never stored or shown again."""
     agent_id = agent_id.strip()
-    if not agent_id or len(agent_id) > 128:
-        raise InvalidInput("agentId must be 1 to 128 characters.", {"agentId": ["Invalid."]})
+    if not agent_id or len(agent_id) > MAX_AGENT_ID_LENGTH:
+        raise InvalidInput(
+            f"agentId must be 1 to {MAX_AGENT_ID_LENGTH} characters.", {"agentId": ["Invalid."]}
+        )
     raw, prefix, digest = _mint()
     token = ApiToken.objects.create(
         kind=TokenKind.AGENT, agent_id=agent_id, name=name, prefix=prefix, token_hash=digest

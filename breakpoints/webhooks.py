@@ -37,7 +37,7 @@ from breakpoints.models import (
     WebhookEventType,
 )
 from breakpoints.models.webhook import redacted_url
-from config.errors import InvalidInput, InvalidState, NotFound
+from config.exceptions import InvalidInput, InvalidState, NotFound
 
 logger = logging.getLogger(__name__)
 

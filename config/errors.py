@@ -1,7 +1,7 @@
 """The API's one error contract: every error is {"error": {"code", "message", "details"}}.
 
-Domain code raises the exceptions below (or Django's/DRF's own); the DRF exception
-handler and the project-level 404/500 handlers map them all to the envelope.
+Domain code raises config.exceptions (or Django's/DRF's own); the DRF exception handler
+and the project-level 404/500 handlers map them all to the envelope and an HTTP status.
 """
 
 import logging
@@ -14,73 +14,26 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from config.exceptions import DomainError, RateLimited
+
 logger = logging.getLogger(__name__)
 
 
-class DomainError(Exception):
-    """Base of the errors services raise; each maps to one status and code."""
-
-    status_code = 400
-    code = "validation_error"
-
-    def __init__(self, message: str, details: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.details = details or {}
-
-
-class InvalidInput(DomainError):
-    status_code = 400
-    code = "validation_error"
+# The HTTP status of each domain error code: the one place domain errors meet HTTP.
+HTTP_STATUS = {
+    "validation_error": 400,
+    "not_authenticated": 401,
+    "permission_denied": 403,
+    "not_found": 404,
+    "invalid_state": 409,
+    "idempotency_conflict": 409,
+    "throttled": 429,
+    "unavailable": 503,
+}
 
 
-class NotAuthenticated(DomainError):
-    status_code = 401
-    code = "not_authenticated"
-
-
-class Unavailable(DomainError):
-    """The service cannot answer now (e.g. the database); clients retry after a pause."""
-
-    status_code = 503
-    code = "unavailable"
-
-
-class RateLimited(DomainError):
-    """Too many requests (or failed attempts) for now; retry after `retry_after` seconds."""
-
-    status_code = 429
-    code = "throttled"
-
-    def __init__(self, message: str, *, retry_after: int):
-        super().__init__(message, {"retryAfter": retry_after})
-        self.retry_after = retry_after
-
-
-class Forbidden(DomainError):
-    status_code = 403
-    code = "permission_denied"
-
-
-class NotFound(DomainError):
-    status_code = 404
-    code = "not_found"
-
-
-class InvalidState(DomainError):
-    """A transition that the current status does not allow; details carry that status."""
-
-    status_code = 409
-    code = "invalid_state"
-
-    def __init__(self, message: str, *, current_status: str, details: dict | None = None):
-        super().__init__(message, {"currentStatus": current_status, **(details or {})})
-        self.current_status = current_status
-
-
-class IdempotencyConflict(DomainError):
-    status_code = 409
-    code = "idempotency_conflict"
+def http_status(exc: DomainError) -> int:
+    return HTTP_STATUS[exc.code]
 
 
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict:
@@ -126,7 +79,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DomainError):
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
         return Response(
-            envelope(exc.code, exc.message, exc.details), status=exc.status_code, headers=headers
+            envelope(exc.code, exc.message, exc.details), status=http_status(exc), headers=headers
         )
     if isinstance(exc, Http404):
         exc = drf.NotFound()

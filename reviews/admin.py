@@ -32,7 +32,7 @@ from breakpoints.filters import filter_has_all_tags, filter_routed_to
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import QUEUE_ORDER
 from breakpoints.services import breakpoint_expire
-from config.errors import DomainError
+from config.exceptions import DomainError
 from reviews import console, rendering
 from reviews.models import Feedback
 from reviews.pagination import CappedCountPaginator

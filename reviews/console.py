@@ -28,7 +28,7 @@ from breakpoints.actors import Actor
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
-from config.errors import DomainError, InvalidInput, InvalidState, NotFound
+from config.exceptions import DomainError, InvalidInput, InvalidState, NotFound
 from reviews import rendering
 from reviews.forms import CommentForm, DecisionForm, ReasonForm
 from reviews.seats import seats_panel

@@ -4,6 +4,7 @@ from typing import Any, cast
 
 from django import forms
 
+from breakpoints.limits import MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
 from breakpoints.payload import Option
 
 APPROVE = "approve"
@@ -16,7 +17,7 @@ class CommentForm(forms.Form):
     comment = forms.CharField(
         required=False,
         strip=True,
-        max_length=20_000,
+        max_length=MAX_COMMENT_LENGTH,
         widget=forms.Textarea(
             attrs={"rows": 5, "placeholder": "Feedback for the agent (required to reject)"}
         ),
@@ -131,6 +132,6 @@ class ReasonForm(forms.Form):
 
     reason = forms.CharField(
         required=False,
-        max_length=2000,
+        max_length=MAX_REASON_LENGTH,
         widget=forms.TextInput(attrs={"placeholder": "Optional: why, for the agent"}),
     )

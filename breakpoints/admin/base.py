@@ -6,7 +6,7 @@ from django import forms
 from django.http import HttpRequest
 
 from breakpoints.actors import is_admin, is_reviewer
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class AdminOnly:

@@ -28,7 +28,8 @@ from breakpoints.accounts import (
     person_set_role,
 )
 from breakpoints.actors import Actor, actor_for_request_user
-from config.errors import DomainError
+from breakpoints.limits import MAX_GROUP_NAME_LENGTH
+from config.exceptions import DomainError
 
 User = get_user_model()
 
@@ -66,8 +67,10 @@ class PersonForm(UserChangeForm):
     def clean_new_expert_groups(self) -> list[str]:
         names = [name.strip() for name in self.cleaned_data["new_expert_groups"].split(",")]
         names = [name for name in names if name]
-        if any(len(name) > 150 for name in names):
-            raise forms.ValidationError("A group name has at most 150 characters.")
+        if any(len(name) > MAX_GROUP_NAME_LENGTH for name in names):
+            raise forms.ValidationError(
+                f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters."
+            )
         not_expert = Group.objects.filter(name__in=names).exclude(
             pk__in=expert_groups_assignable().values("pk")
         )

@@ -21,10 +21,16 @@ from django.utils.text import Truncator
 from breakpoints import autoapproval
 from breakpoints.actors import Actor, is_admin
 from breakpoints.admin.base import AdminOnly, add_service_error
+from breakpoints.limits import (
+    MAX_KEY_LENGTH,
+    MAX_PATTERN_LENGTH,
+    MAX_RULE_NOTE_LENGTH,
+    MAX_TAG_LENGTH,
+    NO_AUTO_APPROVE_THRESHOLD,
+)
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
-from breakpoints.payload import MAX_KEY_LENGTH, MAX_TAG_LENGTH
-from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
-from config.errors import DomainError, NotFound
+from breakpoints.payload import auto_approve_after_n_problem
+from config.exceptions import DomainError, NotFound
 
 ACTION_BADGE: dict[str, str] = {
     RuleAction.AUTO_APPROVE: "approved",
@@ -46,7 +52,7 @@ class RuleForm(forms.Form):
     )
     note = forms.CharField(
         required=False,
-        max_length=autoapproval.MAX_NOTE_LENGTH,
+        max_length=MAX_RULE_NOTE_LENGTH,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Why the rule exists, for the next admin.",
     )
@@ -55,7 +61,7 @@ class RuleForm(forms.Form):
 class AlwaysBreakOnForm(forms.Form):
     tag = forms.CharField(max_length=MAX_TAG_LENGTH, widget=forms.TextInput(attrs=MONO))
     note = forms.CharField(
-        required=False, max_length=autoapproval.MAX_NOTE_LENGTH, widget=forms.Textarea({"rows": 3})
+        required=False, max_length=MAX_RULE_NOTE_LENGTH, widget=forms.Textarea({"rows": 3})
     )
 
 
@@ -71,7 +77,7 @@ class EvaluateForm(forms.Form):
     tags = forms.CharField(required=False, help_text="Comma-separated.")
     experts = forms.CharField(required=False, help_text="Comma-separated expert names.")
     after_n = forms.IntegerField(
-        required=False, min_value=1, label="autoApproveAfterN", help_text="Optional threshold."
+        required=False, label="autoApproveAfterN", help_text="Optional threshold (-1: none)."
     )
 
     def clean_tags(self) -> list[str]:
@@ -79,6 +85,15 @@ class EvaluateForm(forms.Form):
 
     def clean_experts(self) -> list[str]:
         return _names(self.cleaned_data["experts"])
+
+    def clean_after_n(self) -> int:
+        after_n = self.cleaned_data["after_n"]
+        if after_n is None:
+            return NO_AUTO_APPROVE_THRESHOLD
+        problem = auto_approve_after_n_problem(after_n)
+        if problem:
+            raise forms.ValidationError(problem)
+        return after_n
 
 
 class ServiceAdmin(AdminOnly, admin.ModelAdmin):
@@ -216,7 +231,7 @@ class AutoApprovalRuleAdmin(ServiceAdmin):
                     key=autoapproval.check_key(data["key"]),
                     tags=data["tags"],
                     experts=data["experts"],
-                    auto_approve_after_n=data["after_n"] or autoapproval.NO_THRESHOLD,
+                    auto_approve_after_n=data["after_n"],
                 )
             except DomainError as exc:
                 add_service_error(form, exc)

@@ -15,19 +15,22 @@ from django.utils.html import format_html
 
 from breakpoints.actors import is_admin
 from breakpoints.admin.base import AdminOnly
+from breakpoints.limits import MAX_AGENT_ID_LENGTH, MAX_TOKEN_NAME_LENGTH
 from breakpoints.models import ApiToken
 from breakpoints.tokens import token_create_for_agent, token_revoke
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class AgentTokenForm(forms.Form):
     agent_id = forms.CharField(
         label="Agent id",
-        max_length=128,
+        max_length=MAX_AGENT_ID_LENGTH,
         help_text="The agentId this token may create and read breakpoints for.",
     )
     name = forms.CharField(
-        max_length=200, required=False, help_text="Optional: where the token is used."
+        max_length=MAX_TOKEN_NAME_LENGTH,
+        required=False,
+        help_text="Optional: where the token is used.",
     )
 
 

@@ -18,6 +18,7 @@ from django.utils.text import Truncator, capfirst
 from audit.models import Event, EventType
 from breakpoints.actors import is_admin
 from breakpoints.admin.base import AdminOnly
+from breakpoints.limits import MAX_WEBHOOK_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
 from breakpoints.models.webhook import redacted_url
 from breakpoints.webhooks import (
@@ -27,7 +28,7 @@ from breakpoints.webhooks import (
     webhook_remove,
     webhook_update,
 )
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 def _https_url_fields(db_field: models.Field, **kwargs: Any) -> forms.Field | None:
@@ -38,7 +39,7 @@ def _https_url_fields(db_field: models.Field, **kwargs: Any) -> forms.Field | No
 
 
 class WebhookForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https")
+    url = forms.URLField(max_length=MAX_WEBHOOK_URL_LENGTH, assume_scheme="https")
     event_types = forms.MultipleChoiceField(
         choices=WebhookEventType.choices,
         widget=forms.CheckboxSelectMultiple,
@@ -47,7 +48,7 @@ class WebhookForm(forms.ModelForm):
     )
     secret = forms.CharField(
         required=False,
-        max_length=200,
+        max_length=MAX_WEBHOOK_SECRET_LENGTH,
         help_text="Leave empty to generate a whsec_ secret. Shown once, after saving.",
     )
 

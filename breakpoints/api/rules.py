@@ -13,16 +13,16 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints import autoapproval
-from breakpoints import payload as payload_rules
+from breakpoints import autoapproval, limits
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictCharField, StrictIntegerField
 from breakpoints.api.permissions import IsAdmin
 from breakpoints.api.schema import NOT_BLANK, EnvelopedListSchema
 from breakpoints.api.serializers import AutoApprovalSerializer
 from breakpoints.api.views import _errors, _validated
+from breakpoints.limits import MAX_PATTERN_LENGTH
 from breakpoints.models import AutoApprovalRule, RuleAction
-from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
+from breakpoints.payload import auto_approve_after_n_problem
 
 # --- shapes ------------------------------------------------------------------------
 
@@ -77,25 +77,25 @@ class RuleCreateSerializer(serializers.Serializer):
         choices=RuleAction.choices, required=False, default=RuleAction.AUTO_APPROVE
     )
     note = StrictCharField(
-        required=False, allow_blank=True, default="", max_length=autoapproval.MAX_NOTE_LENGTH
+        required=False, allow_blank=True, default="", max_length=limits.MAX_RULE_NOTE_LENGTH
     )
-
-
-# It becomes a query's LIMIT: past a bigint, PostgreSQL fails (a 500 before this cap).
 
 
 class EvaluateQuerySerializer(serializers.Serializer):
-    key = StrictCharField(max_length=255)
-    tag = serializers.ListField(child=StrictCharField(max_length=100), required=False)
-    expert = serializers.ListField(child=StrictCharField(max_length=150), required=False)
-    autoApproveAfterN = StrictIntegerField(
-        required=False, min_value=-1, max_value=payload_rules.MAX_AUTO_APPROVE_AFTER_N
+    key = StrictCharField(max_length=limits.MAX_KEY_LENGTH)
+    tag = serializers.ListField(
+        child=StrictCharField(max_length=limits.MAX_TAG_LENGTH), required=False
     )
-    agentId = StrictCharField(required=False, max_length=128)
+    expert = serializers.ListField(
+        child=StrictCharField(max_length=limits.MAX_EXPERT_NAME_LENGTH), required=False
+    )
+    autoApproveAfterN = StrictIntegerField(required=False)
+    agentId = StrictCharField(required=False, max_length=limits.MAX_AGENT_ID_LENGTH)
 
     def validate_autoApproveAfterN(self, value: int) -> int:
-        if value == 0:
-            raise serializers.ValidationError("Must be -1 (disabled) or a whole number >= 1.")
+        problem = auto_approve_after_n_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
         return value
 
 
@@ -106,14 +106,20 @@ def _text(max_length: int) -> dict[str, Any]:
 
 EVALUATE_PARAMETERS = [
     OpenApiParameter(
-        "key", _text(255), required=True, description="The breakpoint key to evaluate."
+        "key",
+        _text(limits.MAX_KEY_LENGTH),
+        required=True,
+        description="The breakpoint key to evaluate.",
     ),
     OpenApiParameter(
-        "tag", {"type": "array", "items": _text(100)}, explode=True, description="Repeatable."
+        "tag",
+        {"type": "array", "items": _text(limits.MAX_TAG_LENGTH)},
+        explode=True,
+        description="Repeatable.",
     ),
     OpenApiParameter(
         "expert",
-        {"type": "array", "items": _text(150)},
+        {"type": "array", "items": _text(limits.MAX_EXPERT_NAME_LENGTH)},
         explode=True,
         description="Repeatable; e.g. owner.",
     ),
@@ -121,11 +127,11 @@ EVALUATE_PARAMETERS = [
         "autoApproveAfterN",
         {
             "anyOf": [
-                {"type": "integer", "enum": [-1]},
+                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
                 {
                     "type": "integer",
-                    "minimum": 1,
-                    "maximum": payload_rules.MAX_AUTO_APPROVE_AFTER_N,
+                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
+                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
                 },
             ]
         },
@@ -133,7 +139,7 @@ EVALUATE_PARAMETERS = [
     ),
     OpenApiParameter(
         "agentId",
-        _text(128),
+        _text(limits.MAX_AGENT_ID_LENGTH),
         description="Count the consecutive approvals of this agent's breakpoints only, as its "
         "next breakpoint would; without it they are counted across all agents.",
     ),
@@ -222,7 +228,7 @@ class RuleViewSet(viewsets.GenericViewSet):
             key=data["key"],
             tags=data.get("tag", []),
             experts=data.get("expert", []),
-            auto_approve_after_n=data.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+            auto_approve_after_n=data.get("autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD),
             agent_id=data.get("agentId"),
         )
         return Response(AutoApprovalSerializer(verdict.as_dict()).data)

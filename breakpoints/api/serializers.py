@@ -4,8 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
-from breakpoints import payload as payload_rules
-from breakpoints import routing
+from breakpoints import limits, routing
 from breakpoints.api.fields import (
     JSONObjectField,
     StrictBooleanField,
@@ -16,7 +15,7 @@ from breakpoints.api.fields import (
 from breakpoints.api.schema import ERROR_CODES, NOT_BLANK
 from breakpoints.choices import FileFormat, Status, Strategy
 from breakpoints.models import Breakpoint
-from breakpoints.services import MAX_TTL_SECONDS
+from breakpoints.payload import KEY_PATTERN
 from reviews.models import Feedback
 
 # --- documentation-only shapes ------------------------------------------------
@@ -248,46 +247,46 @@ PAYLOAD_SCHEMA = {
     "type": "object",
     "description": "The ctx.breakpoint() argument, any JSON object; these keys are validated.",
     "properties": {
-        "question": {"type": "string", "maxLength": payload_rules.MAX_QUESTION_LENGTH},
-        "title": _nullable({"type": "string", "maxLength": payload_rules.MAX_TITLE_LENGTH}),
+        "question": {"type": "string", "maxLength": limits.MAX_QUESTION_LENGTH},
+        "title": _nullable({"type": "string", "maxLength": limits.MAX_TITLE_LENGTH}),
         "breakpointId": {
             "type": "string",
-            "maxLength": payload_rules.MAX_KEY_LENGTH,
-            "pattern": payload_rules.KEY_PATTERN.pattern,
+            "maxLength": limits.MAX_KEY_LENGTH,
+            "pattern": KEY_PATTERN.pattern,
             "description": "The canonical key: dotted kebab-case.",
         },
         "strategy": {"type": "string", "enum": list(Strategy.values)},
         "attempt": {"type": "integer", "minimum": 1},
         "autoApproveAfterN": {
             "anyOf": [
-                {"type": "integer", "enum": [-1]},
+                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
                 {
                     "type": "integer",
-                    "minimum": 1,
-                    "maximum": payload_rules.MAX_AUTO_APPROVE_AFTER_N,
+                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
+                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
                 },
             ]
         },
         "presentAlwaysApprove": {"type": "boolean"},
         "previousFeedback": _nullable(
-            {"type": "string", "maxLength": payload_rules.MAX_PREVIOUS_FEEDBACK_LENGTH}
+            {"type": "string", "maxLength": limits.MAX_PREVIOUS_FEEDBACK_LENGTH}
         ),
         "tags": _nullable(
             {
                 "type": "array",
-                "maxItems": payload_rules.MAX_TAGS,
-                "items": _text(payload_rules.MAX_TAG_LENGTH),
+                "maxItems": limits.MAX_TAGS,
+                "items": _text(limits.MAX_TAG_LENGTH),
             }
         ),
         "expert": _nullable(
             {
                 "anyOf": [
-                    _text(payload_rules.MAX_EXPERT_NAME_LENGTH),
+                    _text(limits.MAX_EXPERT_NAME_LENGTH),
                     {
                         "type": "array",
                         "minItems": 1,
-                        "maxItems": payload_rules.MAX_EXPERTS,
-                        "items": _text(payload_rules.MAX_EXPERT_NAME_LENGTH),
+                        "maxItems": limits.MAX_EXPERTS,
+                        "items": _text(limits.MAX_EXPERT_NAME_LENGTH),
                     },
                 ]
             }
@@ -296,16 +295,16 @@ PAYLOAD_SCHEMA = {
             {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": payload_rules.MAX_OPTIONS,
+                "maxItems": limits.MAX_OPTIONS,
                 "description": "Labels, or {label, approved} objects (labels of objects unique).",
                 "items": {
                     "anyOf": [
-                        _text(payload_rules.MAX_OPTION_LENGTH),
+                        _text(limits.MAX_OPTION_LENGTH),
                         {
                             "type": "object",
                             "required": ["label"],
                             "properties": {
-                                "label": _text(payload_rules.MAX_OPTION_LENGTH),
+                                "label": _text(limits.MAX_OPTION_LENGTH),
                                 "approved": {"type": "boolean"},
                             },
                         },
@@ -317,19 +316,17 @@ PAYLOAD_SCHEMA = {
             {
                 "type": "object",
                 "properties": {
-                    "runId": _nullable(
-                        {"type": "string", "maxLength": payload_rules.MAX_RUN_ID_LENGTH}
-                    ),
+                    "runId": _nullable({"type": "string", "maxLength": limits.MAX_RUN_ID_LENGTH}),
                     "files": _nullable(
                         {
                             "type": "array",
-                            "maxItems": payload_rules.MAX_FILES,
+                            "maxItems": limits.MAX_FILES,
                             "items": {
                                 "type": "object",
                                 "required": ["path", "format"],
                                 "properties": {
                                     "path": {
-                                        **_text(payload_rules.MAX_PATH_LENGTH),
+                                        **_text(limits.MAX_PATH_LENGTH),
                                         "description": "Relative, without '..'.",
                                     },
                                     "format": {
@@ -339,13 +336,13 @@ PAYLOAD_SCHEMA = {
                                     "language": _nullable(
                                         {
                                             "type": "string",
-                                            "maxLength": payload_rules.MAX_LANGUAGE_LENGTH,
+                                            "maxLength": limits.MAX_LANGUAGE_LENGTH,
                                         }
                                     ),
                                     "content": _nullable(
                                         {
                                             "type": "string",
-                                            "maxLength": payload_rules.MAX_CONTENT_LENGTH,
+                                            "maxLength": limits.MAX_CONTENT_LENGTH,
                                         }
                                     ),
                                 },
@@ -367,8 +364,8 @@ class PayloadField(JSONObjectField):
 @extend_schema_field(
     {
         "type": "array",
-        "maxItems": payload_rules.MAX_TAGS,
-        "items": _text(payload_rules.MAX_TAG_LENGTH),
+        "maxItems": limits.MAX_TAGS,
+        "items": _text(limits.MAX_TAG_LENGTH),
     }
 )
 class TagInputField(TagListField):
@@ -376,18 +373,25 @@ class TagInputField(TagListField):
 
 
 class BreakpointCreateSerializer(serializers.Serializer):
-    agentId = StrictCharField(required=False, max_length=128)
-    runId = StrictCharField(required=False, allow_null=True, max_length=128)
-    title = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=500)
+    agentId = StrictCharField(required=False, max_length=limits.MAX_AGENT_ID_LENGTH)
+    runId = StrictCharField(required=False, allow_null=True, max_length=limits.MAX_RUN_ID_LENGTH)
+    title = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, max_length=limits.MAX_TITLE_LENGTH
+    )
     payload = PayloadField()
     tags = TagInputField(required=False, allow_null=True)
     ttlSeconds = StrictIntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_TTL_SECONDS
+        required=False,
+        allow_null=True,
+        min_value=limits.MIN_TTL_SECONDS,
+        max_value=limits.MAX_TTL_SECONDS,
     )
 
 
 class FeedbackCreateSerializer(serializers.Serializer):
-    comment = StrictCharField(required=False, allow_blank=True, default="", max_length=20_000)
+    comment = StrictCharField(
+        required=False, allow_blank=True, default="", max_length=limits.MAX_COMMENT_LENGTH
+    )
     release = StrictBooleanField(required=False, default=False)
     # Left out it is None: the chosen option's verdict decides, else true (approve).
     approved = StrictBooleanField(
@@ -401,7 +405,7 @@ class FeedbackCreateSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         default=None,
-        max_length=500,
+        max_length=limits.MAX_RELEASE_OPTION_LENGTH,
         help_text="The label of one of payload.options (any text when there are none); "
         "result.option. An option object's `approved` is the release's verdict.",
     )
@@ -441,4 +445,6 @@ class ManyStatusQuerySerializer(StatusQuerySerializer):
 
 
 class CancelSerializer(serializers.Serializer):
-    reason = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)
+    reason = StrictCharField(
+        required=False, allow_blank=True, default="", max_length=limits.MAX_REASON_LENGTH
+    )

@@ -27,10 +27,11 @@ from breakpoints.api.serializers import (
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
+from breakpoints.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
-from config.errors import InvalidInput, NotFound
+from config.exceptions import InvalidInput, NotFound
 
 
 def _errors(*codes: int) -> dict:
@@ -52,7 +53,12 @@ def _errors(*codes: int) -> dict:
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
     # Surrounding spaces are ignored, so it needs one other character.
-    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK},
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH,
+        "pattern": NOT_BLANK,
+    },
     OpenApiParameter.HEADER,
     description="Makes retries safe: the same key and body within 24 h return the first "
     "breakpoint (200); the same key with another body is 409 idempotency_conflict.",
@@ -98,11 +104,11 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         data = _validated(BreakpointCreateSerializer, request)
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is not None and (
-            not idempotency_key.strip() or len(idempotency_key) > 255
+            not idempotency_key.strip() or len(idempotency_key) > MAX_IDEMPOTENCY_KEY_LENGTH
         ):
             raise InvalidInput(
-                "Idempotency-Key must be 1 to 255 characters.",
-                {"Idempotency-Key": ["Must be 1 to 255 characters."]},
+                f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters.",
+                {"Idempotency-Key": [f"Must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters."]},
             )
         bp, created = services.breakpoint_create(
             actor=actor_for_request_user(request.user),

@@ -5,6 +5,7 @@ import secrets
 from django.db import models
 from django.db.models import Case, F, IntegerField, Q, Value, When
 
+from breakpoints import limits
 from breakpoints.choices import Status, Strategy
 
 
@@ -27,13 +28,18 @@ QUEUE_ORDER = (
 
 class Breakpoint(models.Model):
     id = models.CharField(
-        primary_key=True, max_length=40, default=new_breakpoint_id, editable=False
+        primary_key=True,
+        max_length=limits.BREAKPOINT_ID_LENGTH,
+        default=new_breakpoint_id,
+        editable=False,
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.WAITING)
-    agent_id = models.CharField(max_length=128)
-    run_id = models.CharField(max_length=128, null=True, blank=True)
-    title = models.CharField(max_length=500, null=True, blank=True)
-    key = models.CharField(max_length=255, help_text="Canonical identity across runs.")
+    agent_id = models.CharField(max_length=limits.MAX_AGENT_ID_LENGTH)
+    run_id = models.CharField(max_length=limits.MAX_RUN_ID_LENGTH, null=True, blank=True)
+    title = models.CharField(max_length=limits.MAX_TITLE_LENGTH, null=True, blank=True)
+    key = models.CharField(
+        max_length=limits.MAX_KEY_LENGTH, help_text="Canonical identity across runs."
+    )
     question = models.TextField(null=True, blank=True)
     payload = models.JSONField(default=dict)
     tags = models.JSONField(default=list, blank=True)
@@ -56,7 +62,9 @@ class Breakpoint(models.Model):
         help_text="One entry per seat that responded: seat, respondedBy, approved, feedback, "
         "option, respondedAt.",
     )
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    idempotency_key = models.CharField(
+        max_length=limits.MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
+    )
     request_hash = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:

@@ -4,7 +4,8 @@ import secrets
 
 from django.db import models
 
-from breakpoints.rule_patterns import MAX_PATTERN_LENGTH
+from breakpoints import limits
+from breakpoints.limits import MAX_PATTERN_LENGTH
 
 
 def new_rule_id() -> str:
@@ -43,7 +44,7 @@ class AutoApprovalRule(models.Model):
 class AlwaysBreakOnTag(models.Model):
     """A tag that always requires a manual decision, whatever auto-approve rules say."""
 
-    tag = models.CharField(max_length=100, unique=True)
+    tag = models.CharField(max_length=limits.MAX_TAG_LENGTH, unique=True)
     note = models.TextField(blank=True)
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

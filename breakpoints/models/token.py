@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from breakpoints import limits
 from breakpoints.choices import TokenKind
 
 
@@ -11,8 +12,8 @@ class ApiToken(models.Model):
     """A bearer token: bound to an agentId (agent) or to a person (user). Only a hash is kept."""
 
     kind = models.CharField(max_length=8, choices=TokenKind.choices)
-    name = models.CharField(max_length=200, blank=True)
-    agent_id = models.CharField(max_length=128, null=True, blank=True)
+    name = models.CharField(max_length=limits.MAX_TOKEN_NAME_LENGTH, blank=True)
+    agent_id = models.CharField(max_length=limits.MAX_AGENT_ID_LENGTH, null=True, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

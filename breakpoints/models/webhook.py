@@ -7,6 +7,8 @@ from urllib.parse import urlsplit, urlunsplit
 from django.db import models
 from django.db.models import Q
 
+from breakpoints import limits
+
 
 def new_delivery_id() -> str:
     """The `webhook-id` header: the same on every retry, so receivers can deduplicate."""
@@ -46,9 +48,9 @@ class WebhookEventType(models.TextChoices):
 
 
 class Webhook(models.Model):
-    url = models.URLField(max_length=2000)
+    url = models.URLField(max_length=limits.MAX_WEBHOOK_URL_LENGTH)
     secret = models.CharField(
-        max_length=200,
+        max_length=limits.MAX_WEBHOOK_SECRET_LENGTH,
         default=new_webhook_secret,
         help_text="whsec_<base64> is used base64-decoded; any other secret as UTF-8 bytes.",
     )

@@ -6,7 +6,7 @@
 - transitions: the locked, conditional, audited state change they all share
 """
 
-from breakpoints.services.create import MAX_TTL_SECONDS, breakpoint_create
+from breakpoints.services.create import breakpoint_create
 from breakpoints.services.decisions import (
     VOTING_STRATEGIES,
     breakpoint_always_approve,
@@ -25,7 +25,6 @@ from breakpoints.services.lifecycle import (
 )
 
 __all__ = [
-    "MAX_TTL_SECONDS",
     "TTL_ACTOR",
     "VOTING_STRATEGIES",
     "breakpoint_always_approve",

@@ -10,15 +10,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints import autoapproval, routing
+from breakpoints import autoapproval, limits, routing
 from breakpoints.actors import Actor
 from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.services.transitions import move, record
-from config.errors import Forbidden, IdempotencyConflict, InvalidInput
-
-MAX_TTL_SECONDS = 365 * 24 * 60 * 60
+from config.exceptions import Forbidden, IdempotencyConflict, InvalidInput
 
 
 def _request_hash(body: dict[str, Any]) -> str:
@@ -72,10 +70,13 @@ def breakpoint_create(
             "This token may only create breakpoints for its own agentId.",
             {"agentId": actor.agent_id},
         )
-    if ttl_seconds is not None and not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
+    if (
+        ttl_seconds is not None
+        and not limits.MIN_TTL_SECONDS <= ttl_seconds <= limits.MAX_TTL_SECONDS
+    ):
         raise InvalidInput(
-            f"ttlSeconds must be between 1 and {MAX_TTL_SECONDS}.",
-            {"ttlSeconds": [f"Must be between 1 and {MAX_TTL_SECONDS}."]},
+            f"ttlSeconds must be between {limits.MIN_TTL_SECONDS} and {limits.MAX_TTL_SECONDS}.",
+            {"ttlSeconds": [f"Must be between 1 and {limits.MAX_TTL_SECONDS}."]},
         )
     fields = resolve_fields(payload=payload, title=title, tags=tags)
     body = {
@@ -102,7 +103,9 @@ def breakpoint_create(
                 key=fields.key,
                 tags=fields.tags,
                 experts=experts,
-                auto_approve_after_n=payload.get("autoApproveAfterN", autoapproval.NO_THRESHOLD),
+                auto_approve_after_n=payload.get(
+                    "autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD
+                ),
                 agent_id=agent_id,
             )
             bp = Breakpoint.objects.create(

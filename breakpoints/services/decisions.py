@@ -17,7 +17,7 @@ from breakpoints.payload import options_of
 from breakpoints.services.lifecycle import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.wakeups import announce
-from config.errors import Forbidden, InvalidInput, InvalidState
+from config.exceptions import Forbidden, InvalidInput, InvalidState
 from reviews.models import Feedback
 
 

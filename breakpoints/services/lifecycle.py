@@ -15,7 +15,7 @@ from breakpoints.models import Breakpoint
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from breakpoints.webhooks import deliveries_enqueue_bulk
-from config.errors import Forbidden, InvalidInput
+from config.exceptions import Forbidden, InvalidInput
 
 TTL_ACTOR = Actor.system("ttl")
 EXPIRE_BATCH_SIZE = 1000

@@ -15,7 +15,7 @@ from breakpoints.choices import ALLOWED_TRANSITIONS, Status
 from breakpoints.models import Breakpoint, WebhookEventType
 from breakpoints.wakeups import announce
 from breakpoints.webhooks import deliveries_enqueue
-from config.errors import InvalidState, NotFound
+from config.exceptions import InvalidState, NotFound
 
 _TIMESTAMP_FIELD = {
     Status.RELEASED: "released_at",

@@ -31,7 +31,8 @@ from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
 from config import asgi_http
-from config.errors import DomainError, RateLimited, envelope
+from config.errors import envelope, http_status
+from config.exceptions import DomainError, RateLimited
 from config.logging import current_request_id
 from config.metrics import count_status_request
 
@@ -114,7 +115,7 @@ class WaitingApp:
         except DomainError as exc:
             body = envelope(exc.code, exc.message, exc.details)
             retry_after = exc.retry_after if isinstance(exc, RateLimited) else RETRY_AFTER_SECONDS
-            await _respond(send, exc.status_code, body, request_id, retry_after=retry_after)
+            await _respond(send, http_status(exc), body, request_id, retry_after=retry_after)
         except TooManyWaiters as exc:
             await _too_many(send, exc, request_id)
         except (DatabaseError, PoolTimeout):

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from config.errors import InvalidInput
+from breakpoints.limits import BREAKPOINT_ID_LENGTH
+from config.exceptions import InvalidInput
 
 _WAIT = re.compile(r"^[0-9]{1,4}$")
 # Ids are bp-<hex>; anything longer, or with NUL (which PostgreSQL text cannot hold), is
 # simply not found, never an error that would confirm anything.
-MAX_ID_LENGTH = 40
 
 
 @dataclass(frozen=True)
@@ -66,4 +66,4 @@ def parse_status_query(*, ids: list[str], wait: list[str], many: bool) -> Status
 
 def is_possible_id(value: str) -> bool:
     """Whether `value` could name a breakpoint at all (else it is not found, unqueried)."""
-    return 0 < len(value) <= MAX_ID_LENGTH and "\x00" not in value
+    return 0 < len(value) <= BREAKPOINT_ID_LENGTH and "\x00" not in value

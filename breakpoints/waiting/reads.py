@@ -11,7 +11,7 @@ from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.api.permissions import IsAgentOrReviewer
 from breakpoints.authentication import principal_for_token, verify_bearer
 from breakpoints.waiting.query import StatusQuery, is_possible_id, parse_status_query
-from config.errors import Forbidden
+from config.exceptions import Forbidden
 
 Rows = dict[str, dict[str, Any]]
 

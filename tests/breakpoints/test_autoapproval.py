@@ -22,7 +22,7 @@ from breakpoints.services import (
     breakpoint_expire,
     feedback_add,
 )
-from config.errors import Forbidden, InvalidInput, NotFound
+from config.exceptions import Forbidden, InvalidInput, NotFound
 from reviews.models import Feedback
 
 SYSTEM = Actor.system("test")

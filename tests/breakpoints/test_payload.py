@@ -15,7 +15,7 @@ from breakpoints.payload import (
     validate_payload,
     validate_tags,
 )
-from config.errors import InvalidInput
+from config.exceptions import InvalidInput
 
 
 def errors_of(payload) -> dict:

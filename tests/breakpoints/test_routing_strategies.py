@@ -12,7 +12,7 @@ from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.routing import seat_summary
 from breakpoints.services import feedback_add, votes_outcome
-from config.errors import Forbidden, InvalidState
+from config.exceptions import Forbidden, InvalidState
 from reviews.models import Feedback
 from tests.factories import UserFactory
 

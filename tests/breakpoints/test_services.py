@@ -18,7 +18,7 @@ from breakpoints.services import (
     feedback_add,
     transitions,
 )
-from config.errors import Forbidden, InvalidInput, InvalidState, NotFound
+from config.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from reviews.models import Feedback
 from tests.factories import UserFactory
 

@@ -16,7 +16,7 @@ from breakpoints.tokens import (
     token_create_for_user,
     token_revoke,
 )
-from config.errors import InvalidInput, NotFound
+from config.exceptions import InvalidInput, NotFound
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory
 

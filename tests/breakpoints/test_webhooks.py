@@ -24,7 +24,7 @@ from breakpoints import webhooks
 from breakpoints.actors import Actor
 from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
-from config.errors import InvalidInput, InvalidState, NotFound
+from config.exceptions import InvalidInput, InvalidState, NotFound
 from tests.webhook_receiver import WebhookReceiver, expected_signature
 
 LOOPBACK = ["127.0.0.1"]

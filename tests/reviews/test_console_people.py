@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from breakpoints.accounts import person_set_role
 from breakpoints.actors import Actor
-from config.errors import Forbidden
+from config.exceptions import Forbidden
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.reviews.conftest import session_client
 

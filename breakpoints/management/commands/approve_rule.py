@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from breakpoints.actors import Actor
 from breakpoints.autoapproval import rule_create
 from breakpoints.models import RuleAction
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 CLI_ACTOR = Actor.system("cli")
 

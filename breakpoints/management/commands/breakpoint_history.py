@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.autoapproval import history
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.accounts import reviewer_create
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.actors import Actor
 from breakpoints.autoapproval import rule_remove
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class Command(BaseCommand):

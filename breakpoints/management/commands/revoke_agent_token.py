@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.tokens import token_revoke
-from config.errors import DomainError
+from config.exceptions import DomainError
 
 
 class Command(BaseCommand):

@@ -4,10 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from breakpoints.autoapproval import NO_THRESHOLD, check_key, evaluate
-from config.errors import DomainError
-
-MAX_AGENT_ID_LENGTH = 128  # Breakpoint.agent_id
+from breakpoints.autoapproval import check_key, evaluate
+from breakpoints.limits import MAX_AGENT_ID_LENGTH, NO_AUTO_APPROVE_THRESHOLD
+from breakpoints.payload import auto_approve_after_n_problem
+from config.exceptions import DomainError
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--after-n",
             type=int,
-            default=NO_THRESHOLD,
+            default=NO_AUTO_APPROVE_THRESHOLD,
             dest="after_n",
             help="The breakpoint's autoApproveAfterN (default -1: none).",
         )
@@ -46,8 +46,9 @@ class Command(BaseCommand):
         as_json: bool,
         **options,
     ):
-        if after_n == 0 or after_n < NO_THRESHOLD:
-            raise CommandError("--after-n must be -1 (disabled) or a whole number >= 1.")
+        problem = auto_approve_after_n_problem(after_n)
+        if problem:
+            raise CommandError(f"--after-n: {problem}")
         if agent_id is not None and not 1 <= len(agent_id) <= MAX_AGENT_ID_LENGTH:
             raise CommandError(f"--agent must be 1 to {MAX_AGENT_ID_LENGTH} characters.")
         try:

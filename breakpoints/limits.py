@@ -1,0 +1,53 @@
+"""Every size and range limit of the product, in one place.
+
+Serializers, forms, filters, models, commands and services import these; nothing retypes
+a number. Database column sizes are limits too: a model's max_length names one of these.
+"""
+
+# --- the breakpoint's own fields ---------------------------------------------------
+BREAKPOINT_ID_LENGTH = 40  # Breakpoint.id (bp_ + random); longer ids are never queried
+MAX_AGENT_ID_LENGTH = 128
+MAX_RUN_ID_LENGTH = 128
+MAX_TITLE_LENGTH = 500
+MAX_KEY_LENGTH = 255
+MIN_TTL_SECONDS = 1
+MAX_TTL_SECONDS = 365 * 24 * 60 * 60
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+# --- payload (babysitter's ctx.breakpoint() argument) --------------------------------
+MAX_TAGS = 50
+MAX_TAG_LENGTH = 100
+MAX_FILES = 100
+MAX_PATH_LENGTH = 1000
+MAX_LANGUAGE_LENGTH = 50
+# A file's text may use most of the request body (BPM_MAX_BODY_BYTES, 5 MiB by default).
+MAX_CONTENT_LENGTH = 5_000_000
+# A question is read by a human on the review page: ~10 printed pages is already too long.
+MAX_QUESTION_LENGTH = 20_000
+MAX_PREVIOUS_FEEDBACK_LENGTH = 10_000
+MAX_EXPERTS = 20
+# Expert names are group names or usernames, both at most 150 characters in Django.
+MAX_EXPERT_NAME_LENGTH = 150
+MAX_OPTIONS = 20
+MAX_OPTION_LENGTH = 200
+MAX_NESTING = 100
+# Free-form keys are stored, echoed and rendered whole; a human-sized request holds far
+# fewer values than this (1.7 million numbers fit in 5 MiB and took ~0.9 s to store).
+MAX_PAYLOAD_VALUES = 100_000
+# autoApproveAfterN: -1 (none) or 1..MAX consecutive approvals; MAX is also a query LIMIT.
+NO_AUTO_APPROVE_THRESHOLD = -1
+MIN_AUTO_APPROVE_AFTER_N = 1
+MAX_AUTO_APPROVE_AFTER_N = 1_000
+
+# --- what reviewers and admins write ------------------------------------------------
+MAX_COMMENT_LENGTH = 20_000
+# The option a release names: a label of payload.options, or free text when there are none.
+MAX_RELEASE_OPTION_LENGTH = 500
+MAX_REASON_LENGTH = 2000  # cancel and expire
+MAX_RULE_NOTE_LENGTH = 2000
+MAX_PATTERN_LENGTH = 500  # an auto-approval rule's pattern, in canonical form
+MAX_SEARCH_LENGTH = 200
+MAX_TOKEN_NAME_LENGTH = 200
+MAX_WEBHOOK_URL_LENGTH = 2000
+MAX_WEBHOOK_SECRET_LENGTH = 200
+MAX_GROUP_NAME_LENGTH = 150  # Django's auth.Group.name
