@@ -7,7 +7,6 @@ from django import forms
 from django.db import connection
 from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
@@ -21,6 +20,7 @@ from breakpoints.limits import (
     MAX_TAG_LENGTH,
 )
 from breakpoints.models import Breakpoint
+from breakpoints.models.breakpoint import BreakpointQuerySet
 
 
 class TagValuesField(forms.Field):
@@ -142,12 +142,11 @@ class BreakpointFilter(django_filters.FilterSet):
         model = Breakpoint
         fields: list[str] = []
 
-    def filter_status(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+    def filter_status(self, qs: BreakpointQuerySet, name: str, value: str) -> QuerySet:
         """`waiting` leaves out breakpoints already past expiresAt (the sweep is due)."""
-        qs = qs.filter(status=value)
         if value == Status.WAITING:
-            qs = qs.exclude(expires_at__lte=timezone.now())
-        return qs
+            return qs.waiting()
+        return qs.filter(status=value)
 
     def filter_search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()

@@ -24,7 +24,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
-from breakpoints import routing, selectors
+from breakpoints import routing, services
 from breakpoints.actors import Actor, is_admin, is_reviewer
 from breakpoints.admin.base import ReviewerReadOnly
 from breakpoints.choices import Status
@@ -130,7 +130,9 @@ class QueueChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         # An overdue waiting row is expired now (rare), so the queue never shows it waiting.
-        self.result_list = rows = selectors.expire_overdue(list(self.result_list), request.user)
+        self.result_list = rows = services.breakpoints_page_read(
+            request.user, list(self.result_list)
+        )
         names = {name for bp in rows for name in _experts(bp)}
         resolved = routing.resolve(names)  # two queries per page at most, none without experts
         for bp in rows:
@@ -276,7 +278,7 @@ class BreakpointAdmin(admin.ModelAdmin):
             return "—"
         if bp.expires_at is None:
             return "no expiry"
-        if bp.expires_at <= now:
+        if bp.is_overdue(now):
             return "overdue"
         return rendering.compact_duration(bp.expires_at - now)
 

@@ -16,8 +16,9 @@ WAITING_BADGE_CAP = 1_000
 
 
 def _waiting_count() -> int | str:
-    # One capped COUNT over the bp_waiting_created partial index, at most once a page.
-    waiting = Breakpoint.objects.filter(status=Status.WAITING).order_by().values("pk")
+    # One capped COUNT over the bp_waiting_created partial index, at most once a page;
+    # overdue rows are not counted (the API no longer calls them waiting either).
+    waiting = Breakpoint.objects.waiting().order_by().values("pk")
     count = waiting[: WAITING_BADGE_CAP + 1].count()
     return f"{WAITING_BADGE_CAP:,}+" if count > WAITING_BADGE_CAP else count
 

@@ -11,6 +11,7 @@ from typing import Any
 from breakpoints import routing
 from breakpoints.choices import Strategy
 from breakpoints.models import Breakpoint
+from breakpoints.voting import majority
 
 STRATEGY_HELP: dict[str, str] = {
     Strategy.SINGLE: "one response decides",
@@ -58,11 +59,11 @@ def _missing(strategy: str, seats: list[SeatRow]) -> str:
     if not open_names:
         return ""
     if strategy == Strategy.QUORUM:
-        majority = len(seats) // 2 + 1
+        needed_total = majority(len(seats))
         approvals = sum(1 for seat in seats if seat.decision == "approved")
-        needed = max(majority - approvals, 0)
+        needed = max(needed_total - approvals, 0)
         return (
-            f"{needed} more approval(s) needed for a majority ({majority} of {len(seats)} "
+            f"{needed} more approval(s) needed for a majority ({needed_total} of {len(seats)} "
             f"seats); not yet voted: {open_names}."
         )
     if strategy == Strategy.COLLECT_ALL:

@@ -84,7 +84,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
         assert page is not None  # the cursor paginator always pages (page_size is set)
-        page = selectors.expire_overdue(page, request.user)
+        page = services.breakpoints_page_read(request.user, page)
         seats = routing.resolve({name for bp in page for name in bp.experts})
         return self.get_paginated_response(
             BreakpointSerializer(page, many=True, context={"seats": seats}).data
@@ -120,7 +120,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             ttl_seconds=data.get("ttlSeconds"),
             idempotency_key=idempotency_key.strip() if idempotency_key else None,
         )
-        bp = selectors.breakpoint_get(request.user, bp.pk)
+        bp = services.breakpoint_read(request.user, bp.pk)
         return Response(
             BreakpointSerializer(bp).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -131,7 +131,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         responses={200: BreakpointSerializer, **_errors(401, 403, 404)},
     )
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(BreakpointSerializer(selectors.breakpoint_get(request.user, pk)).data)
+        return Response(BreakpointSerializer(services.breakpoint_read(request.user, pk)).data)
 
     @extend_schema(
         summary="Poll a breakpoint's status",

@@ -1,11 +1,15 @@
 """The breakpoint: one pause an agent posted, waiting for a human or a rule."""
 
 import secrets
+from datetime import datetime
+from typing import Any
 
 from django.db import models
 from django.db.models import Case, F, IntegerField, Q, Value, When
+from django.utils import timezone
 
 from breakpoints import limits
+from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.choices import Status, Strategy
 
 
@@ -24,6 +28,36 @@ QUEUE_ORDER = (
     F("created_at").desc(),
     F("id").desc(),
 )
+
+
+def is_overdue(status: str, expires_at: datetime | None, now: datetime | None = None) -> bool:
+    """Waiting past its expiresAt: the clock has decided, the sweep (or a read) expires it.
+
+    The one definition of "overdue"; BreakpointQuerySet.overdue() is the same in SQL.
+    """
+    return (
+        status == Status.WAITING
+        and expires_at is not None
+        and expires_at <= (now or timezone.now())
+    )
+
+
+class BreakpointQuerySet(models.QuerySet["Breakpoint"]):
+    def waiting(self, now: datetime | None = None) -> "BreakpointQuerySet":
+        """Waiting and not overdue: what the API and the console call waiting."""
+        return self.filter(status=Status.WAITING).exclude(expires_at__lte=now or timezone.now())
+
+    def overdue(self, now: datetime | None = None) -> "BreakpointQuerySet":
+        """Still marked waiting, but past expiresAt (see is_overdue)."""
+        return self.filter(status=Status.WAITING, expires_at__lte=now or timezone.now())
+
+    def visible_to(self, user: Any) -> "BreakpointQuerySet":
+        """An agent sees its own breakpoints; reviewers and admins all; anyone else none."""
+        if isinstance(user, AgentPrincipal):
+            return self.filter(agent_id=user.agent_id)
+        if is_reviewer(user):
+            return self.all()
+        return self.none()
 
 
 class Breakpoint(models.Model):
@@ -66,6 +100,8 @@ class Breakpoint(models.Model):
         max_length=limits.MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
     )
     request_hash = models.CharField(max_length=64, null=True, blank=True)
+
+    objects = BreakpointQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -112,3 +148,6 @@ class Breakpoint(models.Model):
     @property
     def is_waiting(self) -> bool:
         return self.status == Status.WAITING
+
+    def is_overdue(self, now: datetime | None = None) -> bool:
+        return is_overdue(self.status, self.expires_at, now)

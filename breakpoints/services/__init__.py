@@ -2,27 +2,32 @@
 
 - create: breakpoint_create (validation, Idempotency-Key, auto-approval at birth)
 - decisions: feedback_add (comment, release, votes), breakpoint_always_approve
-- lifecycle: breakpoint_cancel, breakpoint_expire, the TTL sweep, retention
+- lifecycle: breakpoint_cancel, retention (breakpoints_purge)
+- expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep
+- reads: reads that first expire what is overdue, for views (selectors only read)
 - transitions: the locked, conditional, audited state change they all share
 """
 
 from breakpoints.services.create import breakpoint_create
 from breakpoints.services.decisions import (
-    VOTING_STRATEGIES,
     breakpoint_always_approve,
     feedback_add,
     release_preview,
-    votes_outcome,
 )
-from breakpoints.services.lifecycle import (
+from breakpoints.services.expiry import (
     TTL_ACTOR,
-    breakpoint_cancel,
     breakpoint_expire,
     breakpoint_expire_if_due,
     breakpoints_expire_due,
-    breakpoints_purge,
-    is_overdue,
 )
+from breakpoints.services.lifecycle import breakpoint_cancel, breakpoints_purge
+from breakpoints.services.reads import (
+    breakpoint_read,
+    breakpoint_status_read,
+    breakpoint_statuses_read,
+    breakpoints_page_read,
+)
+from breakpoints.voting import VOTING_STRATEGIES
 
 __all__ = [
     "TTL_ACTOR",
@@ -32,10 +37,12 @@ __all__ = [
     "breakpoint_create",
     "breakpoint_expire",
     "breakpoint_expire_if_due",
+    "breakpoint_read",
+    "breakpoint_status_read",
+    "breakpoint_statuses_read",
     "breakpoints_expire_due",
+    "breakpoints_page_read",
     "breakpoints_purge",
     "feedback_add",
-    "is_overdue",
     "release_preview",
-    "votes_outcome",
 ]

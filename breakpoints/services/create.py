@@ -15,6 +15,7 @@ from breakpoints.actors import Actor
 from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
+from breakpoints.results import result_auto_approved
 from breakpoints.services.transitions import move, record
 from config.exceptions import Forbidden, IdempotencyConflict, InvalidInput
 
@@ -62,76 +63,34 @@ def breakpoint_create(
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
     """
-    if actor.agent_id is None:  # not an agent
-        raise Forbidden("Only agent tokens can create breakpoints.")
-    agent_id = agent_id if agent_id is not None else actor.agent_id
-    if agent_id != actor.agent_id:
-        raise Forbidden(
-            "This token may only create breakpoints for its own agentId.",
-            {"agentId": actor.agent_id},
-        )
-    if (
-        ttl_seconds is not None
-        and not limits.MIN_TTL_SECONDS <= ttl_seconds <= limits.MAX_TTL_SECONDS
-    ):
-        raise InvalidInput(
-            f"ttlSeconds must be between {limits.MIN_TTL_SECONDS} and {limits.MAX_TTL_SECONDS}.",
-            {"ttlSeconds": [f"Must be between 1 and {limits.MAX_TTL_SECONDS}."]},
-        )
+    agent_id = _creating_agent(actor, agent_id)
+    _check_ttl(ttl_seconds)
     fields = resolve_fields(payload=payload, title=title, tags=tags)
-    body = {
-        "agentId": agent_id,
-        "runId": run_id,
-        "title": title,
-        "payload": payload,
-        "tags": tags,
-        "ttlSeconds": ttl_seconds,
-    }
+    body = {"agentId": agent_id, "runId": run_id, "title": title, "payload": payload}
+    body.update(tags=tags, ttlSeconds=ttl_seconds)
     request_hash = _request_hash(body) if idempotency_key else None
-
     if idempotency_key:
         existing = _idempotent_match(
             agent_id=agent_id, key=idempotency_key, request_hash=request_hash
         )
         if existing is not None:
             return existing, False
-    experts = routing.expert_names(payload.get("expert"))
-    now = timezone.now()
+    row = Breakpoint(
+        agent_id=agent_id,
+        run_id=run_id or _context_run_id(payload),
+        title=fields.title,
+        key=fields.key,
+        question=fields.question,
+        payload=payload,
+        tags=fields.tags,
+        ttl_seconds=ttl_seconds,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        experts=routing.expert_names(payload.get("expert")),
+        strategy=payload.get("strategy") or Strategy.SINGLE,
+    )
     try:
-        with transaction.atomic():
-            verdict = autoapproval.evaluate(
-                key=fields.key,
-                tags=fields.tags,
-                experts=experts,
-                auto_approve_after_n=payload.get(
-                    "autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD
-                ),
-                agent_id=agent_id,
-            )
-            bp = Breakpoint.objects.create(
-                agent_id=agent_id,
-                run_id=run_id or _context_run_id(payload),
-                title=fields.title,
-                key=fields.key,
-                question=fields.question,
-                payload=payload,
-                tags=fields.tags,
-                ttl_seconds=ttl_seconds,
-                expires_at=now + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
-                idempotency_key=idempotency_key,
-                request_hash=request_hash,
-                experts=experts,
-                strategy=payload.get("strategy") or Strategy.SINGLE,
-                auto_approval=verdict.as_dict(),
-            )
-            record(
-                bp,
-                type=EventType.CREATED,
-                actor=actor,
-                metadata={"statusTo": Status.WAITING, "key": bp.key},
-            )
-            if verdict.recommended:
-                _auto_release(bp, verdict)
+        return _insert(row, actor=actor), True
     except IntegrityError:
         # A concurrent retry with the same Idempotency-Key won the insert.
         if idempotency_key:
@@ -141,7 +100,54 @@ def breakpoint_create(
             if existing is not None:
                 return existing, False
         raise
-    return bp, True
+
+
+def _creating_agent(actor: Actor, agent_id: str | None) -> str:
+    """The agentId the breakpoint is for: only an agent creates, and only for itself."""
+    if actor.agent_id is None:  # not an agent
+        raise Forbidden("Only agent tokens can create breakpoints.")
+    if agent_id is not None and agent_id != actor.agent_id:
+        raise Forbidden(
+            "This token may only create breakpoints for its own agentId.",
+            {"agentId": actor.agent_id},
+        )
+    return actor.agent_id
+
+
+def _check_ttl(ttl_seconds: int | None) -> None:
+    low, high = limits.MIN_TTL_SECONDS, limits.MAX_TTL_SECONDS
+    if ttl_seconds is not None and not low <= ttl_seconds <= high:
+        raise InvalidInput(
+            f"ttlSeconds must be between {low} and {high}.",
+            {"ttlSeconds": [f"Must be between {low} and {high}."]},
+        )
+
+
+def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
+    """Save a new breakpoint with the rules' verdict, record it, auto-release if they say so."""
+    with transaction.atomic():
+        verdict = autoapproval.evaluate(
+            key=bp.key,
+            tags=bp.tags,
+            experts=bp.experts,
+            auto_approve_after_n=bp.payload.get(
+                "autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD
+            ),
+            agent_id=bp.agent_id,
+        )
+        now = timezone.now()
+        bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
+        bp.auto_approval = verdict.as_dict()
+        bp.save(force_insert=True)
+        record(
+            bp,
+            type=EventType.CREATED,
+            actor=actor,
+            metadata={"statusTo": Status.WAITING, "key": bp.key},
+        )
+        if verdict.recommended:
+            _auto_release(bp, verdict)
+    return bp
 
 
 def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
@@ -153,27 +159,10 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         bp,
         to=Status.RELEASED,
         actor=rule_actor,
-        result=_auto_result(responder, f"Auto-approved: {verdict.reason}"),
+        result=result_auto_approved(responder=responder, reason=verdict.reason, at=timezone.now()),
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
     )
-
-
-def _auto_result(responder: str, feedback: str) -> dict[str, Any]:
-    """The same BreakpointResult shape as a reviewer's release, with the rule as responder."""
-    vote = {
-        "respondedBy": responder,
-        "approved": True,
-        "feedback": feedback,
-        "respondedAt": timezone.now().isoformat(),
-    }
-    return {
-        "approved": True,
-        "response": feedback,
-        "feedback": feedback,
-        "respondedBy": responder,
-        "allResponses": [vote],
-    }
 
 
 def _context_run_id(payload: dict[str, Any]) -> str | None:

@@ -1,6 +1,5 @@
 """Reviewers' decisions: comments, releases, votes of routed seats, "Always approve"."""
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,96 +10,16 @@ from django.utils import timezone
 from audit.models import EventType
 from breakpoints import autoapproval, routing
 from breakpoints.actors import Actor, is_reviewer
-from breakpoints.choices import Status, Strategy
+from breakpoints.choices import Status
 from breakpoints.models import AutoApprovalRule, Breakpoint
 from breakpoints.payload import options_of
-from breakpoints.services.lifecycle import breakpoint_expire_if_due
+from breakpoints.results import result_released, result_voted, vote
+from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
+from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
 from config.exceptions import Forbidden, InvalidInput, InvalidState
 from reviews.models import Feedback
-
-
-def _vote(
-    *,
-    approved: bool,
-    comment: str,
-    option: str | None,
-    responder: str,
-    at: datetime,
-    seat: str | None = None,
-) -> dict[str, Any]:
-    """One response, as listed in result.allResponses (and Breakpoint.votes)."""
-    vote: dict[str, Any] = {
-        "respondedBy": responder,
-        "approved": approved,
-        "feedback": comment,
-        "respondedAt": at.isoformat(),
-    }
-    if option is not None:
-        vote["option"] = option
-    if seat is not None:
-        vote["seat"] = seat
-    return vote
-
-
-def _release_result(vote: dict[str, Any]) -> dict[str, Any]:
-    """A babysitter BreakpointResult for one reviewer's deciding release."""
-    result: dict[str, Any] = {
-        "approved": vote["approved"],
-        "response": vote["feedback"],
-        "feedback": vote["feedback"],
-        "respondedBy": vote["respondedBy"],
-    }
-    if "option" in vote:
-        result["option"] = vote["option"]
-    result["allResponses"] = [vote]
-    return result
-
-
-VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
-
-
-def votes_outcome(strategy: str, seat_count: int, approvals: list[bool]) -> bool | None:
-    """The decision the votes so far make (True/False), or None while it is still open.
-
-    collect-all: every seat votes; approved only if all approved. quorum: approved once
-    more than half the seats approved, rejected once such a majority is out of reach.
-    """
-    approved = sum(1 for vote in approvals if vote)
-    if strategy == Strategy.COLLECT_ALL:
-        return approved == seat_count if len(approvals) >= seat_count else None
-    if strategy == Strategy.QUORUM:
-        majority = seat_count // 2 + 1
-        if approved >= majority:
-            return True
-        if approved + (seat_count - len(approvals)) < majority:
-            return False
-        return None
-    return approvals[-1] if approvals else None
-
-
-def _votes_result(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The BreakpointResult of a collect-all or quorum decision.
-
-    feedback/response join the comments of the side that won (so a rejected agent reads
-    why); option is the one most chosen on that side; respondedBy lists every voter.
-    """
-    winning = [vote for vote in votes if vote["approved"] is approved]
-    comments = [vote for vote in winning if vote["feedback"].strip()]
-    if len(comments) == 1:
-        text = comments[0]["feedback"]
-    else:
-        text = "\n".join(
-            f"{vote['respondedBy']} ({vote['seat']}): {vote['feedback']}" for vote in comments
-        )
-    result: dict[str, Any] = {"approved": approved, "response": text, "feedback": text}
-    options = [vote["option"] for vote in winning if vote.get("option")]
-    if options:
-        result["option"] = Counter(options).most_common(1)[0][0]
-    result["respondedBy"] = list(dict.fromkeys(vote["respondedBy"] for vote in votes))
-    result["allResponses"] = votes
-    return result
 
 
 @dataclass(frozen=True)
@@ -171,7 +90,7 @@ def _release(
         seats = routing.seats_for(bp.experts)
         seat_count = len(seats)
         seat = routing.seat_for_response(actor.user, seats, [v.get("seat") for v in bp.votes])
-    vote = _vote(
+    response = vote(
         approved=approved,
         comment=comment,
         option=option,
@@ -179,12 +98,12 @@ def _release(
         at=at,
         seat=seat.name if seat else None,
     )
-    votes = [*bp.votes, vote]
+    votes = [*bp.votes, response]
     if seat is not None and bp.strategy in VOTING_STRATEGIES:
         decision = votes_outcome(bp.strategy, seat_count, [v["approved"] for v in votes])
-        result = _votes_result(decision, votes) if decision is not None else None
+        result = result_voted(decision, votes) if decision is not None else None
         return Release(seat, votes, decision, result)
-    return Release(seat, votes, approved, _release_result(vote))
+    return Release(seat, votes, approved, result_released(response))
 
 
 def release_preview(
@@ -236,19 +155,7 @@ def feedback_add(
             if release
             else None
         )
-        feedback = Feedback.objects.create(
-            breakpoint=bp,
-            author=actor.name,
-            author_user=actor.user,
-            comment=comment,
-            releases=outcome is not None and outcome.decision is not None,
-            approved=verdict if release else None,
-            option=option if release else None,
-        )
-        metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": release}
-        if outcome is not None and outcome.seat is not None:
-            metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}
-        record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
+        feedback = _feedback_record(bp, actor, comment, outcome, verdict=verdict, option=option)
         if outcome is None:
             return feedback, bp
         if outcome.decision is None or outcome.result is None:  # both None until decided
@@ -264,6 +171,33 @@ def feedback_add(
             also={"votes": outcome.votes},
         )
     return feedback, bp
+
+
+def _feedback_record(
+    bp: Breakpoint,
+    actor: Actor,
+    comment: str,
+    outcome: Release | None,
+    *,
+    verdict: bool,
+    option: str | None,
+) -> Feedback:
+    """The comment and its event; a release (outcome) also stores its verdict and option."""
+    releasing = outcome is not None
+    feedback = Feedback.objects.create(
+        breakpoint=bp,
+        author=actor.name,
+        author_user=actor.user,
+        comment=comment,
+        releases=outcome is not None and outcome.decision is not None,
+        approved=verdict if releasing else None,
+        option=option if releasing else None,
+    )
+    metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing}
+    if outcome is not None and outcome.seat is not None:
+        metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}
+    record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
+    return feedback
 
 
 def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:

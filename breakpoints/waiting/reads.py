@@ -6,7 +6,7 @@ own breakpoints, reviewers and admins all, anyone else is refused.
 
 from typing import Any
 
-from breakpoints import selectors
+from breakpoints import services
 from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.api.permissions import IsAgentOrReviewer
 from breakpoints.authentication import principal_for_token, verify_bearer
@@ -27,7 +27,7 @@ def authenticate(raw_token: str, address: str) -> Any:
 def statuses(principal: Any, ids: tuple[str, ...]) -> Rows:
     """The visible ones among `ids`; impossible ids are not queried at all."""
     possible = [value for value in ids if is_possible_id(value)]
-    return selectors.breakpoint_statuses(principal, possible) if possible else {}
+    return services.breakpoint_statuses_read(principal, possible) if possible else {}
 
 
 def begin(

@@ -11,7 +11,8 @@ from audit.models import Event
 from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.routing import seat_summary
-from breakpoints.services import feedback_add, votes_outcome
+from breakpoints.services import feedback_add
+from breakpoints.voting import votes_outcome
 from config.exceptions import Forbidden, InvalidState
 from reviews.models import Feedback
 from tests.factories import UserFactory

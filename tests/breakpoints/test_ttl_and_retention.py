@@ -29,7 +29,7 @@ from breakpoints.services import (
     breakpoints_expire_due,
     breakpoints_purge,
     feedback_add,
-    lifecycle,
+    expiry,
 )
 from reviews.models import Feedback
 from tests.factories import BreakpointFactory
@@ -363,7 +363,7 @@ def test_a_breakpoint_released_between_selection_and_update_is_not_expired(
 ):
     subscribe("https://example.com/expired", ["expired"])
     first, raced, last = [make_breakpoint(ttl_seconds=60) for _ in range(3)]
-    lock_due = lifecycle._lock_due
+    lock_due = expiry._lock_due
 
     def select_then_release(**kwargs):
         due = lock_due(**kwargs)
@@ -375,7 +375,7 @@ def test_a_breakpoint_released_between_selection_and_update_is_not_expired(
         )
         return due
 
-    monkeypatch.setattr(lifecycle, "_lock_due", select_then_release)
+    monkeypatch.setattr(expiry, "_lock_due", select_then_release)
 
     assert breakpoints_expire_due(now=later()) == 2
 

@@ -1,0 +1,96 @@
+"""The BreakpointResult an agent receives, for every way a breakpoint ends.
+
+babysitter's shape: approved, response/feedback, option, respondedBy, allResponses. Each
+ending has one builder here; services pick the builder, never the keys.
+"""
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+
+def vote(
+    *,
+    approved: bool,
+    comment: str,
+    option: str | None,
+    responder: str,
+    at: datetime,
+    seat: str | None = None,
+) -> dict[str, Any]:
+    """One response, as listed in result.allResponses (and Breakpoint.votes)."""
+    response: dict[str, Any] = {
+        "respondedBy": responder,
+        "approved": approved,
+        "feedback": comment,
+        "respondedAt": at.isoformat(),
+    }
+    if option is not None:
+        response["option"] = option
+    if seat is not None:
+        response["seat"] = seat
+    return response
+
+
+def result_released(deciding_vote: dict[str, Any]) -> dict[str, Any]:
+    """One response decides: a reviewer's release, or a rule's auto-approval."""
+    result: dict[str, Any] = {
+        "approved": deciding_vote["approved"],
+        "response": deciding_vote["feedback"],
+        "feedback": deciding_vote["feedback"],
+        "respondedBy": deciding_vote["respondedBy"],
+    }
+    if "option" in deciding_vote:
+        result["option"] = deciding_vote["option"]
+    result["allResponses"] = [deciding_vote]
+    return result
+
+
+def result_auto_approved(*, responder: str, reason: str, at: datetime) -> dict[str, Any]:
+    """A rule approved at birth: the same shape as a reviewer's release, the rule responding."""
+    feedback = f"Auto-approved: {reason}"
+    return result_released(
+        vote(approved=True, comment=feedback, option=None, responder=responder, at=at)
+    )
+
+
+def result_voted(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The votes of a collect-all or quorum breakpoint decided it.
+
+    feedback/response join the comments of the side that won (so a rejected agent reads
+    why); option is the one most chosen on that side; respondedBy lists every voter.
+    """
+    winning = [response for response in votes if response["approved"] is approved]
+    comments = [response for response in winning if response["feedback"].strip()]
+    if len(comments) == 1:
+        text = comments[0]["feedback"]
+    else:
+        text = "\n".join(
+            f"{response['respondedBy']} ({response['seat']}): {response['feedback']}"
+            for response in comments
+        )
+    result: dict[str, Any] = {"approved": approved, "response": text, "feedback": text}
+    options = [response["option"] for response in winning if response.get("option")]
+    if options:
+        result["option"] = Counter(options).most_common(1)[0][0]
+    result["respondedBy"] = list(dict.fromkeys(response["respondedBy"] for response in votes))
+    result["allResponses"] = votes
+    return result
+
+
+def result_cancelled(*, responder: str, reason: str = "") -> dict[str, Any]:
+    return _not_approved(responder, reason.strip() or f"Cancelled by {responder}.")
+
+
+def result_expired(*, responder: str, reason: str = "") -> dict[str, Any]:
+    """Expired by hand (an admin) or by the system, with the reason given."""
+    return _not_approved(responder, reason or f"Expired by {responder}.")
+
+
+def result_timed_out(*, responder: str, ttl_seconds: int | None) -> dict[str, Any]:
+    """Expired because nobody decided within its TTL."""
+    return _not_approved(responder, f"Expired: no decision within {ttl_seconds} seconds.")
+
+
+def _not_approved(responder: str, feedback: str) -> dict[str, Any]:
+    return {"approved": False, "feedback": feedback, "respondedBy": responder}
