@@ -39,6 +39,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(TEST_ENV) $(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 

@@ -10,6 +10,8 @@ class EventType(models.TextChoices):
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     AUTO_APPROVED = "auto_approved"
+    ESCALATED = "escalated"
+    REMINDER = "reminder"
     NOTIFICATION = "notification"
 
 

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class BreakpointsConfig(AppConfig):
@@ -6,8 +7,8 @@ class BreakpointsConfig(AppConfig):
     verbose_name = "Breakpoints"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
-
+        # Here, not at the top: this module is imported while the app registry is filled,
+        # before any model may be imported (tests/test_structure.py allows exactly these).
         from breakpoints.accounts import role_groups_sync
         from breakpoints.api import schema  # noqa: F401 - registers the OpenAPI auth scheme
 

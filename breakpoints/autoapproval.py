@@ -30,6 +30,7 @@ from breakpoints.limits import (
     NO_AUTO_APPROVE_THRESHOLD,
 )
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, RuleAction
+from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from breakpoints.rule_patterns import Pattern, PatternError, parse_pattern
 from config.exceptions import Forbidden, InvalidInput, NotFound
 
@@ -197,6 +198,7 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
         decided = decided.filter(agent_id=agent_id)
     decisions = (
         decided.exclude(auto_approval__recommended=True)
+        .exclude(result__respondedBy=TIMEOUT_POLICY_RESPONDER)  # nobody decided those either
         .order_by("-created_at")
         .values_list("result__approved", flat=True)[:limit]
     )
@@ -230,22 +232,12 @@ def evaluate(
     streak = consecutive_approvals(
         key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
     )
-    never = auto = None
-    for rule in rule_list():
-        compiled = _compiled(rule.pattern)
-        if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
-            continue
-        if rule.action == RuleAction.NEVER_AUTO_APPROVE:
-            never = rule
-            break
-        auto = auto or rule
+    never, auto = _matching_rules(key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
-    if tags:
-        blocking = set(AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True))
-        for tag in tags:
-            if tag in blocking:
-                return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
+    tag = _blocking_tag(tags)
+    if tag is not None:
+        return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
     if auto is not None:
         return Verdict(
             True, f"Matched auto-approve rule: {auto.pk}", auto.pk, streak, f"rule:{auto.pk}"
@@ -259,6 +251,44 @@ def evaluate(
             f"auto:after-{threshold}",
         )
     return Verdict(False, "No matching rule", None, streak)
+
+
+def _matching_rules(
+    key: str, tags: list[str], experts: list[str]
+) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None]:
+    """The first matching never-auto-approve rule, and the first matching auto-approve one."""
+    never = auto = None
+    for rule in rule_list():
+        compiled = _compiled(rule.pattern)
+        if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
+            continue
+        if rule.action == RuleAction.NEVER_AUTO_APPROVE:
+            never = rule
+            break
+        auto = auto or rule
+    return never, auto
+
+
+def _blocking_tag(tags: list[str]) -> str | None:
+    """The first of `tags` that is in the always-break-on list."""
+    if not tags:
+        return None
+    blocking = set(AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True))
+    return next((tag for tag in tags if tag in blocking), None)
+
+
+def forbidding_reason(*, key: str, tags: Iterable[str], experts: Iterable[str]) -> str | None:
+    """Why no automatic approval may release this breakpoint now, or None if one may.
+
+    The rules above auto-approve rules in the precedence (never-auto-approve, always-break-on
+    tags); a timeout policy of `approve` obeys them too.
+    """
+    tags, experts = list(tags), list(experts)
+    never, _ = _matching_rules(key, tags, experts)
+    if never is not None:
+        return f"Matched never-auto-approve rule: {never.pk}"
+    tag = _blocking_tag(tags)
+    return f"Tag '{tag}' is in alwaysBreakOn" if tag is not None else None
 
 
 def check_key(key: Any) -> str:

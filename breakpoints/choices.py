@@ -37,3 +37,12 @@ class FileFormat(models.TextChoices):
 class TokenKind(models.TextChoices):
     AGENT = "agent", "Agent"
     USER = "user", "Personal (user)"
+
+
+class OnTimeout(models.TextChoices):
+    """payload.onTimeout: what happens when nobody decides before expiresAt."""
+
+    EXPIRE = "expire"  # the default: expire, as without a policy
+    APPROVE = "approve"  # release approved (unless a rule forbids auto-approval: then expire)
+    REJECT = "reject"  # release rejected
+    ESCALATE = "escalate"  # route also to escalateTo and wait one more TTL, then expire

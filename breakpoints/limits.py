@@ -39,6 +39,11 @@ NO_AUTO_APPROVE_THRESHOLD = -1
 MIN_AUTO_APPROVE_AFTER_N = 1
 MAX_AUTO_APPROVE_AFTER_N = 1_000
 
+# Nudges while a breakpoint waits (payload.remindEverySeconds): never more often than
+# this, never more of them than this.
+MIN_REMIND_EVERY_SECONDS = 300
+MAX_REMINDERS = 10
+
 # --- what reviewers and admins write ------------------------------------------------
 MAX_COMMENT_LENGTH = 20_000
 # The option a release names: a label of payload.options, or free text when there are none.

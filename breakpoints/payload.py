@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from breakpoints.choices import FileFormat, Strategy
+from breakpoints.choices import FileFormat, OnTimeout, Strategy
 from breakpoints.limits import (
     MAX_AUTO_APPROVE_AFTER_N,
     MAX_CONTENT_LENGTH,
@@ -32,7 +32,9 @@ from breakpoints.limits import (
     MAX_TAG_LENGTH,
     MAX_TAGS,
     MAX_TITLE_LENGTH,
+    MAX_TTL_SECONDS,
     MIN_AUTO_APPROVE_AFTER_N,
+    MIN_REMIND_EVERY_SECONDS,
     NO_AUTO_APPROVE_THRESHOLD,
 )
 from config.exceptions import InvalidInput
@@ -281,9 +283,41 @@ def validate_payload(payload: Any) -> None:
         errors["payload.presentAlwaysApprove"] = ["Must be true or false."]
     if "options" in payload and payload["options"] is not None:
         _check_options(errors, payload["options"])
+    _check_timeout_policy(errors, payload)
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)
+
+
+def _check_seconds(errors: dict, path: str, value: Any, low: int) -> None:
+    if not (_is_int(value) and low <= value <= MAX_TTL_SECONDS):
+        errors[path] = [f"Must be a whole number of seconds from {low} to {MAX_TTL_SECONDS}."]
+
+
+def _check_timeout_policy(errors: dict, payload: Mapping[str, Any]) -> None:
+    """onTimeout, escalateAfterSeconds + escalateTo, remindEverySeconds."""
+    on_timeout = payload.get("onTimeout")
+    if on_timeout is not None and on_timeout not in OnTimeout.values:
+        errors["payload.onTimeout"] = [f"Must be one of: {', '.join(OnTimeout.values)}."]
+    if payload.get("escalateAfterSeconds") is not None:
+        _check_seconds(errors, "payload.escalateAfterSeconds", payload["escalateAfterSeconds"], 1)
+    if payload.get("remindEverySeconds") is not None:
+        _check_seconds(
+            errors,
+            "payload.remindEverySeconds",
+            payload["remindEverySeconds"],
+            MIN_REMIND_EVERY_SECONDS,
+        )
+    escalate_to = payload.get("escalateTo")
+    if escalate_to is not None:
+        if not isinstance(escalate_to, str) or not escalate_to.strip():
+            errors["payload.escalateTo"] = ["Must be an expert name (a non-empty string)."]
+        elif len(escalate_to) > MAX_EXPERT_NAME_LENGTH:
+            errors["payload.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
+    elif on_timeout == OnTimeout.ESCALATE or payload.get("escalateAfterSeconds") is not None:
+        errors["payload.escalateTo"] = [
+            "Required with onTimeout: escalate or escalateAfterSeconds: the expert to escalate to."
+        ]
 
 
 def auto_approve_after_n_problem(value: Any) -> str | None:

@@ -94,3 +94,43 @@ def result_timed_out(*, responder: str, ttl_seconds: int | None) -> dict[str, An
 
 def _not_approved(responder: str, feedback: str) -> dict[str, Any]:
     return {"approved": False, "feedback": feedback, "respondedBy": responder}
+
+
+TIMEOUT_POLICY_RESPONDER = "timeout-policy"
+
+
+def result_timeout_policy(
+    *, approved: bool, ttl_seconds: int | None, at: datetime, votes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """payload.onTimeout approve/reject released it: the policy is the responder.
+
+    Votes already cast (collect-all, quorum) stay in allResponses, before the policy's.
+    """
+    policy = "approve" if approved else "reject"
+    verb = "Approved" if approved else "Rejected"
+    feedback = (
+        f"{verb} by the timeout policy (onTimeout: {policy}): no decision within "
+        f"{ttl_seconds} seconds."
+    )
+    result = result_released(
+        vote(
+            approved=approved,
+            comment=feedback,
+            option=None,
+            responder=TIMEOUT_POLICY_RESPONDER,
+            at=at,
+        )
+    )
+    result["allResponses"] = [*votes, *result["allResponses"]]
+    result["timeoutPolicy"] = {"requested": policy, "applied": policy}
+    return result
+
+
+def result_timeout_refused(
+    *, responder: str, ttl_seconds: int | None, requested: str, reason: str
+) -> dict[str, Any]:
+    """onTimeout asked for an approval that a rule forbids: expired instead, saying why."""
+    result = result_timed_out(responder=responder, ttl_seconds=ttl_seconds)
+    result["feedback"] += f" onTimeout: {requested} was not applied: {reason}."
+    result["timeoutPolicy"] = {"requested": requested, "applied": "expire", "reason": reason}
+    return result

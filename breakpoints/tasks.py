@@ -10,7 +10,10 @@ from breakpoints import services, webhooks
 logger = logging.getLogger(__name__)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+# Named as the outbox publishes it (by name: the outbox does not import this module).
+@shared_task(
+    name=webhooks.DELIVER_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def deliver_webhook(delivery_id: str) -> str:
     """One delivery attempt; retries are scheduled in the outbox and sent by the sweep."""
     outcome = webhooks.delivery_attempt(delivery_id)
@@ -29,6 +32,12 @@ def dispatch_due_webhooks() -> int:
 def expire_due_breakpoints() -> int:
     """The TTL sweep."""
     return services.breakpoints_expire_due()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def nudge_waiting_breakpoints() -> int:
+    """Escalations and reminders that are due."""
+    return services.breakpoints_escalate_due() + services.breakpoints_remind_due()
 
 
 @shared_task(acks_late=True, ignore_result=True)

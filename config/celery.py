@@ -1,5 +1,11 @@
-"""The Celery application; tasks are discovered in each Django app's tasks.py."""
+"""The Celery application; tasks are discovered in each Django app's tasks.py.
 
+Every `config.*` import runs this module first (config/__init__.py), settings included, so
+what it imports at the top must not read settings nor load models: django.conf's settings
+object is lazy, config.startup and config.logging read settings only when called.
+"""
+
+import logging.config
 import os
 
 from celery import Celery
@@ -11,6 +17,11 @@ from celery.signals import (
     task_prerun,
     worker_init,
 )
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from config.logging import current_context, current_request_id, log_context
+from config.startup import require_production_settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -31,10 +42,6 @@ def _prepare_embedded_broker(sender: Celery, **kwargs) -> None:
 @worker_init.connect
 @beat_init.connect
 def _refuse_incomplete_production(**kwargs) -> None:
-    from django.core.exceptions import ImproperlyConfigured
-
-    from config.startup import require_production_settings
-
     try:
         require_production_settings(serves_http=False)
     except ImproperlyConfigured as exc:
@@ -51,17 +58,11 @@ _task_log_tokens: dict[str, tuple] = {}
 @setup_logging.connect
 def _use_django_logging(**kwargs) -> None:
     """Keep Django's LOGGING (JSON in production) instead of Celery's own root handler."""
-    import logging.config
-
-    from django.conf import settings
-
     logging.config.dictConfig(settings.LOGGING)
 
 
 @before_task_publish.connect
 def _publish_log_context(headers: dict | None = None, **kwargs) -> None:
-    from config.logging import current_context
-
     context = current_context()
     if headers is not None and context.get("request_id", "-") != "-":
         headers[LOG_CONTEXT_HEADER] = context
@@ -69,8 +70,6 @@ def _publish_log_context(headers: dict | None = None, **kwargs) -> None:
 
 @task_prerun.connect
 def _adopt_log_context(task_id: str | None = None, task=None, **kwargs) -> None:
-    from config.logging import current_request_id, log_context
-
     request = getattr(task, "request", None)
     context = request.get(LOG_CONTEXT_HEADER) if request is not None else None
     if not context and request is not None:
@@ -86,8 +85,6 @@ def _adopt_log_context(task_id: str | None = None, task=None, **kwargs) -> None:
 
 @task_postrun.connect
 def _drop_log_context(task_id: str | None = None, **kwargs) -> None:
-    from config.logging import current_request_id, log_context
-
     tokens = _task_log_tokens.pop(task_id or "", None)
     if tokens is None:
         return

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -137,14 +138,10 @@ def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _wants_json(request):
         return error_response(404, "not_found", "No such endpoint.")
-    from django.views.defaults import page_not_found
-
-    return page_not_found(request, exception)
+    return defaults.page_not_found(request, exception)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
     if _wants_json(request):
         return error_response(500, "server_error", "Internal server error.")
-    from django.views.defaults import server_error
-
-    return server_error(request)
+    return defaults.server_error(request)

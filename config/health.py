@@ -1,5 +1,6 @@
 """Liveness and readiness probes (no auth, no database session)."""
 
+import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -27,8 +28,6 @@ def _check_database() -> str | None:
 
 def _check_broker() -> str | None:
     if settings.REDIS_URL:
-        import redis
-
         try:
             client = redis.Redis.from_url(
                 settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from django.conf import settings
@@ -45,8 +45,12 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from psycopg_pool import PoolTimeout
 
+from audit.models import Event, EventType
 from breakpoints.authentication import bearer_credentials
+from breakpoints.choices import Status
+from breakpoints.models import Breakpoint, DeliveryStatus, WebhookDelivery
 from breakpoints.ratelimits import client_address
+from breakpoints.waiting.hub import hub_state
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +95,6 @@ LISTENER_UP = Gauge(
 
 
 def refresh_process_gauges() -> None:
-    from breakpoints.waiting.hub import hub_state
-
     state = hub_state()
     LONGPOLLS_OPEN.set(state["waiters"])
     LISTENER_UP.set(1 if state["listener"] == "up" else 0)
@@ -162,73 +164,79 @@ class DomainCollector(Collector):
         yield from families
 
     def _read(self) -> Iterator[GaugeMetricFamily]:
-        from audit.models import Event, EventType
-        from breakpoints.choices import Status
-        from breakpoints.models import Breakpoint, DeliveryStatus, WebhookDelivery
-
         now = timezone.now()
-        waiting = Breakpoint.objects.filter(status=Status.WAITING)
-        yield _gauge(
-            "bpm_breakpoints_waiting",
-            f"Breakpoints waiting for a decision (counted up to {COUNT_CAP}).",
-            _capped_count(waiting, "created_at"),
-        )
-        oldest = waiting.order_by("created_at").values_list("created_at", flat=True).first()
-        yield _gauge(
-            "bpm_breakpoints_oldest_waiting_age_seconds",
-            "Age of the oldest waiting breakpoint (0 when none waits).",
-            (now - oldest).total_seconds() if oldest else 0.0,
-        )
+        yield from _waiting_gauges(now)
+        yield from _outbox_gauges(now)
+        yield from _event_gauges(now)
 
-        pending = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
-        yield _gauge(
-            "bpm_webhook_outbox_pending",
-            f"Webhook deliveries not yet delivered nor given up (counted up to {COUNT_CAP}).",
-            _capped_count(pending, "next_attempt_at"),
-        )
-        due = pending.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
-        yield _gauge(
-            "bpm_webhook_outbox_lag_seconds",
-            "How long the most overdue pending delivery has been due (queue lag; 0 when "
-            "nothing is due). For a first attempt this is its age.",
-            max(0.0, (now - due).total_seconds()) if due else 0.0,
-        )
-        yield _gauge(
-            "bpm_webhook_deliveries_retrying",
-            f"Pending deliveries that failed at least once (counted up to {COUNT_CAP}).",
-            _capped_count(pending.filter(attempts__gt=0), "next_attempt_at"),
-        )
-        failed = WebhookDelivery.objects.filter(status=DeliveryStatus.FAILED)
-        yield _gauge(
-            "bpm_webhook_dead_letters",
-            f"Deliveries given up after every attempt (counted up to {COUNT_CAP}).",
-            _capped_count(failed, "pk"),
-        )
 
-        # The newest EVENT_WINDOW events by primary key (an index range), those of the last
-        # hour counted by type: exact unless more than EVENT_WINDOW events came in an hour.
-        floor = Event.objects.order_by("-pk").values_list("pk", flat=True)[EVENT_WINDOW - 1 :]
-        floor_pk = floor.first()
-        recent = Event.objects.filter(timestamp__gte=now - timedelta(seconds=EVENT_WINDOW_SECONDS))
-        if floor_pk is not None:
-            recent = recent.filter(pk__gte=floor_pk)
-        counts = recent.order_by().values("type").annotate(n=Count("pk")).values_list("type", "n")
-        by_type: dict[str, int] = dict(counts)
-        events = GaugeMetricFamily(
-            "bpm_events_last_hour",
-            "Audit events (transitions, comments, notifications) of the last hour, by type.",
-            labels=["type"],
-        )
-        for event_type in EventType.values:
-            events.add_metric([event_type], by_type.get(event_type, 0))
-        yield events
-        capped = floor_pk is not None and by_type and sum(by_type.values()) >= EVENT_WINDOW
-        yield _gauge(
-            "bpm_events_last_hour_capped",
-            f"1 when more than {EVENT_WINDOW} events came in the last hour (the counts by "
-            "type are then a lower bound).",
-            1 if capped else 0,
-        )
+def _waiting_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
+    waiting = Breakpoint.objects.filter(status=Status.WAITING)
+    yield _gauge(
+        "bpm_breakpoints_waiting",
+        f"Breakpoints waiting for a decision (counted up to {COUNT_CAP}).",
+        _capped_count(waiting, "created_at"),
+    )
+    oldest = waiting.order_by("created_at").values_list("created_at", flat=True).first()
+    yield _gauge(
+        "bpm_breakpoints_oldest_waiting_age_seconds",
+        "Age of the oldest waiting breakpoint (0 when none waits).",
+        (now - oldest).total_seconds() if oldest else 0.0,
+    )
+
+
+def _outbox_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
+    pending = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+    yield _gauge(
+        "bpm_webhook_outbox_pending",
+        f"Webhook deliveries not yet delivered nor given up (counted up to {COUNT_CAP}).",
+        _capped_count(pending, "next_attempt_at"),
+    )
+    due = pending.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
+    yield _gauge(
+        "bpm_webhook_outbox_lag_seconds",
+        "How long the most overdue pending delivery has been due (queue lag; 0 when "
+        "nothing is due). For a first attempt this is its age.",
+        max(0.0, (now - due).total_seconds()) if due else 0.0,
+    )
+    yield _gauge(
+        "bpm_webhook_deliveries_retrying",
+        f"Pending deliveries that failed at least once (counted up to {COUNT_CAP}).",
+        _capped_count(pending.filter(attempts__gt=0), "next_attempt_at"),
+    )
+    failed = WebhookDelivery.objects.filter(status=DeliveryStatus.FAILED)
+    yield _gauge(
+        "bpm_webhook_dead_letters",
+        f"Deliveries given up after every attempt (counted up to {COUNT_CAP}).",
+        _capped_count(failed, "pk"),
+    )
+
+
+def _event_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
+    # The newest EVENT_WINDOW events by primary key (an index range), those of the last
+    # hour counted by type: exact unless more than EVENT_WINDOW events came in an hour.
+    floor = Event.objects.order_by("-pk").values_list("pk", flat=True)[EVENT_WINDOW - 1 :]
+    floor_pk = floor.first()
+    recent = Event.objects.filter(timestamp__gte=now - timedelta(seconds=EVENT_WINDOW_SECONDS))
+    if floor_pk is not None:
+        recent = recent.filter(pk__gte=floor_pk)
+    counts = recent.order_by().values("type").annotate(n=Count("pk")).values_list("type", "n")
+    by_type: dict[str, int] = dict(counts)
+    events = GaugeMetricFamily(
+        "bpm_events_last_hour",
+        "Audit events (transitions, comments, notifications) of the last hour, by type.",
+        labels=["type"],
+    )
+    for event_type in EventType.values:
+        events.add_metric([event_type], by_type.get(event_type, 0))
+    yield events
+    capped = floor_pk is not None and by_type and sum(by_type.values()) >= EVENT_WINDOW
+    yield _gauge(
+        "bpm_events_last_hour_capped",
+        f"1 when more than {EVENT_WINDOW} events came in the last hour (the counts by "
+        "type are then a lower bound).",
+        1 if capped else 0,
+    )
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

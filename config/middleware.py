@@ -7,6 +7,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from config import health, metrics
 from config.errors import error_response
 from config.logging import current_request, current_request_id
 
@@ -71,8 +72,6 @@ class HealthProbeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        from config import health, metrics
-
         probe = {
             "/healthz": health.healthz,
             "/readyz": health.readyz,

@@ -307,6 +307,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "breakpoints.tasks.expire_due_breakpoints",
         "schedule": float(BPM_TTL_SWEEP_SECONDS),
     },
+    "nudge-waiting-breakpoints": {
+        "task": "breakpoints.tasks.nudge_waiting_breakpoints",
+        "schedule": float(BPM_TTL_SWEEP_SECONDS),
+    },
     "dispatch-due-webhooks": {
         "task": "breakpoints.tasks.dispatch_due_webhooks",
         "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),

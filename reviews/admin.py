@@ -339,6 +339,18 @@ class BreakpointAdmin(admin.ModelAdmin):
         deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
         return deleted, model_count, set(), protected
 
+    def delete_model(self, request: HttpRequest, obj: Breakpoint) -> None:
+        """Through breakpoint_delete (admins only), which records the deletion where it
+        survives its cascaded events: the breakpoints.audit log."""
+        try:
+            services.breakpoint_delete(breakpoint_id=obj.pk, actor=Actor.for_user(request.user))
+        except DomainError as exc:  # e.g. deleted meanwhile by someone else
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Breakpoint]) -> None:
+        for obj in queryset.only("pk"):
+            self.delete_model(request, obj)
+
 
 def breakpoint_link(breakpoint_id: str) -> str:
     url = reverse("admin:breakpoints_breakpoint_change", args=[quote(breakpoint_id)])

@@ -3,13 +3,11 @@ approve" (each with a confirmation step), and for admins expire and cancel.
 
 BreakpointAdmin.get_urls() mounts these behind admin_site.admin_view(); each takes the
 ModelAdmin first. Every write goes through breakpoints.services with the reviewer as
-Actor, and every DomainError becomes a message, never an error page.
+Actor, and every DomainError becomes a message, never an error page. What the pages
+show of a breakpoint comes from reviews.presenters.
 """
 
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
@@ -22,189 +20,151 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from audit.models import Event, EventType
 from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
-from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from config.exceptions import DomainError, InvalidInput, InvalidState, NotFound
-from reviews import rendering
+from reviews import presenters
 from reviews.forms import CommentForm, DecisionForm, ReasonForm
-from reviews.seats import seats_panel
 
 if TYPE_CHECKING:
     from reviews.admin import BreakpointAdmin
 
-# --- helpers -----------------------------------------------------------------
-
-
-def _actor(request: HttpRequest) -> Actor:
-    return Actor.for_user(request.user)
-
-
-def _url(model_admin: "BreakpointAdmin", request: HttpRequest, name: str, *args: Any) -> str:
-    """An admin URL for this model that keeps the reviewer's queue filters."""
-    opts = model_admin.opts
-    url = reverse(
-        f"admin:{opts.app_label}_{opts.model_name}_{name}",
-        args=[quote(arg) for arg in args],
-        current_app=model_admin.admin_site.name,
-    )
-    context: dict[str, Options[Any] | str] = {
-        "opts": opts,
-        "preserved_filters": model_admin.get_preserved_filters(request),
-    }
-    return add_preserved_filters(context, url)
-
-
-def detail_url(model_admin: "BreakpointAdmin", request: HttpRequest, breakpoint_id: str) -> str:
-    return _url(model_admin, request, "change", breakpoint_id)
-
-
-def _redirect_detail(model_admin, request, object_id: str) -> HttpResponseRedirect:
-    """Back to the review screen; `object_id` is the (admin-quoted) id from the URL."""
-    return HttpResponseRedirect(detail_url(model_admin, request, unquote(object_id)))
-
-
-def _load(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str) -> Breakpoint:
-    """The breakpoint, expired on the spot if overdue (selectors do that on every read)."""
-    if not model_admin.has_view_permission(request):
-        raise PermissionDenied
-    return selectors.breakpoint_get(request.user, unquote(object_id))
-
-
-def _not_found(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    # A private ModelAdmin helper (Django's own "does not exist" message); not in the stubs.
-    return model_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
-        request, model_admin.opts, object_id
-    )
-
-
-def _context(model_admin: "BreakpointAdmin", request: HttpRequest, **extra: Any) -> dict:
-    return {
-        **model_admin.admin_site.each_context(request),
-        "opts": model_admin.opts,
-        "app_label": model_admin.opts.app_label,
-        "preserved_filters": model_admin.get_preserved_filters(request),
-        "changelist_url": _url(model_admin, request, "changelist"),
-        **extra,
-    }
-
-
-def _status_message(bp_status: str) -> str:
-    return (
-        f"This breakpoint is already {bp_status}: nothing was sent to the agent. "
-        "Another reviewer, the agent or the expiry timer got there first."
-    )
-
-
-def _release_refusal(
-    request: HttpRequest, bp: Breakpoint, resolved: dict[str, routing.Seat] | None = None
-) -> str | None:
-    """Why this reviewer may comment but not release a routed breakpoint, or None."""
-    if not bp.experts:
-        return None
-    seats = routing.seats_for(bp.experts, resolved)
-    try:
-        routing.seat_for_response(request.user, seats, [v.get("seat") for v in bp.votes])
-    except DomainError as exc:
-        return exc.message
-    return None
-
-
-def _as_list(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    return [str(item) for item in value] if isinstance(value, list) else []
-
-
-# How a finished breakpoint's header says it ended, and which timestamp says when.
-FINISH = {
-    Status.RELEASED: ("decided", "released_at"),
-    Status.EXPIRED: ("expired", "expired_at"),
-    Status.CANCELLED: ("cancelled", "cancelled_at"),
+TEMPLATES = "admin/breakpoints/breakpoint"
+# The review page's links to this breakpoint's other screens: context key -> URL name.
+ACTION_URLS = {
+    "comment_url": "comment",
+    "release_url": "release",
+    "expire_url": "expire",
+    "cancel_url": "cancel",
+    "always_url": "always_approve",
+    "delete_url": "delete",
 }
-DELIVERY_OUTCOMES = {"delivered": "delivered", "retry": "retrying", "failed": "failed"}
-DELIVERY_BADGE = {"delivered": "released", "retry": "waiting", "failed": "expired"}
+# What a refused write says of a breakpoint no longer waiting; {} is its status.
+ALREADY_SENT = (
+    "This breakpoint is already {}: nothing was sent to the agent. "
+    "Another reviewer, the agent or the expiry timer got there first."
+)
+ALREADY_NO_COMMENTS = "This breakpoint is already {}: it takes no more comments."
+ALREADY = "This breakpoint is already {}."
+
+
+# --- the steps every screen shares ----------------------------------------------
 
 
 @dataclass(frozen=True)
-class Finish:
-    """How a released, expired or cancelled breakpoint ended ("decided 3m ago by rita")."""
+class _Screen:
+    """One request to a per-breakpoint screen: its ModelAdmin, the request and the
+    (admin-quoted) id from the URL, which every shared step below needs."""
 
-    verb: str
-    at: datetime
-    ago: str
-    by: str
+    model_admin: "BreakpointAdmin"
+    request: HttpRequest
+    object_id: str
 
+    @property
+    def actor(self) -> Actor:
+        return Actor.for_user(self.request.user)
 
-def _finish(bp: Breakpoint, now: datetime) -> Finish | None:
-    if bp.status not in FINISH:
-        return None
-    verb, field = FINISH[Status(bp.status)]
-    at = getattr(bp, field) or bp.updated_at
-    result = bp.result if isinstance(bp.result, dict) else {}
-    by = ", ".join(_as_list(result.get("respondedBy")))  # a list when seats voted
-    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One webhook delivery of this breakpoint, as its latest attempt left it."""
-
-    event_type: str
-    webhook_id: Any
-    outcome: str  # delivered / retrying / failed
-    badge: str
-    attempts: int
-    status_code: Any
-    error: str
-    at: datetime
-
-
-def _split_notifications(events: Iterable[Event]) -> tuple[list[Event], list[Delivery]]:
-    """The timeline without webhook attempts, and those attempts folded per delivery."""
-    timeline: list[Event] = []
-    latest: dict[str, tuple[Event, int]] = {}  # deliveryId -> (last attempt, attempts seen)
-    for event in events:
-        if event.type != EventType.NOTIFICATION:
-            timeline.append(event)
-            continue
-        meta = event.metadata if isinstance(event.metadata, dict) else {}
-        key = str(meta.get("deliveryId") or f"event-{event.pk}")
-        seen = latest.get(key, (event, 0))[1]
-        latest[key] = (event, seen + 1)
-    deliveries = []
-    for event, seen in latest.values():  # in order of each delivery's first attempt
-        meta = event.metadata if isinstance(event.metadata, dict) else {}
-        raw = str(meta.get("outcome") or "")
-        attempt = meta.get("attempt")
-        error = str(meta.get("error") or "")
-        if error == f"HTTP {meta.get('statusCode')}":
-            error = ""  # the status code already says it
-        deliveries.append(
-            Delivery(
-                event_type=str(meta.get("eventType") or "?"),
-                webhook_id=meta.get("webhookId"),
-                outcome=DELIVERY_OUTCOMES.get(raw, raw or "unknown"),
-                badge=DELIVERY_BADGE.get(raw, "expired"),
-                attempts=attempt if isinstance(attempt, int) and attempt > seen else seen,
-                status_code=meta.get("statusCode"),
-                error=error,
-                at=event.timestamp,
-            )
+    def url(self, name: str, *args: Any) -> str:
+        """An admin URL for this model that keeps the reviewer's queue filters."""
+        opts = self.model_admin.opts
+        url = reverse(
+            f"admin:{opts.app_label}_{opts.model_name}_{name}",
+            args=[quote(arg) for arg in args],
+            current_app=self.model_admin.admin_site.name,
         )
-    return timeline, deliveries
+        context: dict[str, Options[Any] | str] = {
+            "opts": opts,
+            "preserved_filters": self.model_admin.get_preserved_filters(self.request),
+        }
+        return add_preserved_filters(context, url)
+
+    def back(self, error: str | None = None) -> HttpResponseRedirect:
+        """Back to the review screen, with why nothing was done if `error`."""
+        if error is not None:
+            messages.error(self.request, error)
+        return HttpResponseRedirect(self.url("change", unquote(self.object_id)))
+
+    def not_found(self) -> HttpResponse:
+        # A private ModelAdmin helper (Django's own "does not exist" message); not in the stubs.
+        return self.model_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+            self.request, self.model_admin.opts, self.object_id
+        )
+
+    def load(self) -> Breakpoint | HttpResponse:
+        """The breakpoint (expired on the spot if overdue: services.breakpoint_read), or
+        Django's "does not exist" redirect."""
+        if not self.model_admin.has_view_permission(self.request):
+            raise PermissionDenied
+        try:
+            return services.breakpoint_read(self.request.user, unquote(self.object_id))
+        except NotFound:
+            return self.not_found()
+
+    def render(self, template: str, **extra: Any) -> TemplateResponse:
+        """A console page: the admin's chrome and the queue's filters, then `extra`."""
+        context = {
+            **self.model_admin.admin_site.each_context(self.request),
+            "opts": self.model_admin.opts,
+            "app_label": self.model_admin.opts.app_label,
+            "preserved_filters": self.model_admin.get_preserved_filters(self.request),
+            "changelist_url": self.url("changelist"),
+            **extra,
+        }
+        return TemplateResponse(self.request, f"{TEMPLATES}/{template}", context)
+
+    def confirm(self, template: str, bp: Breakpoint, **extra: Any) -> HttpResponse:
+        """A confirmation step (release, always approve, expire, cancel) before the write."""
+        detail_url = self.url("change", bp.pk)
+        return self.render(
+            template, subtitle=None, bp=bp, original=bp, detail_url=detail_url, **extra
+        )
+
+    def failed(
+        self,
+        exc: DomainError,
+        *,
+        form: DecisionForm | None = None,
+        already: str | None = ALREADY_SENT,
+    ) -> HttpResponse:
+        """The answer to a write the service refused. With a `form`, refused input shows
+        the review page again, the reviewer's choices kept, with why (an approve/reject
+        that contradicts the option's verdict). A status the breakpoint already left is
+        told by `already` (a format, see ALREADY_SENT); the rest, and InvalidState when
+        `already` is None, by the service's message."""
+        if form is not None and isinstance(exc, InvalidInput):
+            form.add_error(None, exc.message)
+            return review_view(self.model_admin, self.request, self.object_id, form=form)
+        if already is not None and isinstance(exc, InvalidState):
+            return self.back(already.format(exc.current_status))
+        return self.back(exc.message)
+
+    def released(self, bp: Breakpoint, *, recorded: str, released: str) -> HttpResponse:
+        """After a release: a vote that leaves the breakpoint waiting (collect-all, quorum)
+        returns to it saying `recorded`; a decision returns to the queue saying `released`."""
+        if bp.is_waiting:
+            messages.success(self.request, recorded)
+            return self.back()
+        messages.success(
+            self.request,
+            f"Released “{bp.title or bp.key}”: {released} "
+            "The agent receives the result on its next poll.",
+        )
+        return HttpResponseRedirect(self.url("changelist"))
 
 
-def _delivery_summary(deliveries: list[Delivery]) -> str:
-    """One count per outcome, e.g. "2 delivered, 1 failed"."""
-    counts = Counter(delivery.outcome for delivery in deliveries)
-    return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
+# --- review and comment --------------------------------------------------------
 
 
-# --- views -------------------------------------------------------------------
+def _decision_form(request: HttpRequest, payload: dict[str, Any]) -> DecisionForm:
+    """An empty decision form, or, when "Back" on the confirmation page posted the
+    decision here, that decision to edit again."""
+    initial = {key: request.POST.get(key, "") for key in ("comment", "decision", "option")}
+    return DecisionForm(
+        options=options_of(payload),
+        initial=initial if request.method == "POST" else None,
+    )
 
 
 def review_view(
@@ -214,341 +174,218 @@ def review_view(
     form: DecisionForm | None = None,
 ) -> HttpResponse:
     """The detail page: question first, context files, result, feedback, timeline, actions."""
-    try:
-        bp = _load(model_admin, request, object_id)
-    except NotFound:
-        return _not_found(model_admin, request, object_id)
-    payload = bp.payload if isinstance(bp.payload, dict) else {}
+    screen = _Screen(model_admin, request, object_id)
+    bp = screen.load()
+    if isinstance(bp, HttpResponse):
+        return bp
+    payload = presenters.payload_of(bp)
     can_release = bp.is_waiting and model_admin.has_release_permission(request)
     if form is None and can_release:
-        # "Back" on the confirmation page posts the decision here to edit it again.
-        initial = {key: request.POST.get(key, "") for key in ("comment", "decision", "option")}
-        form = DecisionForm(
-            options=options_of(payload),
-            initial=initial if request.method == "POST" else None,
-        )
+        form = _decision_form(request, payload)
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
-    release_note = _release_refusal(request, bp, resolved) if can_release else None
+    release_note = presenters.release_refusal(request.user, bp, resolved) if can_release else None
     can_decide = can_release and release_note is None
-    events, deliveries = _split_notifications(selectors.breakpoint_events(request.user, bp.pk))
+    events = selectors.breakpoint_events(request.user, bp.pk)
     now = timezone.now()
-    result = bp.result if isinstance(bp.result, dict) else {}
-    context = _context(
-        model_admin,
-        request,
-        title=bp.title or bp.key,
-        subtitle=None,
-        bp=bp,
-        original=bp,
-        question=bp.question,
-        payload=payload,
-        attempt=payload.get("attempt"),
-        previous_feedback=payload.get("previousFeedback"),
-        experts=_as_list(payload.get("expert")),
-        strategy=payload.get("strategy"),
-        options=options_of(payload),
-        files=rendering.context_files(payload),
-        payload_html=rendering.render_json(payload),
-        result_html=rendering.render_json(bp.result) if bp.result is not None else None,
-        feedback=list(bp.feedback.all()),
-        events=events,
-        deliveries=deliveries,
-        delivery_summary=_delivery_summary(deliveries),
-        status_badge=rendering.status_badge(
-            bp.status, result.get("approved"), result.get("option"), large=True
-        ),
-        finish=_finish(bp, now),
-        decision=rendering.decision(result.get("approved")) if bp.status == Status.RELEASED else "",
+    return screen.render(
+        "review.html",
+        **presenters.review_page(bp, events, resolved, now),
         form=form if can_release else None,
         can_release=can_release,
         can_decide=can_decide,
         can_always_approve=can_decide and autoapproval.offers_always_approve(payload),
         release_note=release_note,
-        seats=seats_panel(bp, resolved),
         can_expire=bp.is_waiting and model_admin.has_expire_permission(request),
         can_cancel=bp.is_waiting and model_admin.has_cancel_permission(request),
         can_delete=model_admin.has_delete_permission(request, bp),
-        age=rendering.age(bp.created_at, now),
         time_left=model_admin.time_left_text(bp, now),
         queue_url=reverse("admin:breakpoints_breakpoint_changelist"),
-        comment_url=_url(model_admin, request, "comment", bp.pk),
-        release_url=_url(model_admin, request, "release", bp.pk),
-        expire_url=_url(model_admin, request, "expire", bp.pk),
-        cancel_url=_url(model_admin, request, "cancel", bp.pk),
-        always_url=_url(model_admin, request, "always_approve", bp.pk),
-        delete_url=_url(model_admin, request, "delete", bp.pk),
+        **{key: screen.url(name, bp.pk) for key, name in ACTION_URLS.items()},
     )
-    return TemplateResponse(request, "admin/breakpoints/breakpoint/review.html", context)
 
 
 def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
     """Add a comment without deciding (feedback_add with release=False)."""
+    screen = _Screen(model_admin, request, object_id)
     if request.method != "POST":
-        return _redirect_detail(model_admin, request, object_id)
+        return screen.back()
     if not model_admin.has_release_permission(request):
         raise PermissionDenied
     comment = (request.POST.get("comment") or "").strip()
     if not comment:
-        messages.error(request, "Write a comment first: an empty comment was not added.")
-        return _redirect_detail(model_admin, request, object_id)
+        return screen.back("Write a comment first: an empty comment was not added.")
     try:
-        services.feedback_add(
-            breakpoint_id=unquote(object_id), actor=_actor(request), comment=comment
-        )
+        services.feedback_add(breakpoint_id=unquote(object_id), actor=screen.actor, comment=comment)
     except NotFound:
-        return _not_found(model_admin, request, object_id)
-    except InvalidState as exc:
-        messages.error(
-            request, f"This breakpoint is already {exc.current_status}: it takes no more comments."
-        )
+        return screen.not_found()
     except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Comment added. The agent sees it with the breakpoint.")
-    return _redirect_detail(model_admin, request, object_id)
+        return screen.failed(exc, already=ALREADY_NO_COMMENTS)
+    messages.success(request, "Comment added. The agent sees it with the breakpoint.")
+    return screen.back()
 
 
-def _releasable(
-    model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str
-) -> Breakpoint | HttpResponse:
+# --- release and always approve ------------------------------------------------
+
+
+def _releasable(screen: _Screen) -> Breakpoint | HttpResponse:
     """The breakpoint this reviewer may release now, or the response that says why not."""
-    if request.method != "POST":
-        return _redirect_detail(model_admin, request, object_id)
-    if not model_admin.has_release_permission(request):
+    if screen.request.method != "POST":
+        return screen.back()
+    if not screen.model_admin.has_release_permission(screen.request):
         raise PermissionDenied
-    try:
-        bp = _load(model_admin, request, object_id)
-    except NotFound:
-        return _not_found(model_admin, request, object_id)
+    bp = screen.load()
+    if isinstance(bp, HttpResponse):
+        return bp
     if not bp.is_waiting:
-        messages.error(request, _status_message(bp.status))
-        return _redirect_detail(model_admin, request, object_id)
-    refusal = _release_refusal(request, bp)
+        return screen.back(ALREADY_SENT.format(bp.status))
+    refusal = presenters.release_refusal(screen.request.user, bp)
     if refusal:
-        messages.error(request, refusal)
-        return _redirect_detail(model_admin, request, object_id)
+        return screen.back(refusal)
     return bp
 
 
-def _refused(
-    model_admin: "BreakpointAdmin",
-    request: HttpRequest,
-    object_id: str,
-    form: DecisionForm,
-    exc: InvalidInput,
-) -> HttpResponse:
-    """The review page again, the reviewer's choices kept, with why the service refused
-    them (an approve/reject that contradicts the option's verdict)."""
-    form.add_error(None, exc.message)
-    return review_view(model_admin, request, object_id, form=form)
+def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> HttpResponse:
+    """Step one of a release: what the agent will receive, or the vote to be recorded."""
+    try:
+        outcome = services.release_preview(
+            bp=bp,
+            actor=screen.actor,
+            approved=form.approved,
+            comment=form.cleaned_data["comment"],
+            option=form.option_label,
+        )
+    except DomainError as exc:
+        return screen.failed(exc, form=form, already=None)
+    approved = bool(outcome.votes[-1]["approved"])  # the verdict, as the service set it
+    return screen.confirm(
+        "release_confirm.html",
+        bp,
+        form=form,
+        **presenters.preview_page(bp, outcome),
+        title="Confirm release",
+        decision_label=form.decision_label(approved),
+        approved=approved,
+        # A vote that does not decide yet is recorded; anything else is sent.
+        confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
+        release_url=screen.url("release", bp.pk),
+    )
 
 
 def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
     """Release in two steps: show what the agent will receive, then send it on confirm."""
-    bp = _releasable(model_admin, request, object_id)
+    screen = _Screen(model_admin, request, object_id)
+    bp = _releasable(screen)
     if isinstance(bp, HttpResponse):
         return bp
     form = DecisionForm(request.POST, options=options_of(bp.payload))
     if not form.is_valid():
         return review_view(model_admin, request, object_id, form=form)
-    comment = form.cleaned_data["comment"]
     if request.POST.get("confirm") != "yes":
-        try:
-            outcome = services.release_preview(
-                bp=bp,
-                actor=Actor.for_user(request.user),
-                approved=form.approved,
-                comment=comment,
-                option=form.option_label,
-            )
-        except InvalidInput as exc:
-            return _refused(model_admin, request, object_id, form, exc)
-        except DomainError as exc:
-            messages.error(request, exc.message)
-            return _redirect_detail(model_admin, request, object_id)
-        # A vote that does not decide yet sends nothing: show the vote being recorded.
-        preview = outcome.result if outcome.result is not None else outcome.votes[-1]
-        approved = bool(outcome.votes[-1]["approved"])  # the verdict, as the service set it
-        context = _context(
-            model_admin,
-            request,
-            title="Confirm release",
-            subtitle=None,
-            bp=bp,
-            original=bp,
-            form=form,
-            decision_label=form.decision_label(approved),
-            is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
-            approved=approved,
-            result_html=rendering.render_json(preview),
-            # A vote that does not decide yet is recorded; anything else is sent.
-            confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
-            release_url=_url(model_admin, request, "release", bp.pk),
-            detail_url=detail_url(model_admin, request, bp.pk),
-        )
-        return TemplateResponse(
-            request, "admin/breakpoints/breakpoint/release_confirm.html", context
-        )
+        return _release_confirm(screen, bp, form)
     try:
         feedback, bp = services.feedback_add(
             breakpoint_id=bp.pk,
-            actor=_actor(request),
-            comment=comment,
+            actor=screen.actor,
+            comment=form.cleaned_data["comment"],
             release=True,
             approved=form.approved,
             option=form.option_label,
         )
-    except InvalidState as exc:
-        messages.error(request, _status_message(exc.current_status))
-        return _redirect_detail(model_admin, request, object_id)
-    except InvalidInput as exc:
-        return _refused(model_admin, request, object_id, form, exc)
     except DomainError as exc:
-        messages.error(request, exc.message)
-        return _redirect_detail(model_admin, request, object_id)
-    if bp.is_waiting:
-        # A multi-reviewer strategy (collect-all, quorum) counted the vote but is not done.
-        messages.success(
-            request, "Your decision was recorded; other reviewers still have to respond."
-        )
-        return _redirect_detail(model_admin, request, object_id)
-    messages.success(
-        request,
-        f"Released “{bp.title or bp.key}”: {form.outcome(bool(feedback.approved))}. "
-        "The agent receives the result on its next poll.",
+        return screen.failed(exc, form=form)
+    return screen.released(
+        bp,
+        recorded="Your decision was recorded; other reviewers still have to respond.",
+        released=f"{form.outcome(bool(feedback.approved))}.",
     )
-    return HttpResponseRedirect(_url(model_admin, request, "changelist"))
 
 
-def _end_view(
-    model_admin: "BreakpointAdmin",
-    request: HttpRequest,
-    object_id: str,
-    *,
-    action: str,
-    service: Any,
-    done: str,
-) -> HttpResponse:
-    """Admins: confirm with a reason, then end a waiting breakpoint (expire or cancel)."""
-    if not getattr(model_admin, f"has_{action}_permission")(request):
-        raise PermissionDenied
+def _always_approve_confirm(screen: _Screen, bp: Breakpoint, form: CommentForm) -> HttpResponse:
+    """Step one of "Always approve": the approval the agent will receive and the rule."""
+    comment = form.cleaned_data["comment"]
     try:
-        bp = _load(model_admin, request, object_id)
-    except NotFound:
-        return _not_found(model_admin, request, object_id)
-    if not bp.is_waiting:
-        messages.error(request, f"This breakpoint is already {bp.status}: it cannot be {done}.")
-        return _redirect_detail(model_admin, request, object_id)
-    form = ReasonForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            service(breakpoint_id=bp.pk, actor=_actor(request), reason=form.cleaned_data["reason"])
-        except InvalidState as exc:
-            messages.error(request, f"This breakpoint is already {exc.current_status}.")
-        except DomainError as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.success(request, f"{done.capitalize()} “{bp.title or bp.key}”.")
-        return _redirect_detail(model_admin, request, object_id)
-    context = _context(
-        model_admin,
-        request,
-        title=f"{action.capitalize()} breakpoint",
-        subtitle=None,
-        bp=bp,
-        original=bp,
+        outcome = services.release_preview(
+            bp=bp, actor=screen.actor, approved=True, comment=comment, option=None
+        )
+    except DomainError as exc:
+        return screen.failed(exc, already=None)
+    return screen.confirm(
+        "release_confirm.html",
+        bp,
         form=form,
-        action_url=_url(model_admin, request, action, bp.pk),
-        detail_url=detail_url(model_admin, request, bp.pk),
-    )
-    return TemplateResponse(request, f"admin/breakpoints/breakpoint/{action}_confirm.html", context)
-
-
-def expire_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    """Admins only: confirm, then expire a waiting breakpoint (breakpoint_expire)."""
-    return _end_view(
-        model_admin,
-        request,
-        object_id,
-        action="expire",
-        service=services.breakpoint_expire,
-        done="expired",
-    )
-
-
-def cancel_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    """Admins only: confirm, then cancel a waiting breakpoint (breakpoint_cancel)."""
-    return _end_view(
-        model_admin,
-        request,
-        object_id,
-        action="cancel",
-        service=services.breakpoint_cancel,
-        done="cancelled",
+        **presenters.preview_page(bp, outcome),
+        title="Confirm always approve",
+        decision_label="Always approve",
+        approved=True,
+        rule_key=bp.key,
+        confirm_url=screen.url("always_approve", bp.pk),
+        confirm_label="Confirm: approve and add the rule",
     )
 
 
 def always_approve_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
     """Approve and add an auto-approve rule for the key, after a confirmation step showing both."""
-    bp = _releasable(model_admin, request, object_id)
+    screen = _Screen(model_admin, request, object_id)
+    bp = _releasable(screen)
     if isinstance(bp, HttpResponse):
         return bp
     if not autoapproval.offers_always_approve(bp.payload):
-        messages.error(request, "The agent asked not to offer “Always approve” here.")
-        return _redirect_detail(model_admin, request, object_id)
+        return screen.back("The agent asked not to offer “Always approve” here.")
     form = CommentForm(request.POST)
     if not form.is_valid():
         return review_view(model_admin, request, object_id)
-    comment = form.cleaned_data["comment"]
-    actor = _actor(request)
     if request.POST.get("confirm") != "yes":
-        try:
-            outcome = services.release_preview(
-                bp=bp, actor=actor, approved=True, comment=comment, option=None
-            )
-        except DomainError as exc:
-            messages.error(request, exc.message)
-            return _redirect_detail(model_admin, request, object_id)
-        preview = outcome.result if outcome.result is not None else outcome.votes[-1]
-        context = _context(
-            model_admin,
-            request,
-            title="Confirm always approve",
-            subtitle=None,
-            bp=bp,
-            original=bp,
-            form=form,
-            decision_label="Always approve",
-            is_vote=bool(bp.experts) and bp.strategy in services.VOTING_STRATEGIES,
-            approved=True,
-            rule_key=bp.key,
-            result_html=rendering.render_json(preview),
-            confirm_url=_url(model_admin, request, "always_approve", bp.pk),
-            confirm_label="Confirm: approve and add the rule",
-            detail_url=detail_url(model_admin, request, bp.pk),
-        )
-        return TemplateResponse(
-            request, "admin/breakpoints/breakpoint/release_confirm.html", context
-        )
+        return _always_approve_confirm(screen, bp, form)
     try:
         _, bp, rule = services.breakpoint_always_approve(
-            breakpoint_id=bp.pk, actor=actor, comment=comment
+            breakpoint_id=bp.pk, actor=screen.actor, comment=form.cleaned_data["comment"]
         )
-    except InvalidState as exc:
-        messages.error(request, _status_message(exc.current_status))
-        return _redirect_detail(model_admin, request, object_id)
     except DomainError as exc:
-        messages.error(request, exc.message)
-        return _redirect_detail(model_admin, request, object_id)
+        return screen.failed(exc)
     rule_note = f"Rule {rule.pk} now auto-approves key “{rule.pattern}”."
-    if bp.is_waiting:
-        messages.success(
-            request, f"Your approval was recorded; other seats still have to vote. {rule_note}"
-        )
-        return _redirect_detail(model_admin, request, object_id)
-    messages.success(
-        request,
-        f"Released “{bp.title or bp.key}”: approved. {rule_note} "
-        "The agent receives the result on its next poll.",
+    return screen.released(
+        bp,
+        recorded=f"Your approval was recorded; other seats still have to vote. {rule_note}",
+        released=f"approved. {rule_note}",
     )
-    return HttpResponseRedirect(_url(model_admin, request, "changelist"))
+
+
+# --- expire and cancel (admins) ------------------------------------------------
+
+
+def _end_view(screen: _Screen, *, action: str, service: Any, done: str) -> HttpResponse:
+    """Admins: confirm with a reason, then end a waiting breakpoint (expire or cancel)."""
+    if not getattr(screen.model_admin, f"has_{action}_permission")(screen.request):
+        raise PermissionDenied
+    bp = screen.load()
+    if isinstance(bp, HttpResponse):
+        return bp
+    if not bp.is_waiting:
+        return screen.back(f"This breakpoint is already {bp.status}: it cannot be {done}.")
+    form = ReasonForm(screen.request.POST or None)
+    if screen.request.method == "POST" and form.is_valid():
+        try:
+            service(breakpoint_id=bp.pk, actor=screen.actor, reason=form.cleaned_data["reason"])
+        except DomainError as exc:
+            return screen.failed(exc, already=ALREADY)
+        messages.success(screen.request, f"{done.capitalize()} “{bp.title or bp.key}”.")
+        return screen.back()
+    return screen.confirm(
+        f"{action}_confirm.html",
+        bp,
+        form=form,
+        title=f"{action.capitalize()} breakpoint",
+        action_url=screen.url(action, bp.pk),
+    )
+
+
+def expire_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Admins only: confirm, then expire a waiting breakpoint (breakpoint_expire)."""
+    screen = _Screen(model_admin, request, object_id)
+    return _end_view(screen, action="expire", service=services.breakpoint_expire, done="expired")
+
+
+def cancel_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
+    """Admins only: confirm, then cancel a waiting breakpoint (breakpoint_cancel)."""
+    screen = _Screen(model_admin, request, object_id)
+    return _end_view(screen, action="cancel", service=services.breakpoint_cancel, done="cancelled")

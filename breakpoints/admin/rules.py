@@ -8,19 +8,17 @@ reads as its author wrote it. The evaluator answers what `should_auto_approve` a
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from breakpoints import autoapproval
-from breakpoints.actors import Actor, is_admin
-from breakpoints.admin.base import AdminOnly, add_service_error
+from breakpoints.actors import Actor
+from breakpoints.admin.base import ServiceAdmin, add_service_error
 from breakpoints.limits import (
     MAX_KEY_LENGTH,
     MAX_PATTERN_LENGTH,
@@ -30,7 +28,7 @@ from breakpoints.limits import (
 )
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
 from breakpoints.payload import auto_approve_after_n_problem
-from config.exceptions import DomainError, NotFound
+from config.exceptions import DomainError
 
 ACTION_BADGE: dict[str, str] = {
     RuleAction.AUTO_APPROVE: "approved",
@@ -94,79 +92,6 @@ class EvaluateForm(forms.Form):
         if problem:
             raise forms.ValidationError(problem)
         return after_n
-
-
-class ServiceAdmin(AdminOnly, admin.ModelAdmin):
-    """Admin-only, no edit form: add through a small form calling a service, remove likewise."""
-
-    show_facets = admin.ShowFacets.NEVER
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
-    def changelist_url(self) -> str:
-        opts = self.opts
-        return reverse(
-            f"admin:{opts.app_label}_{opts.model_name}_changelist",
-            current_app=self.admin_site.name,
-        )
-
-    def form_page(
-        self, request: HttpRequest, form: forms.Form, template: str = "", **extra: Any
-    ) -> TemplateResponse:
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "changelist_url": self.changelist_url(),
-            "form": form,
-            **extra,
-        }
-        return TemplateResponse(request, template or "admin/breakpoints/service_form.html", context)
-
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        form = self.add_form(request.POST or None)
-        if request.method == "POST" and form.is_valid():
-            try:
-                message = self.add(Actor.for_user(request.user), form.cleaned_data)
-            except DomainError as exc:
-                add_service_error(form, exc)
-                return self.form_page(request, form, **self.add_context(form, exc))
-            self.message_user(request, message, messages.SUCCESS)
-            return HttpResponseRedirect(self.changelist_url())
-        return self.form_page(request, form, **self.add_context(form, None))
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        try:
-            self.remove(Actor.for_user(request.user), obj)
-        except NotFound:
-            pass  # removed meanwhile: the outcome the admin asked for
-        except DomainError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        for obj in queryset:
-            self.delete_model(request, obj)
-
-    # Subclasses: the form, what adding does (returns the success message), removing.
-    add_form: type[forms.Form]
-
-    def add(self, actor: Actor, data: dict[str, Any]) -> str:
-        raise NotImplementedError
-
-    def remove(self, actor: Actor, obj: Any) -> None:
-        raise NotImplementedError
-
-    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
-        return {}
 
 
 @admin.register(AutoApprovalRule)

@@ -7,14 +7,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.http import HttpRequest
 from django.utils.html import format_html
 
-from breakpoints.actors import is_admin
-from breakpoints.admin.base import AdminOnly
+from breakpoints.actors import Actor, is_admin
+from breakpoints.admin.base import ServiceAdmin, ShownOnce
 from breakpoints.limits import MAX_AGENT_ID_LENGTH, MAX_TOKEN_NAME_LENGTH
 from breakpoints.models import ApiToken
 from breakpoints.tokens import token_create_for_agent, token_revoke
@@ -50,7 +48,7 @@ class ActiveFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(AdminOnly, admin.ModelAdmin):
+class ApiTokenAdmin(ServiceAdmin):
     list_display = (
         "prefix_display",
         "kind",
@@ -75,15 +73,9 @@ class ApiTokenAdmin(AdminOnly, admin.ModelAdmin):
     )
     readonly_fields = fields
     actions = ["revoke_selected"]
-    show_facets = admin.ShowFacets.NEVER
+    add_form = AgentTokenForm
 
-    # Tokens are never edited (revoke instead) nor deleted (keeps history).
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+    # No change step (revoke instead), and never deleted: the token keeps its history.
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -122,30 +114,13 @@ class ApiTokenAdmin(AdminOnly, admin.ModelAdmin):
             messages.SUCCESS if revoked else messages.WARNING,
         )
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
-        """Mint an agent token; the raw value is shown on this response only, never stored."""
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        form = AgentTokenForm(request.POST or None)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "title": "New agent token",
-            "form": form,
-        }
-        if request.method == "POST" and form.is_valid():
-            try:
-                token, raw = token_create_for_agent(
-                    agent_id=form.cleaned_data["agent_id"], name=form.cleaned_data["name"]
-                )
-            except DomainError as exc:
-                messages.error(request, exc.message)
-            else:
-                context.update(title="Agent token created", token=token, raw_token=raw)
-                response: HttpResponse = TemplateResponse(
-                    request, "admin/breakpoints/apitoken/created.html", context
-                )
-                response["Cache-Control"] = "no-store"
-                return response
-        return TemplateResponse(request, "admin/breakpoints/apitoken/add.html", context)
+    def add(self, actor: Actor, data: dict[str, Any]) -> ShownOnce:
+        """Mint an agent token; its raw value is on this one response, never stored."""
+        token, raw = token_create_for_agent(agent_id=data["agent_id"], name=data["name"])
+        return ShownOnce(
+            "admin/breakpoints/apitoken/created.html",
+            {"title": "Agent token created", "token": token, "raw_token": raw},
+        )
+
+    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
+        return {"title": "New agent token", "submit_label": "Create token"}

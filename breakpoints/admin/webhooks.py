@@ -7,17 +7,15 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
-from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator, capfirst
+from django.utils.text import Truncator
 
 from audit.models import Event, EventType
-from breakpoints.actors import is_admin
-from breakpoints.admin.base import AdminOnly
+from breakpoints.actors import Actor, is_admin
+from breakpoints.admin.base import AdminOnly, ServiceAdmin, ShownOnce
 from breakpoints.limits import MAX_WEBHOOK_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
 from breakpoints.models.webhook import redacted_url
@@ -31,36 +29,33 @@ from breakpoints.webhooks import (
 from config.exceptions import DomainError
 
 
-def _https_url_fields(db_field: models.Field, **kwargs: Any) -> forms.Field | None:
-    """Model URL fields default to https when the scheme is left out (Django 6's default)."""
-    if isinstance(db_field, models.URLField):
-        kwargs.setdefault("assume_scheme", "https")
-    return db_field.formfield(**kwargs)
+class WebhookChangeForm(forms.Form):
+    """What a subscription may change: what it receives, and whether it is paused."""
 
-
-class WebhookForm(forms.ModelForm):
-    url = forms.URLField(max_length=MAX_WEBHOOK_URL_LENGTH, assume_scheme="https")
     event_types = forms.MultipleChoiceField(
         choices=WebhookEventType.choices,
         widget=forms.CheckboxSelectMultiple,
         required=False,
         help_text="None ticked means every event type.",
     )
+    active = forms.BooleanField(
+        required=False, initial=True, help_text="Untick to pause: nothing is sent meanwhile."
+    )
+
+
+class WebhookAddForm(WebhookChangeForm):
+    url = forms.URLField(max_length=MAX_WEBHOOK_URL_LENGTH, assume_scheme="https")
     secret = forms.CharField(
         required=False,
         max_length=MAX_WEBHOOK_SECRET_LENGTH,
         help_text="Leave empty to generate a whsec_ secret. Shown once, after saving.",
     )
-
-    class Meta:
-        model = Webhook
-        fields = ("url", "event_types", "secret", "active")
-        formfield_callback = _https_url_fields
+    field_order = ["url", "event_types", "secret", "active"]
 
     def clean(self):
         super().clean()
         data = self.cleaned_data
-        if self.instance.pk is None and "url" in data:
+        if "url" in data:  # the service's own checks (address, secret), nothing written
             try:
                 webhook_build(
                     url=data["url"], event_types=data["event_types"], secret=data["secret"]
@@ -70,93 +65,60 @@ class WebhookForm(forms.ModelForm):
         return data
 
 
+def _events(webhook: Webhook) -> str:
+    return ", ".join(webhook.event_types) or "all"
+
+
 @admin.register(Webhook)
-class WebhookAdmin(AdminOnly, admin.ModelAdmin):
-    form = WebhookForm
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+class WebhookAdmin(ServiceAdmin):
     list_display = ("id", "url", "events", "active", "created_at")
     list_filter = ("active",)
     search_fields = ("url",)
+    add_form = WebhookAddForm
+    change_form = WebhookChangeForm
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Webhook]:
         # A removed webhook is history (its deliveries keep it): no page to revive it.
         return super().get_queryset(request).filter(removed_at__isnull=True)
 
-    def get_fields(self, request: HttpRequest, obj: Webhook | None = None):
-        return ("url", "event_types", "secret", "active") if obj is None else (
-            "url", "event_types", "active", "created_at"
-        )  # fmt: skip
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Webhook | None = None):
-        return () if obj is None else ("url", "created_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user)
-
     @admin.display(description="Events")
     def events(self, webhook: Webhook) -> str:
-        return ", ".join(webhook.event_types) or "all"
+        return _events(webhook)
 
-    def save_model(self, request: HttpRequest, obj: Webhook, form, change: bool) -> None:
-        """Through the webhook services; the form has already validated the input."""
-        data = form.cleaned_data
-        if change:
-            saved = webhook_update(
-                webhook_id=obj.pk, event_types=data["event_types"], active=data["active"]
+    def add(self, actor: Actor, data: dict[str, Any]) -> str | ShownOnce:
+        webhook = webhook_add(
+            url=data["url"], event_types=data["event_types"], secret=data["secret"]
+        )
+        if not data["active"]:
+            webhook = webhook_update(
+                webhook_id=webhook.pk, event_types=webhook.event_types, active=False
             )
-        else:
-            saved = webhook_add(
-                url=data["url"], event_types=data["event_types"], secret=data["secret"]
-            )
-            if not data["active"]:
-                saved = webhook_update(
-                    webhook_id=saved.pk, event_types=saved.event_types, active=False
-                )
-            # A generated secret is shown once, by response_add; never again after.
-            # secret_generated is a flag for response_add only, not a model field.
-            obj.secret, obj.secret_generated = saved.secret, not data["secret"]  # type: ignore[attr-defined]
-        obj.pk = saved.pk
+        if data["secret"]:  # the admin's own secret is never echoed
+            return f"Added webhook {webhook.pk}: {webhook} ({_events(webhook)})."
+        # A generated secret is shown on this response only, never again after.
+        context = {"title": "Webhook added", "webhook": webhook, "secret": webhook.secret}
+        return ShownOnce("admin/breakpoints/webhook/created.html", context)
 
-    def response_add(self, request: HttpRequest, obj: Webhook, post_url_continue=None):
-        if not getattr(obj, "secret_generated", False):
-            return super().response_add(request, obj, post_url_continue)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "title": "Webhook added",
-            "webhook": obj,
-            "secret": obj.secret,
-        }
-        response = TemplateResponse(request, "admin/breakpoints/webhook/created.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
+    def add_context(self, form: forms.Form, error: DomainError | None) -> dict[str, Any]:
+        return {"title": "Add webhook", "submit_label": "Add webhook"}
 
-    def delete_model(self, request: HttpRequest, obj: Webhook) -> None:
-        """The console's delete removes softly, as remove_webhook does: deliveries stay."""
-        try:
-            webhook_remove(webhook_id=obj.pk)
-        except DomainError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
+    def change_initial(self, obj: Webhook) -> dict[str, Any]:
+        return {"event_types": obj.event_types, "active": obj.active}
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Webhook]) -> None:
-        for webhook_id in queryset.values_list("pk", flat=True):
-            try:
-                webhook_remove(webhook_id=webhook_id)
-            except DomainError:
-                pass  # removed meanwhile
+    def change(self, actor: Actor, obj: Webhook, data: dict[str, Any]) -> str:
+        webhook = webhook_update(
+            webhook_id=obj.pk, event_types=data["event_types"], active=data["active"]
+        )
+        state = "active" if webhook.active else "paused"
+        return f"Saved webhook {webhook.pk}: {_events(webhook)}, {state}."
 
-    def get_deleted_objects(self, objs, request):
-        # Only the subscriptions go: their deliveries and audit events stay.
-        webhooks = list(objs)
-        listed = [format_html("{}: {}", capfirst(self.opts.verbose_name), w) for w in webhooks]
-        return listed, {self.opts.verbose_name_plural: len(webhooks)}, set(), []
+    def change_context(self, obj: Webhook) -> dict[str, Any]:
+        facts = [("URL", obj.url), ("Created", obj.created_at.strftime("%Y-%m-%d %H:%M UTC"))]
+        return {"title": f"Webhook {obj.pk}", "submit_label": "Save", "facts": facts}
+
+    def remove(self, actor: Actor, obj: Webhook) -> None:
+        """Softly, as remove_webhook does: the subscription and its deliveries stay."""
+        webhook_remove(webhook_id=obj.pk)
 
 
 class DeliveryStatusBadge:

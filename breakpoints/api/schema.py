@@ -8,6 +8,8 @@ from drf_spectacular.extensions import (
 )
 from drf_spectacular.openapi import AutoSchema
 
+from breakpoints.filters import BreakpointFilter
+
 # Text that is not blank once trimmed: a character Python's str.strip() keeps (it also
 # strips \x1c-\x1f and \x85, which the schema's \s does not cover).
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
@@ -127,8 +129,6 @@ def declare_input_rules(result: dict) -> None:
     if "oneOf" in pattern:
         pattern.update(pattern.pop("oneOf")[0])
     # The list's filters (django-filter) take an empty value as "not given".
-    from breakpoints.filters import BreakpointFilter
-
     operation = result["paths"].get("/api/breakpoints", {}).get("get", {})
     for parameter in operation.get("parameters", []):
         if (

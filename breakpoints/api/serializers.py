@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
-from breakpoints import limits, routing
+from breakpoints import limits, representation
 from breakpoints.api.fields import (
     JSONObjectField,
     StrictBooleanField,
@@ -12,10 +12,10 @@ from breakpoints.api.fields import (
     StrictIntegerField,
     TagListField,
 )
+from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
 from breakpoints.api.schema import ERROR_CODES, NOT_BLANK
-from breakpoints.choices import FileFormat, Status, Strategy
+from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
-from breakpoints.payload import KEY_PATTERN
 from reviews.models import Feedback
 
 # --- documentation-only shapes ------------------------------------------------
@@ -120,6 +120,9 @@ class FeedbackSerializer(serializers.ModelSerializer):
         model = Feedback
         fields = ["id", "author", "comment", "createdAt"]
 
+    def to_representation(self, instance: Feedback) -> dict:
+        return representation.feedback_json(instance)
+
 
 class BreakpointSerializer(serializers.ModelSerializer):
     breakpointId = serializers.CharField(source="id", read_only=True)
@@ -156,18 +159,14 @@ class BreakpointSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         read_only_fields = fields
 
+    def to_representation(self, instance: Breakpoint) -> dict:
+        """breakpoints.representation writes it (webhooks send the same); the fields
+        above document it. A list view passes `seats` (routing.resolve of the page)."""
+        return representation.breakpoint_json(instance, seats=self.context.get("seats"))
+
     @extend_schema_field(ExpertSerializer(many=True))
     def get_experts(self, bp: Breakpoint) -> list[dict]:
-        """Resolved now; a list view passes `seats` (routing.resolve for the page) in context."""
-        if not bp.experts:
-            return []
-        known = self.context.get("seats")
-        if known is None or not all(name in known for name in bp.experts):
-            known = None
-        return [
-            {"name": seat.name, "resolved": seat.resolved, "kind": seat.kind}
-            for seat in routing.seats_for(bp.experts, known)
-        ]
+        return representation.experts_json(bp.experts, self.context.get("seats"))
 
 
 POLL_AFTER_HELP = (
@@ -233,129 +232,6 @@ class FeedbackCreatedSerializer(serializers.Serializer):
 # --- input ---------------------------------------------------------------------
 
 
-def _nullable(schema: dict) -> dict:
-    return {**schema, "nullable": True}
-
-
-def _text(max_length: int) -> dict:
-    return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_length}
-
-
-# The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
-# other key is kept as sent.
-PAYLOAD_SCHEMA = {
-    "type": "object",
-    "description": "The ctx.breakpoint() argument, any JSON object; these keys are validated.",
-    "properties": {
-        "question": {"type": "string", "maxLength": limits.MAX_QUESTION_LENGTH},
-        "title": _nullable({"type": "string", "maxLength": limits.MAX_TITLE_LENGTH}),
-        "breakpointId": {
-            "type": "string",
-            "maxLength": limits.MAX_KEY_LENGTH,
-            "pattern": KEY_PATTERN.pattern,
-            "description": "The canonical key: dotted kebab-case.",
-        },
-        "strategy": {"type": "string", "enum": list(Strategy.values)},
-        "attempt": {"type": "integer", "minimum": 1},
-        "autoApproveAfterN": {
-            "anyOf": [
-                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
-                {
-                    "type": "integer",
-                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
-                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
-                },
-            ]
-        },
-        "presentAlwaysApprove": {"type": "boolean"},
-        "previousFeedback": _nullable(
-            {"type": "string", "maxLength": limits.MAX_PREVIOUS_FEEDBACK_LENGTH}
-        ),
-        "tags": _nullable(
-            {
-                "type": "array",
-                "maxItems": limits.MAX_TAGS,
-                "items": _text(limits.MAX_TAG_LENGTH),
-            }
-        ),
-        "expert": _nullable(
-            {
-                "anyOf": [
-                    _text(limits.MAX_EXPERT_NAME_LENGTH),
-                    {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": limits.MAX_EXPERTS,
-                        "items": _text(limits.MAX_EXPERT_NAME_LENGTH),
-                    },
-                ]
-            }
-        ),
-        "options": _nullable(
-            {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": limits.MAX_OPTIONS,
-                "description": "Labels, or {label, approved} objects (labels of objects unique).",
-                "items": {
-                    "anyOf": [
-                        _text(limits.MAX_OPTION_LENGTH),
-                        {
-                            "type": "object",
-                            "required": ["label"],
-                            "properties": {
-                                "label": _text(limits.MAX_OPTION_LENGTH),
-                                "approved": {"type": "boolean"},
-                            },
-                        },
-                    ]
-                },
-            }
-        ),
-        "context": _nullable(
-            {
-                "type": "object",
-                "properties": {
-                    "runId": _nullable({"type": "string", "maxLength": limits.MAX_RUN_ID_LENGTH}),
-                    "files": _nullable(
-                        {
-                            "type": "array",
-                            "maxItems": limits.MAX_FILES,
-                            "items": {
-                                "type": "object",
-                                "required": ["path", "format"],
-                                "properties": {
-                                    "path": {
-                                        **_text(limits.MAX_PATH_LENGTH),
-                                        "description": "Relative, without '..'.",
-                                    },
-                                    "format": {
-                                        "type": "string",
-                                        "enum": list(FileFormat.values),
-                                    },
-                                    "language": _nullable(
-                                        {
-                                            "type": "string",
-                                            "maxLength": limits.MAX_LANGUAGE_LENGTH,
-                                        }
-                                    ),
-                                    "content": _nullable(
-                                        {
-                                            "type": "string",
-                                            "maxLength": limits.MAX_CONTENT_LENGTH,
-                                        }
-                                    ),
-                                },
-                            },
-                        }
-                    ),
-                },
-            }
-        ),
-    },
-}
-
-
 @extend_schema_field(PAYLOAD_SCHEMA)
 class PayloadField(JSONObjectField):
     pass
@@ -365,7 +241,7 @@ class PayloadField(JSONObjectField):
     {
         "type": "array",
         "maxItems": limits.MAX_TAGS,
-        "items": _text(limits.MAX_TAG_LENGTH),
+        "items": text_schema(limits.MAX_TAG_LENGTH),
     }
 )
 class TagInputField(TagListField):

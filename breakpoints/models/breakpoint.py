@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from breakpoints import limits
 from breakpoints.actors import AgentPrincipal, is_reviewer
-from breakpoints.choices import Status, Strategy
+from breakpoints.choices import OnTimeout, Status, Strategy
 
 
 def new_breakpoint_id() -> str:
@@ -100,6 +100,14 @@ class Breakpoint(models.Model):
         max_length=limits.MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
     )
     request_hash = models.CharField(max_length=64, null=True, blank=True)
+    # When nobody answers (payload.onTimeout, escalateAfterSeconds, remindEverySeconds).
+    on_timeout = models.CharField(
+        max_length=16, choices=OnTimeout.choices, default=OnTimeout.EXPIRE
+    )
+    escalate_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminders_sent = models.PositiveSmallIntegerField(default=0)
 
     objects = BreakpointQuerySet.as_manager()
 
@@ -119,6 +127,15 @@ class Breakpoint(models.Model):
             ),
             models.Index(
                 fields=["expires_at"], name="bp_waiting_expiry", condition=Q(status="waiting")
+            ),
+            # The sweeps that escalate and remind read only the few rows still due.
+            models.Index(
+                fields=["escalate_at"],
+                name="bp_waiting_escalate",
+                condition=Q(status="waiting", escalated_at__isnull=True),
+            ),
+            models.Index(
+                fields=["remind_at"], name="bp_waiting_remind", condition=Q(status="waiting")
             ),
             # One partial index per status (bp_waiting_created, ...), newest or oldest first:
             # the status filters, the console's waiting queue, the counts. Not one

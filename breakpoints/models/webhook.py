@@ -45,6 +45,8 @@ class WebhookEventType(models.TextChoices):
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     FEEDBACK = "feedback"
+    ESCALATED = "escalated"
+    REMINDER = "reminder"
 
 
 class Webhook(models.Model):

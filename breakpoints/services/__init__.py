@@ -2,8 +2,10 @@
 
 - create: breakpoint_create (validation, Idempotency-Key, auto-approval at birth)
 - decisions: feedback_add (comment, release, votes), breakpoint_always_approve
-- lifecycle: breakpoint_cancel, retention (breakpoints_purge)
-- expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep
+- lifecycle: breakpoint_cancel, breakpoint_delete (admins, by hand), retention (breakpoints_purge)
+- expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep, with
+  the onTimeout policy (approve, reject, escalate)
+- nudges: escalation (escalateAfterSeconds) and reminders while a breakpoint waits
 - reads: reads that first expire what is overdue, for views (selectors only read)
 - transitions: the locked, conditional, audited state change they all share
 """
@@ -20,29 +22,31 @@ from breakpoints.services.expiry import (
     breakpoint_expire_if_due,
     breakpoints_expire_due,
 )
-from breakpoints.services.lifecycle import breakpoint_cancel, breakpoints_purge
+from breakpoints.services.lifecycle import breakpoint_cancel, breakpoint_delete, breakpoints_purge
+from breakpoints.services.nudges import breakpoints_escalate_due, breakpoints_remind_due
 from breakpoints.services.reads import (
     breakpoint_read,
     breakpoint_status_read,
     breakpoint_statuses_read,
     breakpoints_page_read,
 )
-from breakpoints.voting import VOTING_STRATEGIES
 
 __all__ = [
     "TTL_ACTOR",
-    "VOTING_STRATEGIES",
     "breakpoint_always_approve",
     "breakpoint_cancel",
     "breakpoint_create",
+    "breakpoint_delete",
     "breakpoint_expire",
     "breakpoint_expire_if_due",
     "breakpoint_read",
     "breakpoint_status_read",
     "breakpoint_statuses_read",
+    "breakpoints_escalate_due",
     "breakpoints_expire_due",
     "breakpoints_page_read",
     "breakpoints_purge",
+    "breakpoints_remind_due",
     "feedback_add",
     "release_preview",
 ]

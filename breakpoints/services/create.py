@@ -12,10 +12,11 @@ from django.utils import timezone
 from audit.models import EventType
 from breakpoints import autoapproval, limits, routing
 from breakpoints.actors import Actor
-from breakpoints.choices import Status, Strategy
+from breakpoints.choices import OnTimeout, Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.results import result_auto_approved
+from breakpoints.services.nudges import nudge_schedule
 from breakpoints.services.transitions import move, record
 from config.exceptions import Forbidden, IdempotencyConflict, InvalidInput
 
@@ -88,6 +89,7 @@ def breakpoint_create(
         request_hash=request_hash,
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
+        on_timeout=payload.get("onTimeout") or OnTimeout.EXPIRE,
     )
     try:
         return _insert(row, actor=actor), True
@@ -137,6 +139,8 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         )
         now = timezone.now()
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
+        for field, value in nudge_schedule(bp.payload, now).items():
+            setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
         record(

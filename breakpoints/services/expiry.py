@@ -13,16 +13,25 @@ from django.utils import timezone
 
 from audit.models import EventType
 from audit.services import event_record_bulk
+from breakpoints import autoapproval
 from breakpoints.actors import Actor, is_admin
-from breakpoints.choices import Status
+from breakpoints.choices import OnTimeout, Status
 from breakpoints.models import Breakpoint
-from breakpoints.results import result_expired, result_timed_out
+from breakpoints.results import (
+    TIMEOUT_POLICY_RESPONDER,
+    result_expired,
+    result_timed_out,
+    result_timeout_policy,
+    result_timeout_refused,
+)
+from breakpoints.services.nudges import escalate_locked
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from breakpoints.webhooks import deliveries_enqueue_bulk
 from config.exceptions import Forbidden
 
 TTL_ACTOR = Actor.system("ttl")
+TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)
 EXPIRE_BATCH_SIZE = 1000
 
 
@@ -65,7 +74,52 @@ def breakpoint_expire_if_due(breakpoint_id: str) -> None:
     with transaction.atomic():
         locked = lock(breakpoint_id)
         if locked.is_overdue():
-            _expire_locked(locked, actor=TTL_ACTOR)
+            _time_out_locked(locked)
+
+
+def _time_out_locked(bp: Breakpoint) -> Breakpoint:
+    """A locked breakpoint past expiresAt: what its onTimeout policy says, else expire.
+
+    approve/reject release it with the policy as responder (approve obeys the rules that
+    forbid automatic approval: then it expires, saying why); escalate routes it also to
+    escalateTo and waits one more TTL, once; expire (the default) expires it.
+    """
+    policy = bp.on_timeout
+    if policy == OnTimeout.ESCALATE and escalate_locked(bp, extend_ttl=True):
+        return bp
+    if policy not in (OnTimeout.APPROVE, OnTimeout.REJECT):
+        return _expire_locked(bp, actor=TTL_ACTOR)
+    approved = policy == OnTimeout.APPROVE
+    forbidden = (
+        autoapproval.forbidding_reason(key=bp.key, tags=bp.tags, experts=bp.experts)
+        if approved
+        else None
+    )
+    if forbidden is not None:
+        result = result_timeout_refused(
+            responder=TTL_ACTOR.name,
+            ttl_seconds=bp.ttl_seconds,
+            requested=policy,
+            reason=forbidden,
+        )
+        return move(
+            bp,
+            to=Status.EXPIRED,
+            actor=TTL_ACTOR,
+            result=result,
+            event_type=EventType.EXPIRED,
+            metadata={"reason": result["feedback"], "timeoutPolicy": result["timeoutPolicy"]},
+        )
+    return move(
+        bp,
+        to=Status.RELEASED,
+        actor=TIMEOUT_POLICY_ACTOR,
+        result=result_timeout_policy(
+            approved=approved, ttl_seconds=bp.ttl_seconds, at=timezone.now(), votes=bp.votes
+        ),
+        event_type=EventType.RELEASED,
+        metadata={"approved": approved, "timeoutPolicy": policy},
+    )
 
 
 def breakpoints_expire_due(
@@ -75,16 +129,30 @@ def breakpoints_expire_due(
 
     Each batch is one transaction: lock the due rows (SKIP LOCKED, so overlapping sweeps
     never take the same row), move them with one conditional UPDATE, then write their
-    events, outbox rows and wake-ups in bulk. Returns how many it expired.
+    events, outbox rows and wake-ups in bulk. The few with another onTimeout policy are
+    timed out one by one. Returns how many it expired or released.
     """
     now = now or timezone.now()
-    expired = 0
+    ended = 0
     while True:
         with transaction.atomic():
+            with_policy = _lock_due_with_policy(now=now, limit=batch_size)
+            for bp in with_policy:
+                ended += _time_out_locked(bp).status != Status.WAITING
             due = _lock_due(now=now, limit=batch_size)
-            expired += len(_expire_batch(due))
-        if len(due) < batch_size:
-            return expired
+            ended += len(_expire_batch(due))
+        if len(due) < batch_size and len(with_policy) < batch_size:
+            return ended
+
+
+def _lock_due_with_policy(*, now: datetime, limit: int) -> list[Breakpoint]:
+    """Due waiting breakpoints whose onTimeout is not expire (rare), locked."""
+    return list(
+        Breakpoint.objects.select_for_update(skip_locked=True)
+        .overdue(now)
+        .exclude(on_timeout=OnTimeout.EXPIRE)
+        .order_by("expires_at")[:limit]
+    )
 
 
 def _lock_due(*, now: datetime, limit: int) -> dict[str, int | None]:
@@ -92,6 +160,7 @@ def _lock_due(*, now: datetime, limit: int) -> dict[str, int | None]:
     return dict(
         Breakpoint.objects.select_for_update(skip_locked=True)
         .overdue(now)
+        .filter(on_timeout=OnTimeout.EXPIRE)
         .order_by("expires_at")
         .values_list("pk", "ttl_seconds")[:limit]
     )

@@ -3,7 +3,10 @@
 Expiry (by hand, on read, by the TTL sweep) lives in services/expiry.py.
 """
 
+import json
+import logging
 from datetime import timedelta
+from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -15,6 +18,7 @@ from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move
+from breakpoints.wakeups import announce
 from config.exceptions import Forbidden, InvalidInput
 
 
@@ -59,3 +63,46 @@ def breakpoints_purge(*, older_than_days: int) -> int:
         with transaction.atomic():
             Breakpoint.objects.filter(pk__in=ids).delete()
         purged += len(ids)
+
+
+# --- deletion by hand ------------------------------------------------------------------
+
+# Where a deletion is recorded: the breakpoint's own audit events go with it.
+audit_log = logging.getLogger("breakpoints.audit")
+
+
+def breakpoint_delete(*, breakpoint_id: str, actor: Actor, reason: str = "") -> dict[str, int]:
+    """Delete one breakpoint, with its feedback, events and deliveries: admins only.
+
+    Its audit events cascade away with it, so the deletion is recorded where it survives:
+    one WARNING line on the `breakpoints.audit` logger (a JSON line in production), once
+    the deletion commits: which breakpoint (key, agent, run, status, created), who deleted
+    it and why, and how many rows of each kind went with it. Returns those counts.
+    """
+    if actor.user is None or not is_admin(actor.user):
+        raise Forbidden("Only admins can delete breakpoints.")
+    with transaction.atomic():
+        bp = lock(breakpoint_id)
+        _, per_model = Breakpoint.objects.filter(pk=bp.pk).delete()
+        announce([bp.pk])  # an agent waiting on it looks again, and finds it gone
+        deleted = {label: count for label, count in per_model.items() if count}
+        record = {
+            "id": bp.pk,
+            "key": bp.key,
+            "agentId": bp.agent_id,
+            "runId": bp.run_id,
+            "status": bp.status,
+            "createdAt": bp.created_at.isoformat(),
+            "deletedBy": actor.name,
+            "reason": reason,
+            "deleted": deleted,
+        }
+        transaction.on_commit(
+            partial(
+                audit_log.warning,
+                "Breakpoint deleted: %s",
+                json.dumps(record, ensure_ascii=False, sort_keys=True),
+                extra={"breakpoint_id": bp.pk},
+            )
+        )
+    return deleted

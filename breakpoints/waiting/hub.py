@@ -21,6 +21,7 @@ from django.conf import settings
 from breakpoints import selectors, wakeups
 from breakpoints.choices import Status
 from breakpoints.waiting.bridge import run_sync
+from breakpoints.waiting.listener import listen_forever, notifications_available
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +70,6 @@ class Hub:
 
     def start(self) -> None:
         """Start the re-check (and, on PostgreSQL, the listener) on the running loop."""
-        from breakpoints.waiting.listener import listen_forever, notifications_available
-
         self._loop = asyncio.get_running_loop()
         self._tasks.append(asyncio.create_task(self._recheck_forever()))
         if notifications_available():

@@ -28,9 +28,10 @@ from breakpoints.services import (
     breakpoint_expire_if_due,
     breakpoints_expire_due,
     breakpoints_purge,
-    feedback_add,
     expiry,
+    feedback_add,
 )
+from breakpoints.webhooks import outbox
 from reviews.models import Feedback
 from tests.factories import BreakpointFactory
 
@@ -266,7 +267,7 @@ def record_publishes(monkeypatch) -> list[list[str]]:
         published.append(list(ids))
         return len(ids)
 
-    monkeypatch.setattr(webhooks, "publish_deliveries", publish)
+    monkeypatch.setattr(outbox, "publish_deliveries", publish)
     return published
 
 

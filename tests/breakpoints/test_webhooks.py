@@ -12,6 +12,7 @@ import socket
 from datetime import timedelta
 from io import StringIO
 
+import httpx
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
@@ -24,6 +25,8 @@ from breakpoints import webhooks
 from breakpoints.actors import Actor
 from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
+from breakpoints.webhooks import guard
+from breakpoints.webhooks.delivery import claim
 from config.exceptions import InvalidInput, InvalidState, NotFound
 from tests.webhook_receiver import WebhookReceiver, expected_signature
 
@@ -389,12 +392,12 @@ def test_claim_takes_a_lease_of_the_configured_length(
     delivery = only_delivery(bp)
     before = timezone.now()
 
-    claimed = webhooks._claim(delivery.pk)
+    claimed = claim(delivery.pk)
 
     assert claimed is not None
     lease = (claimed.locked_until - before).total_seconds()
     assert 44 <= lease <= 46
-    assert webhooks._claim(delivery.pk) is None
+    assert claim(delivery.pk) is None
     assert webhooks.delivery_attempt(delivery.pk).status == "skipped"
     assert receiver.received == []
 
@@ -760,7 +763,7 @@ def test_an_attempt_cut_short_by_a_dead_worker_still_counts(
     subscribe(receiver.url)
     bp = make_breakpoint()
     delivery = only_delivery(bp)
-    assert webhooks._claim(delivery.pk) is not None  # the worker that dies mid-request
+    assert claim(delivery.pk) is not None  # the worker that dies mid-request
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
         locked_until=timezone.now() - timedelta(seconds=1)
     )
@@ -866,9 +869,9 @@ def test_an_error_naming_the_url_is_recorded_without_its_credentials(
     delivery = only_delivery(make_breakpoint())
 
     def fail(client, target, *args, **kwargs):
-        raise webhooks.httpx.ConnectError(f"cannot reach {url} (u:S3cret, token=abc)")
+        raise httpx.ConnectError(f"cannot reach {url} (u:S3cret, token=abc)")
 
-    monkeypatch.setattr(webhooks, "_post_pinned", fail)
+    monkeypatch.setattr(guard, "post_pinned", fail)
     assert webhooks.delivery_attempt(delivery.pk).status == "retry"
 
     delivery.refresh_from_db()

@@ -1,0 +1,154 @@
+"""The OpenAPI schema of the create request's `payload` (babysitter's ctx.breakpoint()).
+
+Documentation only: breakpoints.payload validates; every bound comes from limits.
+"""
+
+from breakpoints import limits
+from breakpoints.api.schema import NOT_BLANK
+from breakpoints.choices import FileFormat, OnTimeout, Strategy
+from breakpoints.payload import KEY_PATTERN
+
+
+def _nullable(schema: dict) -> dict:
+    return {**schema, "nullable": True}
+
+
+def text_schema(max_length: int) -> dict:
+    return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_length}
+
+
+# The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
+# other key is kept as sent.
+PAYLOAD_SCHEMA = {
+    "type": "object",
+    "description": "The ctx.breakpoint() argument, any JSON object; these keys are validated.",
+    "properties": {
+        "question": {"type": "string", "maxLength": limits.MAX_QUESTION_LENGTH},
+        "title": _nullable({"type": "string", "maxLength": limits.MAX_TITLE_LENGTH}),
+        "breakpointId": {
+            "type": "string",
+            "maxLength": limits.MAX_KEY_LENGTH,
+            "pattern": KEY_PATTERN.pattern,
+            "description": "The canonical key: dotted kebab-case.",
+        },
+        "strategy": {"type": "string", "enum": list(Strategy.values)},
+        "attempt": {"type": "integer", "minimum": 1},
+        "autoApproveAfterN": {
+            "anyOf": [
+                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
+                {
+                    "type": "integer",
+                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
+                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
+                },
+            ]
+        },
+        "presentAlwaysApprove": {"type": "boolean"},
+        "onTimeout": {
+            "type": "string",
+            "enum": list(OnTimeout.values),
+            "description": "When nobody decides before expiresAt: expire (default), approve "
+            "or reject (responder `timeout-policy`; approve obeys never-auto-approve rules and "
+            "always-break-on tags, else expires), escalate (route also to escalateTo and wait "
+            "one more TTL).",
+        },
+        "escalateAfterSeconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": limits.MAX_TTL_SECONDS,
+            "description": "After this long, route it also to escalateTo (audited `escalated`).",
+        },
+        "escalateTo": text_schema(limits.MAX_EXPERT_NAME_LENGTH),
+        "remindEverySeconds": {
+            "type": "integer",
+            "minimum": limits.MIN_REMIND_EVERY_SECONDS,
+            "maximum": limits.MAX_TTL_SECONDS,
+            "description": f"Notify its channels again this often while it waits (at most "
+            f"{limits.MAX_REMINDERS} reminders).",
+        },
+        "previousFeedback": _nullable(
+            {"type": "string", "maxLength": limits.MAX_PREVIOUS_FEEDBACK_LENGTH}
+        ),
+        "tags": _nullable(
+            {
+                "type": "array",
+                "maxItems": limits.MAX_TAGS,
+                "items": text_schema(limits.MAX_TAG_LENGTH),
+            }
+        ),
+        "expert": _nullable(
+            {
+                "anyOf": [
+                    text_schema(limits.MAX_EXPERT_NAME_LENGTH),
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": limits.MAX_EXPERTS,
+                        "items": text_schema(limits.MAX_EXPERT_NAME_LENGTH),
+                    },
+                ]
+            }
+        ),
+        "options": _nullable(
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": limits.MAX_OPTIONS,
+                "description": "Labels, or {label, approved} objects (labels of objects unique).",
+                "items": {
+                    "anyOf": [
+                        text_schema(limits.MAX_OPTION_LENGTH),
+                        {
+                            "type": "object",
+                            "required": ["label"],
+                            "properties": {
+                                "label": text_schema(limits.MAX_OPTION_LENGTH),
+                                "approved": {"type": "boolean"},
+                            },
+                        },
+                    ]
+                },
+            }
+        ),
+        "context": _nullable(
+            {
+                "type": "object",
+                "properties": {
+                    "runId": _nullable({"type": "string", "maxLength": limits.MAX_RUN_ID_LENGTH}),
+                    "files": _nullable(
+                        {
+                            "type": "array",
+                            "maxItems": limits.MAX_FILES,
+                            "items": {
+                                "type": "object",
+                                "required": ["path", "format"],
+                                "properties": {
+                                    "path": {
+                                        **text_schema(limits.MAX_PATH_LENGTH),
+                                        "description": "Relative, without '..'.",
+                                    },
+                                    "format": {
+                                        "type": "string",
+                                        "enum": list(FileFormat.values),
+                                    },
+                                    "language": _nullable(
+                                        {
+                                            "type": "string",
+                                            "maxLength": limits.MAX_LANGUAGE_LENGTH,
+                                        }
+                                    ),
+                                    "content": _nullable(
+                                        {
+                                            "type": "string",
+                                            "maxLength": limits.MAX_CONTENT_LENGTH,
+                                        }
+                                    ),
+                                },
+                            },
+                        }
+                    ),
+                },
+            }
+        ),
+    },
+}

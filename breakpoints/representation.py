@@ -1,0 +1,105 @@
+"""The contract's JSON for a breakpoint and its feedback, in plain Python (no DRF).
+
+One source for every place a breakpoint leaves the server: the API
+(breakpoints.api.serializers delegates its output here) and webhook bodies, so a
+subscriber receives exactly what GET /api/breakpoints/{id} answers. Values are written
+as DRF's fields write them: datetimes in ISO 8601 in the current time zone, with UTC's
+`+00:00` as `Z`; ids and texts as strings; JSON columns as stored; null stays null.
+"""
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from breakpoints import routing
+from breakpoints.models import Breakpoint
+from reviews.models import Feedback
+
+
+def timestamp(value: dt.datetime | str | None) -> str | None:
+    """A datetime as DRF's DateTimeField (ISO 8601 format) writes it."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        return value
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    if zone is not None:
+        aware = timezone.is_aware(value)
+        value = value.astimezone(zone) if aware else timezone.make_aware(value, zone)
+    elif timezone.is_aware(value):
+        value = timezone.make_naive(value, dt.UTC)
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _integer(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def experts_json(
+    experts: list[str], seats: Mapping[str, routing.Seat] | None = None
+) -> list[dict[str, Any]]:
+    """The seats of a routed breakpoint, resolved now; `seats` (routing.resolve of a page)
+    saves the queries when it covers every name."""
+    if not experts:
+        return []
+    if seats is not None and not all(name in seats for name in experts):
+        seats = None
+    return [
+        {"name": seat.name, "resolved": seat.resolved, "kind": seat.kind}
+        for seat in routing.seats_for(experts, seats)
+    ]
+
+
+def feedback_json(feedback: Feedback) -> dict[str, Any]:
+    return {
+        "id": _text(feedback.pk),
+        "author": _text(feedback.author),
+        "comment": _text(feedback.comment),
+        "createdAt": timestamp(feedback.created_at),
+    }
+
+
+def breakpoint_json(
+    bp: Breakpoint, seats: Mapping[str, routing.Seat] | None = None
+) -> dict[str, Any]:
+    """The breakpoint as the API shows it. Its feedback in the order loaded (the
+    selectors prefetch it oldest first), else Feedback's default order (the same)."""
+    return {
+        "breakpointId": _text(bp.pk),
+        "status": _text(bp.status),
+        "agentId": _text(bp.agent_id),
+        "runId": _text(bp.run_id),
+        "title": _text(bp.title),
+        "key": _text(bp.key),
+        "question": _text(bp.question),
+        "payload": bp.payload,
+        "tags": bp.tags,
+        "ttlSeconds": _integer(bp.ttl_seconds),
+        "expiresAt": timestamp(bp.expires_at),
+        "createdAt": timestamp(bp.created_at),
+        "updatedAt": timestamp(bp.updated_at),
+        "releasedAt": timestamp(bp.released_at),
+        "expiredAt": timestamp(bp.expired_at),
+        "cancelledAt": timestamp(bp.cancelled_at),
+        "feedback": [feedback_json(feedback) for feedback in bp.feedback.all()],
+        "result": bp.result,
+        "autoApproval": bp.auto_approval,
+        "strategy": _text(bp.strategy),
+        "experts": experts_json(bp.experts, seats),
+        "votes": bp.votes,
+    }
+
+
+def breakpoints_json(breakpoints: Iterable[Breakpoint]) -> list[dict[str, Any]]:
+    """breakpoint_json of each, with the experts of all resolved in one go."""
+    chosen = list(breakpoints)
+    seats = routing.resolve({name for bp in chosen for name in bp.experts})
+    return [breakpoint_json(bp, seats) for bp in chosen]

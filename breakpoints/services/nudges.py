@@ -1,0 +1,118 @@
+"""While a breakpoint waits: escalation to another expert, and reminders.
+
+payload.escalateAfterSeconds + escalateTo route a breakpoint also to another expert once
+that time has passed (onTimeout: escalate does the same at expiresAt, and gives it one
+more TTL); payload.remindEverySeconds notifies its channels again while it waits. Both
+run in beat's sweep, rows locked with SKIP LOCKED and changed with a conditional UPDATE,
+so overlapping sweeps act once per breakpoint.
+"""
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import EventType
+from breakpoints.actors import Actor
+from breakpoints.choices import Status
+from breakpoints.limits import MAX_REMINDERS
+from breakpoints.models import Breakpoint
+from breakpoints.services.transitions import record
+
+ESCALATION_ACTOR = Actor.system("escalation")
+REMINDER_ACTOR = Actor.system("reminders")
+NUDGE_BATCH_SIZE = 200
+
+
+def escalate_locked(bp: Breakpoint, *, extend_ttl: bool) -> bool:
+    """Route a locked waiting breakpoint also to payload.escalateTo; False if done already.
+
+    extend_ttl (onTimeout: escalate): it waits one more TTL from now for the new expert.
+    """
+    escalate_to = bp.payload.get("escalateTo")
+    if not isinstance(escalate_to, str) or not escalate_to.strip():
+        return False
+    escalate_to = escalate_to.strip()  # as payload.expert names are
+    experts = bp.experts if escalate_to in bp.experts else [*bp.experts, escalate_to]
+    now = timezone.now()
+    changes = {"experts": experts, "escalated_at": now, "updated_at": now}
+    if extend_ttl and bp.ttl_seconds:
+        changes["expires_at"] = now + timedelta(seconds=bp.ttl_seconds)
+    changed = Breakpoint.objects.filter(
+        pk=bp.pk, status=Status.WAITING, escalated_at__isnull=True
+    ).update(**changes)
+    if not changed:
+        return False
+    for field, value in changes.items():
+        setattr(bp, field, value)
+    expires_at = bp.expires_at.isoformat() if bp.expires_at else None
+    record(
+        bp,
+        type=EventType.ESCALATED,
+        actor=ESCALATION_ACTOR,
+        metadata={"escalateTo": escalate_to, "experts": experts, "expiresAt": expires_at},
+    )
+    return True
+
+
+def breakpoints_escalate_due(*, now: datetime | None = None) -> int:
+    """Escalate every waiting breakpoint whose escalateAfterSeconds has passed, in batches."""
+    now = now or timezone.now()
+    escalated = 0
+    while True:
+        with transaction.atomic():
+            due = list(
+                Breakpoint.objects.select_for_update(skip_locked=True)
+                .waiting(now)
+                .filter(escalated_at__isnull=True, escalate_at__lte=now)
+                .order_by("escalate_at")[:NUDGE_BATCH_SIZE]
+            )
+            escalated += sum(escalate_locked(bp, extend_ttl=False) for bp in due)
+        if len(due) < NUDGE_BATCH_SIZE:
+            return escalated
+
+
+def breakpoints_remind_due(*, now: datetime | None = None) -> int:
+    """Send the reminders that are due (one per breakpoint and run, at most MAX_REMINDERS)."""
+    now = now or timezone.now()
+    reminded = 0
+    while True:
+        with transaction.atomic():
+            due = list(
+                Breakpoint.objects.select_for_update(skip_locked=True)
+                .waiting(now)
+                .filter(remind_at__lte=now)
+                .order_by("remind_at")[:NUDGE_BATCH_SIZE]
+            )
+            reminded += sum(_remind_locked(bp, now) for bp in due)
+        if len(due) < NUDGE_BATCH_SIZE:
+            return reminded
+
+
+def _remind_locked(bp: Breakpoint, now: datetime) -> int:
+    sent = bp.reminders_sent + 1
+    every = bp.payload.get("remindEverySeconds")
+    next_at = now + timedelta(seconds=every) if sent < MAX_REMINDERS and every else None
+    changed = Breakpoint.objects.filter(
+        pk=bp.pk, status=Status.WAITING, reminders_sent=bp.reminders_sent
+    ).update(reminders_sent=sent, remind_at=next_at)
+    if not changed:
+        return 0
+    bp.reminders_sent, bp.remind_at = sent, next_at
+    record(
+        bp,
+        type=EventType.REMINDER,
+        actor=REMINDER_ACTOR,
+        metadata={"reminder": sent, "of": MAX_REMINDERS},
+    )
+    return 1
+
+
+def nudge_schedule(payload: dict, now: datetime) -> dict[str, datetime | None]:
+    """escalate_at and remind_at of a breakpoint created now with this payload."""
+    escalate_after = payload.get("escalateAfterSeconds")
+    remind_every = payload.get("remindEverySeconds")
+    return {
+        "escalate_at": now + timedelta(seconds=escalate_after) if escalate_after else None,
+        "remind_at": now + timedelta(seconds=remind_every) if remind_every else None,
+    }

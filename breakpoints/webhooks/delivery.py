@@ -1,0 +1,168 @@
+"""One attempt of one delivery: claim it, sign it, POST it, record what happened.
+
+A worker claims a row with a short lease before the HTTP call, so one delivery is never
+sent twice at once; the `webhook-id` stays the same on every retry for receivers to
+deduplicate. Failures are retried with backoff up to MAX_ATTEMPTS, by the outbox sweep.
+"""
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+
+from audit.models import EventType
+from audit.services import event_record
+from breakpoints.models import DeliveryStatus, WebhookDelivery
+from breakpoints.models.webhook import redacted_url
+from breakpoints.webhooks import guard
+from breakpoints.webhooks.outbox import current_webhook_ids
+
+WEBHOOK_ACTOR = "system:webhooks"
+MAX_ATTEMPTS = 8
+MAX_BACKOFF_SECONDS = 8 * 60 * 60
+REQUEST_TIMEOUT_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    status: str  # "skipped", "delivered", "retry", "failed"
+    status_code: int | None = None
+    error: str = ""
+
+
+def backoff_seconds(attempts: int) -> float:
+    """Exponential (x4) from BPM_WEBHOOK_RETRY_BASE_SECONDS, capped, with ±20% jitter.
+
+    With the default 15 s base, 8 attempts span about a day.
+    """
+    delay = min(settings.BPM_WEBHOOK_RETRY_BASE_SECONDS * 4 ** (attempts - 1), MAX_BACKOFF_SECONDS)
+    return delay * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not security
+
+
+def signer(secret: str) -> StandardWebhook:
+    """The Standard Webhooks signer of a secret (raises on a whsec_ secret not in base64)."""
+    return StandardWebhook(secret if secret.startswith("whsec_") else secret.encode())
+
+
+def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
+    """The body bytes and Standard Webhooks headers for one delivery."""
+    body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False)
+    now = timezone.now()
+    signature = signer(delivery.webhook.secret).sign(delivery.pk, now, body)
+    headers = {
+        "content-type": "application/json",
+        "user-agent": "BreakpointManager-Webhooks/1.0",
+        "webhook-id": delivery.pk,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signature,
+    }
+    return body.encode(), headers
+
+
+def claim(delivery_id: str) -> WebhookDelivery | None:
+    """Lease a due delivery and count the attempt now, so one cut short by a killed
+    worker still counts towards MAX_ATTEMPTS."""
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.BPM_WEBHOOK_LEASE_SECONDS)
+    claimed = (
+        WebhookDelivery.objects.filter(
+            pk=delivery_id,
+            status=DeliveryStatus.PENDING,
+            next_attempt_at__lte=now,
+            webhook_id__in=current_webhook_ids(),
+        )
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .update(locked_until=lease, attempts=F("attempts") + 1)
+    )
+    if not claimed:
+        return None
+    return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+
+
+def delivery_attempt(delivery_id: str) -> AttemptOutcome:
+    """Send one delivery once, if it is pending, due and not held by another worker."""
+    delivery = claim(delivery_id)
+    if delivery is None:
+        return AttemptOutcome("skipped")
+    started = time.monotonic()
+    status_code, error, retryable = None, "", True
+    try:
+        addresses = guard.vetted_addresses(delivery.webhook.url)
+        body, headers = signed_request(delivery)
+        with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False) as client:
+            response = guard.post_pinned(client, delivery.webhook.url, addresses, body, headers)
+        status_code = response.status_code
+        retryable = status_code >= 500 or status_code == 429
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}"
+    except guard.DeliveryRefused as exc:
+        error, retryable = f"refused: {exc}", False
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    error = _scrubbed(error, delivery.webhook.url)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    return _record_attempt(delivery, status_code, error, retryable, duration_ms)
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """`text` without the URL's password or query string, wherever an error quoted them."""
+    parts = urlsplit(url)
+    text = text.replace(url, redacted_url(url))
+    for secret in (parts.password, parts.query, parts.fragment):
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def _record_attempt(
+    delivery: WebhookDelivery,
+    status_code: int | None,
+    error: str,
+    retryable: bool,
+    duration_ms: int,
+) -> AttemptOutcome:
+    attempts = delivery.attempts  # counted when the delivery was claimed
+    now = timezone.now()
+    if not error:
+        outcome = AttemptOutcome("delivered", status_code)
+        changes = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
+    elif retryable and attempts < MAX_ATTEMPTS:
+        outcome = AttemptOutcome("retry", status_code, error)
+        changes = {"next_attempt_at": now + timedelta(seconds=backoff_seconds(attempts))}
+    else:
+        outcome = AttemptOutcome("failed", status_code, error)
+        changes = {"status": DeliveryStatus.FAILED}
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            attempts=attempts,
+            locked_until=None,
+            last_status_code=status_code,
+            last_error=error[:2000],
+            **changes,
+        )
+        event_record(
+            breakpoint_id=delivery.breakpoint_id,
+            type=EventType.NOTIFICATION,
+            actor=WEBHOOK_ACTOR,
+            metadata={
+                "deliveryId": delivery.pk,
+                "webhookId": delivery.webhook_id,
+                "url": redacted_url(delivery.webhook.url),
+                "eventType": delivery.event_type,
+                "attempt": attempts,
+                "statusCode": status_code,
+                "durationMs": duration_ms,
+                "error": error[:500],
+                "outcome": outcome.status,
+            },
+        )
+    return outcome

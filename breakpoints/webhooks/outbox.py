@@ -1,0 +1,170 @@
+"""The transactional outbox: the intent to notify, written with the change it reports.
+
+A change writes one pending WebhookDelivery per interested subscriber in its own
+transaction; after commit the ids are handed to the workers, which may fail harmlessly:
+the sweep (deliveries_due, run by beat) re-publishes every pending row that is due.
+"""
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from breakpoints.models import Breakpoint, DeliveryStatus, Webhook, WebhookDelivery
+from breakpoints.representation import breakpoint_json, breakpoints_json
+from config.celery import app as celery_app
+from config.exceptions import InvalidState, NotFound
+
+logger = logging.getLogger(__name__)
+
+# The worker's task (breakpoints.tasks registers it under this name): published by name,
+# so the outbox needs no import of the tasks module, which imports this package.
+DELIVER_TASK = "breakpoints.tasks.deliver_webhook"
+DUE_BATCH_SIZE = 500
+REMOVED_ERROR = "cancelled: the webhook was removed"
+
+
+def current_webhook_ids() -> QuerySet[Webhook, Any]:
+    """Ids of the subscriptions not removed, as a subquery.
+
+    Not a join (`webhook__removed_at`): Django turns an UPDATE with a join into
+    `WHERE id IN (SELECT ...)`, whose conditions PostgreSQL does not re-check on the row a
+    concurrent claim just changed, and two workers could then claim one delivery.
+    """
+    return Webhook.objects.current().values("pk")
+
+
+def cancel_pending(deliveries: QuerySet[WebhookDelivery]) -> int:
+    """Fail the pending ones among `deliveries` (their webhook was removed), attempts kept."""
+    return deliveries.filter(status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.FAILED, locked_until=None, last_error=REMOVED_ERROR
+    )
+
+
+def _subscribers(event_type: str) -> list[Webhook]:
+    return [w for w in Webhook.objects.current().filter(active=True) if w.wants(event_type)]
+
+
+def _body(event_type: str, now: datetime, data: dict) -> dict:
+    """The JSON a delivery sends, as stored (JSON-safe)."""
+    return json.loads(
+        json.dumps(
+            {"type": f"breakpoint.{event_type}", "timestamp": now.isoformat(), "data": data},
+            default=str,
+        )
+    )
+
+
+def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
+    """Write one pending delivery per interested subscriber, in the caller's transaction."""
+    subscribers = _subscribers(event_type)
+    if not subscribers:
+        return []
+    now = timezone.now()
+    body = _body(event_type, now, breakpoint_json(breakpoint))
+    return _deliveries_write([(breakpoint, body)], subscribers, event_type, now)
+
+
+def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
+    """deliveries_enqueue for many breakpoints (the TTL sweep), in queries per batch, not per row.
+
+    The rows are read back in the caller's transaction, so each body shows the breakpoint
+    as the change left it, exactly as the single path does; nothing is read without a
+    subscriber.
+    """
+    subscribers = _subscribers(event_type)
+    if not subscribers or not breakpoint_ids:
+        return []
+    now = timezone.now()
+    breakpoints = list(
+        Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
+    )
+    bodies = [_body(event_type, now, data) for data in breakpoints_json(breakpoints)]
+    pairs = list(zip(breakpoints, bodies, strict=True))
+    return _deliveries_write(pairs, subscribers, event_type, now)
+
+
+def _deliveries_write(
+    pairs: list[tuple[Breakpoint, dict]],
+    subscribers: list[Webhook],
+    event_type: str,
+    now: datetime,
+) -> list[str]:
+    """One pending delivery per (breakpoint, body) and subscriber; published after commit."""
+    deliveries = WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(
+                webhook=webhook,
+                breakpoint=breakpoint,
+                event_type=event_type,
+                body=body,
+                next_attempt_at=now,
+            )
+            for breakpoint, body in pairs
+            for webhook in subscribers
+        ]
+    )
+    ids = [delivery.pk for delivery in deliveries]
+    transaction.on_commit(lambda: publish_deliveries(ids))
+    return ids
+
+
+def publish_deliveries(delivery_ids: list[str]) -> int:
+    """Hand deliveries to the workers; never raises, never waits long on the broker.
+
+    A publish that fails leaves the row pending, and the outbox sweep sends it later.
+    Published by task name (the message a task's apply_async sends); task_always_eager
+    does not apply to it.
+    """
+    published = 0
+    for delivery_id in delivery_ids:
+        try:
+            celery_app.send_task(DELIVER_TASK, args=(delivery_id,), retry=False, ignore_result=True)
+            published += 1
+        except Exception:  # noqa: BLE001 - broker down: the outbox sweep covers it
+            logger.warning(
+                "Could not publish webhook delivery %s; the sweep will retry.",
+                delivery_id,
+                exc_info=True,
+            )
+            break
+    return published
+
+
+def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
+    """Pending deliveries whose time has come and that no worker holds.
+
+    Pending deliveries of a removed webhook (written by a change that raced the removal,
+    or put back by an attempt that was under way) are cancelled here, never returned.
+    """
+    cancel_pending(WebhookDelivery.objects.exclude(webhook_id__in=current_webhook_ids()))
+    now = timezone.now()
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
+    """An admin sends a delivery again (same webhook-id), whatever became of it,
+    unless its webhook was removed."""
+    with transaction.atomic():
+        updated = WebhookDelivery.objects.filter(
+            pk=delivery_id, webhook_id__in=current_webhook_ids()
+        ).update(status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None)
+        if not updated:
+            current = WebhookDelivery.objects.filter(pk=delivery_id).first()
+            if current is not None:
+                raise InvalidState(
+                    f"The webhook of delivery {delivery_id} was removed; it cannot be re-sent.",
+                    current_status=current.status,
+                )
+            raise NotFound(f"No delivery {delivery_id}.")
+        transaction.on_commit(lambda: publish_deliveries([delivery_id]))
+    return WebhookDelivery.objects.get(pk=delivery_id)

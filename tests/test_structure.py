@@ -1,0 +1,181 @@
+"""The architecture's rules, checked: small modules and functions, imports at the top,
+and the import layers (the import-linter contracts in pyproject.toml).
+
+No database and no imports of the project: the sources are parsed, not run.
+"""
+
+import ast
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_PACKAGES = ("breakpoints", "reviews", "audit", "config")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+# The only imports allowed inside a function: (path, function, import) -> why it must be
+# there. Everything else is imported at the top of its module, where a reader (and an
+# import cycle) sees it at once.
+LOCAL_IMPORTS_ALLOWED = {
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
+        "from breakpoints.accounts import role_groups_sync",
+    ): "Django's idiom for signal registration: apps.py is imported while the app registry "
+    "is being populated, before models may be imported (accounts imports auth's models).",
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
+        "from breakpoints.api import schema",
+    ): "registers the OpenAPI auth extension once the models are loaded (the schema module "
+    "imports breakpoints.filters, hence the models).",
+}
+
+
+def app_modules() -> list[Path]:
+    return sorted(
+        path
+        for package in APP_PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.relative_to(ROOT).parts
+    )
+
+
+def name(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+class _Functions(ast.NodeVisitor):
+    """Every function of a module with its qualified name, and the imports each holds."""
+
+    def __init__(self) -> None:
+        self.scope: list[str] = []
+        self.functions: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        self.local_imports: list[tuple[str, ast.Import | ast.ImportFrom]] = []
+        self.in_function = 0
+
+    def _nest(self, node: ast.AST, qualname: str, is_function: bool) -> None:
+        self.scope.append(qualname)
+        self.in_function += is_function
+        self.generic_visit(node)
+        self.in_function -= is_function
+        self.scope.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._nest(node, node.name, is_function=False)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.functions.append((".".join([*self.scope, node.name]), node))
+        self._nest(node, node.name, is_function=True)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if self.in_function:
+            self.local_imports.append((".".join(self.scope), node))
+
+    visit_ImportFrom = visit_Import
+
+
+def parsed(path: Path) -> _Functions:
+    visitor = _Functions()
+    visitor.visit(ast.parse(path.read_text(), filename=str(path)))
+    return visitor
+
+
+def test_no_module_is_over_the_line_limit():
+    too_long = [
+        f"{name(path)}:1: {lines} lines"
+        for path in app_modules()
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not too_long, (
+        f"{len(too_long)} module(s) over {MAX_MODULE_LINES} lines; split them by concern:\n"
+        + "\n".join(too_long)
+    )
+
+
+def test_no_function_is_over_the_line_limit():
+    too_long = [
+        f"{name(path)}:{node.lineno}: {qualname} is {size} lines"
+        for path in app_modules()
+        for qualname, node in parsed(path).functions
+        if (size := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_FUNCTION_LINES
+    ]
+    assert not too_long, (
+        f"{len(too_long)} function(s) over {MAX_FUNCTION_LINES} lines (def to last line); "
+        "extract steps with names:\n" + "\n".join(too_long)
+    )
+
+
+def test_imports_are_at_module_level():
+    found = {
+        (name(path), function, ast.unparse(node)): node.lineno
+        for path in app_modules()
+        for function, node in parsed(path).local_imports
+    }
+    offenders = [
+        f"{path}:{line}: {function}: {statement}"
+        for (path, function, statement), line in sorted(found.items())
+        if (path, function, statement) not in LOCAL_IMPORTS_ALLOWED
+    ]
+    stale = "\n".join(" / ".join(key) for key in LOCAL_IMPORTS_ALLOWED if key not in found)
+    assert not offenders, (
+        f"{len(offenders)} import(s) inside a function; move them to the top of the module "
+        "(or, when they truly must wait, add them to LOCAL_IMPORTS_ALLOWED with the reason):\n"
+        + "\n".join(offenders)
+    )
+    assert not stale, f"LOCAL_IMPORTS_ALLOWED entries that match nothing now:\n{stale}"
+
+
+def _contracts() -> list[dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return config["tool"]["importlinter"]["contracts"]
+
+
+def test_every_console_module_is_forbidden_to_the_domain():
+    """The domain contract names reviews' presentation modules one by one (import-linter
+    has no "all but"): a new module in reviews must join the list, or be declared domain."""
+    domain_of_reviews = {"reviews", "reviews.apps", "reviews.models"}
+    (contract,) = [c for c in _contracts() if c["id"] == "domain-not-presentation"]
+    forbidden = set(contract["forbidden_modules"])
+    modules = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in app_modules()
+        if path.relative_to(ROOT).parts[0] == "reviews"
+    }
+    missing = sorted(
+        module
+        for module in modules - domain_of_reviews
+        if not any(module == f or module.startswith(f + ".") for f in forbidden)
+    )
+    assert not missing, (
+        "reviews modules the domain is not forbidden to import; add them to the "
+        "domain-not-presentation contract's forbidden_modules in pyproject.toml:\n"
+        + "\n".join(missing)
+    )
+
+
+def test_import_layers_hold():
+    """The import-linter contracts (`lint-imports` in `make lint`), in `make test` too."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command; "
+            "sys.exit(lint_imports_command())",
+            "--no-cache",
+            "--no-logo",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert elapsed < 5, f"lint-imports took {elapsed:.1f}s; keep it under 5s"
