@@ -14,7 +14,6 @@ Precedence, highest first (babysitter's table):
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from django.db import transaction
@@ -31,7 +30,7 @@ from breakpoints.limits import (
 )
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, RuleAction
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
-from breakpoints.rule_patterns import Pattern, PatternError, parse_pattern
+from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
 from config.exceptions import Forbidden, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -172,15 +171,6 @@ def always_break_on_remove(*, actor: Actor, tag: str) -> None:
 # --- evaluation ----------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> Pattern | None:
-    try:
-        return parse_pattern(pattern)
-    except PatternError:
-        logger.warning("Skipping auto-approval rule with malformed pattern %r", pattern)
-        return None
-
-
 def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
     """How many of the latest manual decisions on `key` were approvals, counting at most `limit`.
 
@@ -259,7 +249,7 @@ def _matching_rules(
     """The first matching never-auto-approve rule, and the first matching auto-approve one."""
     never = auto = None
     for rule in rule_list():
-        compiled = _compiled(rule.pattern)
+        compiled = stored_pattern(rule.pattern)
         if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
             continue
         if rule.action == RuleAction.NEVER_AUTO_APPROVE:

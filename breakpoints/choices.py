@@ -46,3 +46,22 @@ class OnTimeout(models.TextChoices):
     APPROVE = "approve"  # release approved (unless a rule forbids auto-approval: then expire)
     REJECT = "reject"  # release rejected
     ESCALATE = "escalate"  # route also to escalateTo and wait one more TTL, then expire
+
+
+class Channel(models.TextChoices):
+    """Where a notification goes: every one is a row of the same outbox."""
+
+    WEBHOOK = "webhook"
+    SLACK = "slack"
+    EMAIL = "email"
+    JIRA = "jira"
+
+
+class Via(models.TextChoices):
+    """Where a reviewer's feedback came from."""
+
+    API = "api"
+    CONSOLE = "console"
+    SLACK = "slack"
+    EMAIL = "email"
+    JIRA = "jira"

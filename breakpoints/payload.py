@@ -283,7 +283,7 @@ def validate_payload(payload: Any) -> None:
         errors["payload.presentAlwaysApprove"] = ["Must be true or false."]
     if "options" in payload and payload["options"] is not None:
         _check_options(errors, payload["options"])
-    _check_timeout_policy(errors, payload)
+    check_timeout_policy(errors, payload)
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)
@@ -294,28 +294,29 @@ def _check_seconds(errors: dict, path: str, value: Any, low: int) -> None:
         errors[path] = [f"Must be a whole number of seconds from {low} to {MAX_TTL_SECONDS}."]
 
 
-def _check_timeout_policy(errors: dict, payload: Mapping[str, Any]) -> None:
-    """onTimeout, escalateAfterSeconds + escalateTo, remindEverySeconds."""
+def check_timeout_policy(errors: dict, payload: Mapping[str, Any], prefix: str = "payload") -> None:
+    """onTimeout, escalateAfterSeconds + escalateTo, remindEverySeconds (a payload, or a
+    route's defaults: `prefix` names where they are in the error paths)."""
     on_timeout = payload.get("onTimeout")
     if on_timeout is not None and on_timeout not in OnTimeout.values:
-        errors["payload.onTimeout"] = [f"Must be one of: {', '.join(OnTimeout.values)}."]
+        errors[f"{prefix}.onTimeout"] = [f"Must be one of: {', '.join(OnTimeout.values)}."]
     if payload.get("escalateAfterSeconds") is not None:
-        _check_seconds(errors, "payload.escalateAfterSeconds", payload["escalateAfterSeconds"], 1)
+        _check_seconds(errors, f"{prefix}.escalateAfterSeconds", payload["escalateAfterSeconds"], 1)
     if payload.get("remindEverySeconds") is not None:
         _check_seconds(
             errors,
-            "payload.remindEverySeconds",
+            f"{prefix}.remindEverySeconds",
             payload["remindEverySeconds"],
             MIN_REMIND_EVERY_SECONDS,
         )
     escalate_to = payload.get("escalateTo")
     if escalate_to is not None:
         if not isinstance(escalate_to, str) or not escalate_to.strip():
-            errors["payload.escalateTo"] = ["Must be an expert name (a non-empty string)."]
+            errors[f"{prefix}.escalateTo"] = ["Must be an expert name (a non-empty string)."]
         elif len(escalate_to) > MAX_EXPERT_NAME_LENGTH:
-            errors["payload.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
+            errors[f"{prefix}.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
     elif on_timeout == OnTimeout.ESCALATE or payload.get("escalateAfterSeconds") is not None:
-        errors["payload.escalateTo"] = [
+        errors[f"{prefix}.escalateTo"] = [
             "Required with onTimeout: escalate or escalateAfterSeconds: the expert to escalate to."
         ]
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import Q
 
 from breakpoints.actors import group_names, is_admin
 from config.exceptions import Forbidden, InvalidState
@@ -87,6 +88,18 @@ def seats_for(names: list[str], resolved: Mapping[str, Seat] | None = None) -> l
     """The seats of a breakpoint, in the order its expert names were given."""
     resolved = resolved if resolved is not None else resolve(names)
     return [resolved.get(name) or Seat(name=name, kind=None) for name in names]
+
+
+def seat_holders(names: Iterable[str]) -> list[Any]:
+    """The active users who answer for any of these expert names, in one query."""
+    names = set(names)
+    if not names:
+        return []
+    usernames = names - {OWNER} | (set(project_owners()) if OWNER in names else set())
+    holders = get_user_model().objects.filter(
+        Q(groups__name__in=names) | Q(username__in=usernames), is_active=True
+    )
+    return list(holders.distinct().order_by("pk"))
 
 
 def holds(user: Any, seat: Seat) -> bool:

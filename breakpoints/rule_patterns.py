@@ -19,10 +19,14 @@ models, forms, serializers and plain scripts alike.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from breakpoints.limits import MAX_PATTERN_LENGTH
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_PATTERN_LENGTH",
@@ -337,3 +341,16 @@ def parse_pattern(text: str) -> Pattern:
             offset + MAX_PATTERN_LENGTH,
         )
     return _Parser(stripped, offset).parse()
+
+
+@lru_cache(maxsize=1024)
+def stored_pattern(text: str) -> Pattern | None:
+    """A stored rule's or route's pattern, parsed once; None (logged) if it is malformed.
+
+    Patterns are validated when saved, so None means one was written some other way.
+    """
+    try:
+        return parse_pattern(text)
+    except PatternError:
+        logger.warning("Skipping a stored pattern that does not parse: %r", text)
+        return None

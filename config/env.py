@@ -1,6 +1,7 @@
 """Small typed readers for environment variables."""
 
 import os
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -46,3 +47,25 @@ def env_float(name: str, default: float) -> float:
 
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def email_settings(url: str) -> dict[str, object]:
+    """Django's EMAIL_* settings from EMAIL_URL: smtp://user:password@host:port (smtps://
+    for implicit TLS, ?starttls=1 for STARTTLS) or console:// (mails printed)."""
+    parts = urlsplit(url)
+    if parts.scheme == "console":
+        return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"EMAIL_URL must be smtp://host:port, smtps://host:port or console://, got {url!r}"
+        )
+    query = parse_qs(parts.query)
+    return {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": parts.hostname,
+        "EMAIL_PORT": parts.port or (465 if parts.scheme == "smtps" else 25),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_SSL": parts.scheme == "smtps",
+        "EMAIL_USE_TLS": query.get("starttls", ["0"])[0] in _TRUE,
+    }

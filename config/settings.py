@@ -11,7 +11,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import email_settings, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -180,6 +180,32 @@ BPM_WAIT_THREADS = env_int("BPM_WAIT_THREADS", 4)  # threads for the waiting pat
 BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
 BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
+
+# --- Channels: Slack, email, JIRA (breakpoints/channels/) ----------------------------
+# Links in messages and mails point here (the console's address as people reach it).
+BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", "http://127.0.0.1:8000")
+SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN")  # empty: Slack is off
+SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET")
+# slack-sdk's base URL; tests and demos point it at a stand-in on 127.0.0.1.
+SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/")
+EMAIL_URL = env_str("EMAIL_URL")
+if EMAIL_URL:
+    globals().update(email_settings(EMAIL_URL))
+elif DEBUG:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "breakpoints@localhost")
+# Email the routed experts (and routes' address lists): on when mail is configured.
+BPM_NOTIFY_EMAIL = env_bool("BPM_NOTIFY_EMAIL", default=bool(EMAIL_URL) or DEBUG)
+# How long a mailed decision link works (it also stops once the breakpoint is decided).
+BPM_EMAIL_LINK_MAX_AGE_SECONDS = env_int("BPM_EMAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 60 * 60)
+JIRA_URL = env_str("JIRA_URL")  # empty: JIRA is off
+JIRA_USER = env_str("JIRA_USER")
+JIRA_TOKEN = env_str("JIRA_TOKEN")
+JIRA_WEBHOOK_SECRET = env_str("JIRA_WEBHOOK_SECRET")  # empty: the JIRA webhook is refused
+JIRA_APPROVED_STATUS = env_str("JIRA_APPROVED_STATUS", "Approved")
+JIRA_REJECTED_STATUS = env_str("JIRA_REJECTED_STATUS", "Rejected")
+JIRA_DONE_TRANSITION = env_str("JIRA_DONE_TRANSITION", "Done")
+JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
 
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from breakpoints import autoapproval, routing, selectors, services
 from breakpoints.actors import Actor
+from breakpoints.choices import Via
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from config.exceptions import DomainError, InvalidInput, InvalidState, NotFound
@@ -215,7 +216,9 @@ def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     if not comment:
         return screen.back("Write a comment first: an empty comment was not added.")
     try:
-        services.feedback_add(breakpoint_id=unquote(object_id), actor=screen.actor, comment=comment)
+        services.feedback_add(
+            breakpoint_id=unquote(object_id), actor=screen.actor, comment=comment, via=Via.CONSOLE
+        )
     except NotFound:
         return screen.not_found()
     except DomainError as exc:
@@ -284,6 +287,7 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
         return _release_confirm(screen, bp, form)
     try:
         feedback, bp = services.feedback_add(
+            via=Via.CONSOLE,
             breakpoint_id=bp.pk,
             actor=screen.actor,
             comment=form.cleaned_data["comment"],

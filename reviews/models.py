@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from breakpoints.choices import Via
+
 
 class Feedback(models.Model):
     # No separate FK index: feedback_bp_created (breakpoint, created_at) serves the lookups.
@@ -17,6 +19,9 @@ class Feedback(models.Model):
     releases = models.BooleanField(default=False, help_text="This comment released the breakpoint.")
     approved = models.BooleanField(null=True, blank=True)
     option = models.CharField(max_length=500, null=True, blank=True)
+    via = models.CharField(
+        max_length=16, choices=Via.choices, blank=True, help_text="Where it was given."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

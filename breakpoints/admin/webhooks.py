@@ -18,7 +18,6 @@ from breakpoints.actors import Actor, is_admin
 from breakpoints.admin.base import AdminOnly, ServiceAdmin, ShownOnce
 from breakpoints.limits import MAX_WEBHOOK_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
-from breakpoints.models.webhook import redacted_url
 from breakpoints.webhooks import (
     delivery_resend,
     webhook_add,
@@ -144,7 +143,7 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
         "short_id",
         "status_badge",
         "event_type",
-        "target",
+        "sent_to",
         "breakpoint_short",
         "attempts",
         "last_code",
@@ -189,9 +188,9 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
         return _short(delivery.pk, SHORT_ID_CHARS)
 
     @admin.display(description="Webhook", ordering="webhook__url")
-    def target(self, delivery: WebhookDelivery) -> str:
-        url = redacted_url(delivery.webhook.url)  # never the URL's credentials
-        removed = " (removed)" if delivery.webhook.is_removed else ""
+    def sent_to(self, delivery: WebhookDelivery) -> str:
+        url = delivery.destination()  # never a URL's credentials
+        removed = " (removed)" if delivery.webhook and delivery.webhook.is_removed else ""
         return format_html('<span title="{}">{}</span>{}', url, Truncator(url).chars(40), removed)
 
     @admin.display(description="Breakpoint", ordering="breakpoint_id")

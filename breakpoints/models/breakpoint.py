@@ -100,12 +100,15 @@ class Breakpoint(models.Model):
         max_length=limits.MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
     )
     request_hash = models.CharField(max_length=64, null=True, blank=True)
-    # When nobody answers (payload.onTimeout, escalateAfterSeconds, remindEverySeconds).
+    # When nobody answers: payload.onTimeout, escalateAfterSeconds + escalateTo and
+    # remindEverySeconds, else the defaults of the notification routes it matched.
     on_timeout = models.CharField(
         max_length=16, choices=OnTimeout.choices, default=OnTimeout.EXPIRE
     )
     escalate_at = models.DateTimeField(null=True, blank=True)
+    escalate_to = models.CharField(max_length=limits.MAX_EXPERT_NAME_LENGTH, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    remind_every_seconds = models.PositiveIntegerField(null=True, blank=True)
     remind_at = models.DateTimeField(null=True, blank=True)
     reminders_sent = models.PositiveSmallIntegerField(default=0)
 

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from breakpoints import limits
+from breakpoints.choices import Channel
 
 
 def new_delivery_id() -> str:
@@ -92,7 +93,8 @@ class DeliveryStatus(models.TextChoices):
 
 
 class WebhookDelivery(models.Model):
-    """One notification to one subscriber, written in the transaction of the change.
+    """One notification on one channel (a webhook subscriber, a Slack channel or user, an
+    email address, a JIRA project), written in the transaction of the change.
 
     Workers claim a pending row with a short lease (`locked_until`); the outbox sweep
     re-dispatches pending rows whose lease ran out, so nothing is lost when the broker
@@ -100,7 +102,17 @@ class WebhookDelivery(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
-    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEBHOOK)
+    # The subscriber of a webhook delivery; other channels name their target instead.
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.CASCADE, related_name="deliveries", null=True, blank=True
+    )
+    target = models.JSONField(
+        default=dict, blank=True, help_text="Where a channel sends: Slack channel, address…"
+    )
+    reply = models.JSONField(
+        default=dict, blank=True, help_text="What the far end answered (a Slack ts, a JIRA key)."
+    )
     breakpoint = models.ForeignKey(
         "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="deliveries"
     )
@@ -133,4 +145,19 @@ class WebhookDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.event_type} → {self.webhook_id} ({self.status})"
+        to = self.webhook_id if self.channel == Channel.WEBHOOK else self.channel
+        return f"{self.event_type} → {to} ({self.status})"
+
+    @property
+    def subscriber(self) -> Webhook:
+        """The webhook of a webhook-channel delivery (other channels have none)."""
+        if self.webhook is None:
+            raise ValueError(f"Delivery {self.pk} is on the {self.channel} channel, not a webhook")
+        return self.webhook
+
+    def destination(self) -> str:
+        """Where it goes, for people: the webhook's URL without credentials, or the target."""
+        if self.channel == Channel.WEBHOOK:
+            return redacted_url(self.subscriber.url)
+        shown = self.target.get("channel") or self.target.get("email") or self.target.get("project")
+        return f"{self.channel}: {shown or '?'}"

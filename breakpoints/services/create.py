@@ -12,11 +12,12 @@ from django.utils import timezone
 from audit.models import EventType
 from breakpoints import autoapproval, limits, routing
 from breakpoints.actors import Actor
-from breakpoints.choices import OnTimeout, Status, Strategy
+from breakpoints.channels.routes import DEFAULT_KEYS, route_defaults, routes_matching
+from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.results import result_auto_approved
-from breakpoints.services.nudges import nudge_schedule
+from breakpoints.services.nudges import timeout_columns
 from breakpoints.services.transitions import move, record
 from config.exceptions import Forbidden, IdempotencyConflict, InvalidInput
 
@@ -89,7 +90,6 @@ def breakpoint_create(
         request_hash=request_hash,
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
-        on_timeout=payload.get("onTimeout") or OnTimeout.EXPIRE,
     )
     try:
         return _insert(row, actor=actor), True
@@ -139,7 +139,9 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         )
         now = timezone.now()
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
-        for field, value in nudge_schedule(bp.payload, now).items():
+        routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
+        policy = {**route_defaults(routes), **_timeout_keys(bp.payload)}
+        for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
@@ -167,6 +169,11 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
     )
+
+
+def _timeout_keys(payload: dict[str, Any]) -> dict[str, Any]:
+    """The timeout keys the agent set (null counts as not set: a route's default applies)."""
+    return {key: payload[key] for key in DEFAULT_KEYS if payload.get(key) is not None}
 
 
 def _context_run_id(payload: dict[str, Any]) -> str | None:

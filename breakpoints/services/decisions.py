@@ -10,7 +10,7 @@ from django.utils import timezone
 from audit.models import EventType
 from breakpoints import autoapproval, routing
 from breakpoints.actors import Actor, is_reviewer
-from breakpoints.choices import Status
+from breakpoints.choices import Status, Via
 from breakpoints.models import AutoApprovalRule, Breakpoint
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
@@ -127,6 +127,7 @@ def feedback_add(
     release: bool = False,
     approved: bool | None = None,
     option: str | None = None,
+    via: str = Via.API,
 ) -> tuple[Feedback, Breakpoint]:
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
 
@@ -136,6 +137,7 @@ def feedback_add(
     On a routed breakpoint (payload.expert) only members of its seats, or admins, may
     release; any reviewer may comment. With collect-all or quorum a release is one seat's
     vote, and the breakpoint is released once the votes decide it. A seat votes once.
+    `via` records where it was given (api, console, slack, email, jira).
     """
     if actor.user is None or not is_reviewer(actor.user):
         raise Forbidden("Only reviewers and admins can give feedback.")
@@ -155,7 +157,9 @@ def feedback_add(
             if release
             else None
         )
-        feedback = _feedback_record(bp, actor, comment, outcome, verdict=verdict, option=option)
+        feedback = _feedback_record(
+            bp, actor, comment, outcome, verdict=verdict, option=option, via=via
+        )
         if outcome is None:
             return feedback, bp
         if outcome.decision is None or outcome.result is None:  # both None until decided
@@ -181,6 +185,7 @@ def _feedback_record(
     *,
     verdict: bool,
     option: str | None,
+    via: str,
 ) -> Feedback:
     """The comment and its event; a release (outcome) also stores its verdict and option."""
     releasing = outcome is not None
@@ -192,8 +197,9 @@ def _feedback_record(
         releases=outcome is not None and outcome.decision is not None,
         approved=verdict if releasing else None,
         option=option if releasing else None,
+        via=via,
     )
-    metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing}
+    metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing, "via": via}
     if outcome is not None and outcome.seat is not None:
         metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}
     record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
@@ -214,7 +220,7 @@ def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:
 
 
 def breakpoint_always_approve(
-    *, breakpoint_id: str, actor: Actor, comment: str = ""
+    *, breakpoint_id: str, actor: Actor, comment: str = "", via: str = Via.CONSOLE
 ) -> tuple[Feedback, Breakpoint, AutoApprovalRule]:
     """A reviewer's "Always approve": approve (or vote approve) and add an auto-approve rule.
 
@@ -235,6 +241,7 @@ def breakpoint_always_approve(
             comment=comment,
             release=True,
             approved=True,
+            via=via,
         )
         rule = autoapproval.rule_always_approve_key(
             actor=actor, key=bp.key, note=f"Always approve, from breakpoint {bp.pk}"

@@ -7,14 +7,16 @@ run in beat's sweep, rows locked with SKIP LOCKED and changed with a conditional
 so overlapping sweeps act once per breakpoint.
 """
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventType
 from breakpoints.actors import Actor
-from breakpoints.choices import Status
+from breakpoints.choices import OnTimeout, Status
 from breakpoints.limits import MAX_REMINDERS
 from breakpoints.models import Breakpoint
 from breakpoints.services.transitions import record
@@ -25,14 +27,13 @@ NUDGE_BATCH_SIZE = 200
 
 
 def escalate_locked(bp: Breakpoint, *, extend_ttl: bool) -> bool:
-    """Route a locked waiting breakpoint also to payload.escalateTo; False if done already.
+    """Route a locked waiting breakpoint also to its escalateTo; False if done already.
 
     extend_ttl (onTimeout: escalate): it waits one more TTL from now for the new expert.
     """
-    escalate_to = bp.payload.get("escalateTo")
-    if not isinstance(escalate_to, str) or not escalate_to.strip():
+    escalate_to = bp.escalate_to
+    if not escalate_to:
         return False
-    escalate_to = escalate_to.strip()  # as payload.expert names are
     experts = bp.experts if escalate_to in bp.experts else [*bp.experts, escalate_to]
     now = timezone.now()
     changes = {"experts": experts, "escalated_at": now, "updated_at": now}
@@ -91,7 +92,7 @@ def breakpoints_remind_due(*, now: datetime | None = None) -> int:
 
 def _remind_locked(bp: Breakpoint, now: datetime) -> int:
     sent = bp.reminders_sent + 1
-    every = bp.payload.get("remindEverySeconds")
+    every = bp.remind_every_seconds
     next_at = now + timedelta(seconds=every) if sent < MAX_REMINDERS and every else None
     changed = Breakpoint.objects.filter(
         pk=bp.pk, status=Status.WAITING, reminders_sent=bp.reminders_sent
@@ -108,11 +109,16 @@ def _remind_locked(bp: Breakpoint, now: datetime) -> int:
     return 1
 
 
-def nudge_schedule(payload: dict, now: datetime) -> dict[str, datetime | None]:
-    """escalate_at and remind_at of a breakpoint created now with this payload."""
-    escalate_after = payload.get("escalateAfterSeconds")
-    remind_every = payload.get("remindEverySeconds")
+def timeout_columns(policy: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns a new breakpoint's timeout policy sets (`policy`: the payload's keys,
+    the matching routes' defaults filling what it leaves out)."""
+    escalate_after = policy.get("escalateAfterSeconds")
+    remind_every = policy.get("remindEverySeconds")
+    escalate_to = policy.get("escalateTo")
     return {
+        "on_timeout": policy.get("onTimeout") or OnTimeout.EXPIRE,
+        "escalate_to": escalate_to.strip() if isinstance(escalate_to, str) else "",
         "escalate_at": now + timedelta(seconds=escalate_after) if escalate_after else None,
+        "remind_every_seconds": remind_every or None,
         "remind_at": now + timedelta(seconds=remind_every) if remind_every else None,
     }

@@ -6,10 +6,12 @@ deduplicate. Failures are retried with backoff up to MAX_ATTEMPTS, by the outbox
 """
 
 import json
+import logging
 import random
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -21,12 +23,17 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import EventType
 from audit.services import event_record
+from breakpoints import channels
+from breakpoints.channels.base import Sent
+from breakpoints.choices import Channel
 from breakpoints.models import DeliveryStatus, WebhookDelivery
 from breakpoints.models.webhook import redacted_url
 from breakpoints.webhooks import guard
-from breakpoints.webhooks.outbox import current_webhook_ids
+from breakpoints.webhooks.outbox import sendable
 
 WEBHOOK_ACTOR = "system:webhooks"
+CHANNELS_ACTOR = "system:channels"
+logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 MAX_BACKOFF_SECONDS = 8 * 60 * 60
 REQUEST_TIMEOUT_SECONDS = 10
@@ -57,7 +64,7 @@ def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
     """The body bytes and Standard Webhooks headers for one delivery."""
     body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False)
     now = timezone.now()
-    signature = signer(delivery.webhook.secret).sign(delivery.pk, now, body)
+    signature = signer(delivery.subscriber.secret).sign(delivery.pk, now, body)
     headers = {
         "content-type": "application/json",
         "user-agent": "BreakpointManager-Webhooks/1.0",
@@ -78,8 +85,8 @@ def claim(delivery_id: str) -> WebhookDelivery | None:
             pk=delivery_id,
             status=DeliveryStatus.PENDING,
             next_attempt_at__lte=now,
-            webhook_id__in=current_webhook_ids(),
         )
+        .filter(sendable())
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .update(locked_until=lease, attempts=F("attempts") + 1)
     )
@@ -94,12 +101,22 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
     if delivery is None:
         return AttemptOutcome("skipped")
     started = time.monotonic()
+    if delivery.channel == Channel.WEBHOOK:
+        sent = _send_webhook(delivery)
+    else:
+        sent = _send_on_channel(delivery)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    return _record_attempt(delivery, sent, duration_ms)
+
+
+def _send_webhook(delivery: WebhookDelivery) -> Sent:
+    """The signed POST to the subscriber, on its vetted addresses only."""
     status_code, error, retryable = None, "", True
     try:
-        addresses = guard.vetted_addresses(delivery.webhook.url)
+        addresses = guard.vetted_addresses(delivery.subscriber.url)
         body, headers = signed_request(delivery)
         with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            response = guard.post_pinned(client, delivery.webhook.url, addresses, body, headers)
+            response = guard.post_pinned(client, delivery.subscriber.url, addresses, body, headers)
         status_code = response.status_code
         retryable = status_code >= 500 or status_code == 429
         if not 200 <= status_code < 300:
@@ -108,9 +125,16 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
         error, retryable = f"refused: {exc}", False
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"
-    error = _scrubbed(error, delivery.webhook.url)
-    duration_ms = int((time.monotonic() - started) * 1000)
-    return _record_attempt(delivery, status_code, error, retryable, duration_ms)
+    return Sent(status_code, _scrubbed(error, delivery.subscriber.url), retryable)
+
+
+def _send_on_channel(delivery: WebhookDelivery) -> Sent:
+    """A Slack, email or JIRA attempt; a sender's unexpected error is a retryable failure."""
+    try:
+        return channels.send(delivery)
+    except Exception as exc:  # noqa: BLE001 - recorded on the delivery, retried with backoff
+        logger.exception("The %s sender failed on delivery %s", delivery.channel, delivery.pk)
+        return Sent(error=f"{type(exc).__name__}: {exc}")
 
 
 def _scrubbed(text: str, url: str) -> str:
@@ -123,46 +147,49 @@ def _scrubbed(text: str, url: str) -> str:
     return text
 
 
-def _record_attempt(
-    delivery: WebhookDelivery,
-    status_code: int | None,
-    error: str,
-    retryable: bool,
-    duration_ms: int,
-) -> AttemptOutcome:
+def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> AttemptOutcome:
     attempts = delivery.attempts  # counted when the delivery was claimed
     now = timezone.now()
-    if not error:
-        outcome = AttemptOutcome("delivered", status_code)
-        changes = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
-    elif retryable and attempts < MAX_ATTEMPTS:
-        outcome = AttemptOutcome("retry", status_code, error)
-        changes = {"next_attempt_at": now + timedelta(seconds=backoff_seconds(attempts))}
+    changes: dict[str, Any] = {"reply": {**delivery.reply, **sent.reply}} if sent.reply else {}
+    if not sent.error:
+        outcome = AttemptOutcome("delivered", sent.status_code)
+        changes.update(status=DeliveryStatus.DELIVERED, delivered_at=now)
+    elif sent.retryable and attempts < MAX_ATTEMPTS:
+        outcome = AttemptOutcome("retry", sent.status_code, sent.error)
+        delay = max(backoff_seconds(attempts), sent.retry_after or 0)
+        changes["next_attempt_at"] = now + timedelta(seconds=delay)
     else:
-        outcome = AttemptOutcome("failed", status_code, error)
-        changes = {"status": DeliveryStatus.FAILED}
+        outcome = AttemptOutcome("failed", sent.status_code, sent.error)
+        changes["status"] = DeliveryStatus.FAILED
     with transaction.atomic():
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             attempts=attempts,
             locked_until=None,
-            last_status_code=status_code,
-            last_error=error[:2000],
+            last_status_code=sent.status_code,
+            last_error=sent.error[:2000],
             **changes,
         )
         event_record(
             breakpoint_id=delivery.breakpoint_id,
             type=EventType.NOTIFICATION,
-            actor=WEBHOOK_ACTOR,
+            actor=WEBHOOK_ACTOR if delivery.channel == Channel.WEBHOOK else CHANNELS_ACTOR,
             metadata={
                 "deliveryId": delivery.pk,
-                "webhookId": delivery.webhook_id,
-                "url": redacted_url(delivery.webhook.url),
+                **_destination(delivery),
                 "eventType": delivery.event_type,
                 "attempt": attempts,
-                "statusCode": status_code,
+                "statusCode": sent.status_code,
                 "durationMs": duration_ms,
-                "error": error[:500],
+                "error": sent.error[:500],
                 "outcome": outcome.status,
             },
         )
     return outcome
+
+
+def _destination(delivery: WebhookDelivery) -> dict[str, Any]:
+    """Where it went, for the audit trail: never a URL's credentials."""
+    if delivery.channel == Channel.WEBHOOK:
+        return {"webhookId": delivery.webhook_id, "url": redacted_url(delivery.subscriber.url)}
+    target = {key: value for key, value in delivery.target.items() if key != "user"}
+    return {"channel": delivery.channel, "target": target}

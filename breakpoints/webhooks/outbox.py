@@ -1,7 +1,7 @@
 """The transactional outbox: the intent to notify, written with the change it reports.
 
-A change writes one pending WebhookDelivery per interested subscriber in its own
-transaction; after commit the ids are handed to the workers, which may fail harmlessly:
+A change writes one pending WebhookDelivery per interested subscriber, and one per
+channel target (Slack, email, JIRA: breakpoints.channels.fanout), in its own transaction; after commit the ids are handed to the workers, which may fail harmlessly:
 the sweep (deliveries_due, run by beat) re-publishes every pending row that is due.
 """
 
@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from breakpoints.channels.fanout import Target, channel_targets, shown_targets
 from breakpoints.models import Breakpoint, DeliveryStatus, Webhook, WebhookDelivery
 from breakpoints.representation import breakpoint_json, breakpoints_json
 from config.celery import app as celery_app
@@ -28,13 +29,18 @@ DUE_BATCH_SIZE = 500
 REMOVED_ERROR = "cancelled: the webhook was removed"
 
 
-def current_webhook_ids() -> QuerySet[Webhook, Any]:
-    """Ids of the subscriptions not removed, as a subquery.
+def sendable() -> Q:
+    """Deliveries that may still be sent: any channel's, or a current webhook's.
 
     Not a join (`webhook__removed_at`): Django turns an UPDATE with a join into
     `WHERE id IN (SELECT ...)`, whose conditions PostgreSQL does not re-check on the row a
     concurrent claim just changed, and two workers could then claim one delivery.
     """
+    return Q(webhook_id__isnull=True) | Q(webhook_id__in=current_webhook_ids())
+
+
+def current_webhook_ids() -> QuerySet[Webhook, Any]:
+    """Ids of the subscriptions not removed, as a subquery (see sendable)."""
     return Webhook.objects.current().values("pk")
 
 
@@ -60,13 +66,15 @@ def _body(event_type: str, now: datetime, data: dict) -> dict:
 
 
 def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
-    """Write one pending delivery per interested subscriber, in the caller's transaction."""
+    """Write one pending delivery per interested subscriber and channel target, in the
+    caller's transaction."""
     subscribers = _subscribers(event_type)
-    if not subscribers:
+    targets = channel_targets(breakpoint, event_type)
+    if not subscribers and not targets:
         return []
     now = timezone.now()
     body = _body(event_type, now, breakpoint_json(breakpoint))
-    return _deliveries_write([(breakpoint, body)], subscribers, event_type, now)
+    return _deliveries_write([(breakpoint, body, targets)], subscribers, event_type, now)
 
 
 def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
@@ -77,35 +85,43 @@ def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> li
     subscriber.
     """
     subscribers = _subscribers(event_type)
-    if not subscribers or not breakpoint_ids:
+    shown = shown_targets(breakpoint_ids) if breakpoint_ids else {}
+    if not breakpoint_ids or (not subscribers and not shown):
         return []
     now = timezone.now()
     breakpoints = list(
         Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
     )
     bodies = [_body(event_type, now, data) for data in breakpoints_json(breakpoints)]
-    pairs = list(zip(breakpoints, bodies, strict=True))
-    return _deliveries_write(pairs, subscribers, event_type, now)
+    rows = [
+        (bp, body, shown.get(bp.pk, []))
+        for bp, body in zip(breakpoints, bodies, strict=True)
+        if subscribers or bp.pk in shown
+    ]
+    return _deliveries_write(rows, subscribers, event_type, now)
 
 
 def _deliveries_write(
-    pairs: list[tuple[Breakpoint, dict]],
+    rows: list[tuple[Breakpoint, dict, list[Target]]],
     subscribers: list[Webhook],
     event_type: str,
     now: datetime,
 ) -> list[str]:
-    """One pending delivery per (breakpoint, body) and subscriber; published after commit."""
+    """One pending delivery per (breakpoint, body) and subscriber or channel target;
+    published after commit."""
+    common = {"event_type": event_type, "next_attempt_at": now}
     deliveries = WebhookDelivery.objects.bulk_create(
         [
-            WebhookDelivery(
-                webhook=webhook,
-                breakpoint=breakpoint,
-                event_type=event_type,
-                body=body,
-                next_attempt_at=now,
-            )
-            for breakpoint, body in pairs
-            for webhook in subscribers
+            *(
+                WebhookDelivery(webhook=webhook, breakpoint=bp, body=body, **common)
+                for bp, body, _ in rows
+                for webhook in subscribers
+            ),
+            *(
+                WebhookDelivery(channel=channel, target=target, breakpoint=bp, body=body, **common)
+                for bp, body, targets in rows
+                for channel, target in targets
+            ),
         ]
     )
     ids = [delivery.pk for delivery in deliveries]
@@ -141,7 +157,7 @@ def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
     Pending deliveries of a removed webhook (written by a change that raced the removal,
     or put back by an attempt that was under way) are cancelled here, never returned.
     """
-    cancel_pending(WebhookDelivery.objects.exclude(webhook_id__in=current_webhook_ids()))
+    cancel_pending(WebhookDelivery.objects.exclude(sendable()))
     now = timezone.now()
     return list(
         WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
@@ -155,9 +171,9 @@ def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
     """An admin sends a delivery again (same webhook-id), whatever became of it,
     unless its webhook was removed."""
     with transaction.atomic():
-        updated = WebhookDelivery.objects.filter(
-            pk=delivery_id, webhook_id__in=current_webhook_ids()
-        ).update(status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None)
+        updated = WebhookDelivery.objects.filter(sendable(), pk=delivery_id).update(
+            status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None
+        )
         if not updated:
             current = WebhookDelivery.objects.filter(pk=delivery_id).first()
             if current is not None:

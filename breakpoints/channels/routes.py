@@ -1,0 +1,187 @@
+"""Notification routes: validated specs, the admin services, and the routes a breakpoint matches.
+
+A route is a pattern in the rule pattern language and the channels its breakpoints are
+announced on; see breakpoints.models.route for the spec shapes. Only admins manage them.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from breakpoints import limits
+from breakpoints.actors import Actor, is_admin
+from breakpoints.choices import Channel
+from breakpoints.models import NotificationRoute
+from breakpoints.payload import check_timeout_policy
+from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
+from config.exceptions import Forbidden, InvalidInput, NotFound
+
+EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)
+ROUTE_KINDS = (Channel.SLACK, Channel.EMAIL, Channel.JIRA)
+DEFAULT_KEYS = ("onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds")
+
+
+def _short_text(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and len(value) <= (limits.MAX_CHANNEL_FIELD_LENGTH)
+    )
+
+
+def _address(value: Any) -> bool:
+    return _short_text(value) and "@" in value and not any(c in value for c in "\r\n,;<>")
+
+
+def spec_problem(spec: Any) -> str | None:
+    """What is wrong with one channel spec, or None."""
+    if not isinstance(spec, dict) or spec.get("kind") not in ROUTE_KINDS:
+        return f"Each channel is an object whose kind is one of: {', '.join(ROUTE_KINDS)}."
+    kind, to = spec["kind"], spec.get("to")
+    if kind == Channel.SLACK:
+        if (to == EXPERTS) == ("channel" in spec) or (
+            "channel" in spec and not _short_text(spec["channel"])
+        ):
+            return 'A slack channel needs "channel" (an id such as C0123) or "to": "experts".'
+    elif kind == Channel.EMAIL:
+        if to != EXPERTS and not (
+            isinstance(to, list)
+            and 1 <= len(to) <= limits.MAX_EMAIL_RECIPIENTS
+            and all(_address(address) for address in to)
+        ):
+            return (
+                f'An email channel needs "to": a list of 1 to {limits.MAX_EMAIL_RECIPIENTS} '
+                'addresses, or "experts".'
+            )
+    elif not _short_text(spec.get("project")):
+        return 'A jira channel needs "project" (a project key such as OPS).'
+    extra = set(spec) - {"kind", "to", "channel", "project"}
+    return f"Unknown key(s): {', '.join(sorted(extra))}." if extra else None
+
+
+def _validated(
+    *, name: Any, pattern: Any, channels: Any, defaults: Any
+) -> tuple[str, str, list[dict], dict]:
+    errors: dict[str, list[str]] = {}
+    if not _short_text(name) or len(name) > limits.MAX_ROUTE_NAME_LENGTH:
+        errors["name"] = [f"Must be 1 to {limits.MAX_ROUTE_NAME_LENGTH} characters."]
+    try:
+        canonical = str(parse_pattern(pattern)) if isinstance(pattern, str) else None
+    except PatternError as exc:
+        canonical, errors["pattern"] = None, [str(exc)]
+    if canonical is None and "pattern" not in errors:
+        errors["pattern"] = ["Must be a pattern, e.g. deploy.* or *(tags contains 'prod')."]
+    if not isinstance(channels, list) or not 1 <= len(channels) <= limits.MAX_ROUTE_CHANNELS:
+        errors["channels"] = [f"Must be a list of 1 to {limits.MAX_ROUTE_CHANNELS} channels."]
+    else:
+        for index, spec in enumerate(channels):
+            problem = spec_problem(spec)
+            if problem:
+                errors[f"channels[{index}]"] = [problem]
+    defaults = {} if defaults is None else defaults
+    if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
+        errors["defaults"] = [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]
+    else:
+        check_timeout_policy(errors, defaults, prefix="defaults")
+    if errors:
+        first, messages = next(iter(errors.items()))
+        raise InvalidInput(f"{first}: {messages[0]}", errors)
+    return name.strip(), str(canonical), channels, defaults
+
+
+def _require_admin(actor: Actor) -> None:
+    if actor.user is None or not is_admin(actor.user):
+        raise Forbidden("Only admins manage notification routes.")
+
+
+def route_add(
+    *,
+    actor: Actor,
+    name: Any,
+    pattern: Any,
+    channels: Any,
+    defaults: Any = None,
+    enabled: bool = True,
+) -> NotificationRoute:
+    """A new route; raises InvalidInput on a bad pattern, spec or default, or a taken name."""
+    _require_admin(actor)
+    name, pattern, channels, defaults = _validated(
+        name=name, pattern=pattern, channels=channels, defaults=defaults
+    )
+    try:
+        with transaction.atomic():
+            return NotificationRoute.objects.create(
+                name=name,
+                pattern=pattern,
+                channels=channels,
+                defaults=defaults,
+                enabled=bool(enabled),
+                created_by=actor.name,
+            )
+    except IntegrityError:
+        raise InvalidInput(
+            f"A route named {name!r} exists already.", {"name": ["Already taken."]}
+        ) from None
+
+
+def route_update(
+    *,
+    actor: Actor,
+    route_id: int,
+    name: Any,
+    pattern: Any,
+    channels: Any,
+    defaults: Any = None,
+    enabled: bool = True,
+) -> NotificationRoute:
+    """Replace a route's fields (validated as route_add)."""
+    _require_admin(actor)
+    name, pattern, channels, defaults = _validated(
+        name=name, pattern=pattern, channels=channels, defaults=defaults
+    )
+    try:
+        with transaction.atomic():
+            updated = NotificationRoute.objects.filter(pk=route_id).update(
+                name=name,
+                pattern=pattern,
+                channels=channels,
+                defaults=defaults,
+                enabled=bool(enabled),
+            )
+    except IntegrityError:
+        raise InvalidInput(
+            f"A route named {name!r} exists already.", {"name": ["Already taken."]}
+        ) from None
+    if not updated:
+        raise NotFound(f"No route with id {route_id}.")
+    return NotificationRoute.objects.get(pk=route_id)
+
+
+def route_remove(*, actor: Actor, route_id: int) -> None:
+    _require_admin(actor)
+    deleted, _ = NotificationRoute.objects.filter(pk=route_id).delete()
+    if not deleted:
+        raise NotFound(f"No route with id {route_id}.")
+
+
+def routes_matching(
+    *, key: str, tags: Iterable[str], experts: Iterable[str]
+) -> list[NotificationRoute]:
+    """The enabled routes whose pattern matches this breakpoint, by name."""
+    tags, experts = list(tags), list(experts)
+    matching = []
+    for route in NotificationRoute.objects.filter(enabled=True):
+        pattern = stored_pattern(route.pattern)
+        if pattern is not None and pattern.matches(key, tags=tags, experts=experts):
+            matching.append(route)
+    return matching
+
+
+def route_defaults(routes: Iterable[NotificationRoute]) -> dict[str, Any]:
+    """The timeout defaults the matching routes give (the first route naming a key wins)."""
+    merged: dict[str, Any] = {}
+    for route in routes:
+        for key, value in (route.defaults or {}).items():
+            merged.setdefault(key, value)
+    return merged
