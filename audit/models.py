@@ -12,6 +12,7 @@ class EventType(models.TextChoices):
     AUTO_APPROVED = "auto_approved"
     ESCALATED = "escalated"
     REMINDER = "reminder"
+    REFUSED = "refused"  # a decision from a channel (Slack, email, JIRA) that was refused
     NOTIFICATION = "notification"
 
 

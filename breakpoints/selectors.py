@@ -55,11 +55,11 @@ def status_rows_by_id(breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]
 
 
 def breakpoint_events(user: Any, breakpoint_id: str) -> QuerySet[Event]:
-    """The audit trail of one visible breakpoint; an agent's has no webhook deliveries,
-    which concern the operator's subscriptions, not the agent."""
+    """The audit trail of one visible breakpoint; an agent's has no deliveries (they concern
+    the operator's channels) and no refused channel decisions (they concern reviewers)."""
     if not Breakpoint.objects.visible_to(user).filter(pk=breakpoint_id).exists():
         raise NotFound("Breakpoint not found.")
     events = Event.objects.filter(breakpoint_id=breakpoint_id)
     if isinstance(user, AgentPrincipal):
-        events = events.exclude(type=EventType.NOTIFICATION)
+        events = events.exclude(type__in=[EventType.NOTIFICATION, EventType.REFUSED])
     return events.order_by("timestamp", "id")

@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/", include("breakpoints.api.urls")),
     re_path(r"^api/", errors.api_not_found),
     path("admin/", admin.site.urls),
+    path("", include("breakpoints.integrations.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),

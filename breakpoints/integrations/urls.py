@@ -1,0 +1,11 @@
+"""URLs of the channels' inbound side (mounted at /integrations/ and /decide/)."""
+
+from django.urls import path
+
+from breakpoints.integrations import decide, jira, slack
+
+urlpatterns = [
+    path("integrations/slack/interactions", slack.view, name="slack-interactions"),
+    path("integrations/jira/webhook", jira.view, name="jira-webhook"),
+    path("decide/<str:token>", decide.view, name="email-decide"),
+]
