@@ -7,11 +7,12 @@ run in beat's sweep, rows locked with SKIP LOCKED and changed with a conditional
 so overlapping sweeps act once per breakpoint.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.models import EventType
@@ -57,37 +58,30 @@ def escalate_locked(bp: Breakpoint, *, extend_ttl: bool) -> bool:
 
 
 def breakpoints_escalate_due(*, now: datetime | None = None) -> int:
-    """Escalate every waiting breakpoint whose escalateAfterSeconds has passed, in batches."""
+    """Escalate every waiting breakpoint whose escalateAfterSeconds has passed."""
     now = now or timezone.now()
-    escalated = 0
-    while True:
-        with transaction.atomic():
-            due = list(
-                Breakpoint.objects.select_for_update(skip_locked=True)
-                .waiting(now)
-                .filter(escalated_at__isnull=True, escalate_at__lte=now)
-                .order_by("escalate_at")[:NUDGE_BATCH_SIZE]
-            )
-            escalated += sum(escalate_locked(bp, extend_ttl=False) for bp in due)
-        if len(due) < NUDGE_BATCH_SIZE:
-            return escalated
+    due = Breakpoint.objects.waiting(now).filter(escalated_at__isnull=True, escalate_at__lte=now)
+    return _each_due(due.order_by("escalate_at"), lambda bp: escalate_locked(bp, extend_ttl=False))
 
 
 def breakpoints_remind_due(*, now: datetime | None = None) -> int:
     """Send the reminders that are due (one per breakpoint and run, at most MAX_REMINDERS)."""
     now = now or timezone.now()
-    reminded = 0
+    due = Breakpoint.objects.waiting(now).filter(remind_at__lte=now)
+    return _each_due(due.order_by("remind_at"), lambda bp: _remind_locked(bp, now))
+
+
+def _each_due(due: QuerySet[Breakpoint], act: Callable[[Breakpoint], int]) -> int:
+    """Act on every due row: a batch locked with SKIP LOCKED per transaction, until a batch
+    comes back short or changes nothing (so rows that stay due cannot loop forever)."""
+    total = 0
     while True:
         with transaction.atomic():
-            due = list(
-                Breakpoint.objects.select_for_update(skip_locked=True)
-                .waiting(now)
-                .filter(remind_at__lte=now)
-                .order_by("remind_at")[:NUDGE_BATCH_SIZE]
-            )
-            reminded += sum(_remind_locked(bp, now) for bp in due)
-        if len(due) < NUDGE_BATCH_SIZE:
-            return reminded
+            batch = list(due.select_for_update(skip_locked=True)[:NUDGE_BATCH_SIZE])
+            done = sum(int(act(bp)) for bp in batch)
+        total += done
+        if len(batch) < NUDGE_BATCH_SIZE or not done:
+            return total
 
 
 def _remind_locked(bp: Breakpoint, now: datetime) -> int:
