@@ -121,8 +121,8 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
+    from breakpoints.limits import MAX_CONTENT_LENGTH
     from breakpoints.models import ApiToken, Breakpoint
-    from breakpoints.payload import MAX_CONTENT_LENGTH
     from breakpoints.tokens import token_create_for_agent
 
     call_command("migrate", verbosity=0)  # after the guard, as seed.py does

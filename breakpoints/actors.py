@@ -1,6 +1,7 @@
 """Who acts: a person, an agent or the system. Services take an Actor, never a request."""
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -11,9 +12,13 @@ ADMINS_GROUP = "admins"
 
 @dataclass(frozen=True)
 class Actor:
+    """Who acts. `context` goes into the metadata of every audit event the actor causes
+    (e.g. the external event a trigger rule acted on)."""
+
     name: str
     user: Any = None
     agent_id: str | None = None
+    context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def for_user(cls, user: AbstractBaseUser | AnonymousUser) -> "Actor":

@@ -65,3 +65,4 @@ class Via(models.TextChoices):
     SLACK = "slack"
     EMAIL = "email"
     JIRA = "jira"
+    TRIGGER = "trigger"  # a trigger rule acting on an external event

@@ -60,3 +60,12 @@ MAX_ROUTE_NAME_LENGTH = 100
 MAX_ROUTE_CHANNELS = 20
 MAX_EMAIL_RECIPIENTS = 50
 MAX_CHANNEL_FIELD_LENGTH = 200  # a Slack channel id, a JIRA project key, an address
+
+# --- external events (triggers app) ---------------------------------------------------
+MAX_SOURCE_NAME_LENGTH = 64  # event sources and trigger rules: slugs, in URLs
+MAX_EVENT_TYPE_LENGTH = 100
+MAX_DELIVERY_ID_LENGTH = 200
+MAX_CONDITIONS = 20
+MAX_EXPRESSION_LENGTH = 1000  # a JMESPath condition or a template
+MAX_SELECTED_BREAKPOINTS = 100  # a release or cancel acts on at most this many
+EVENT_TOLERANCE_SECONDS = 5 * 60  # signed timestamps older or newer than this are refused

@@ -5,7 +5,7 @@ reviewer never sees a half-understood request. Errors are keyed by their JSON pa
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -21,11 +21,9 @@ from breakpoints.limits import (
     MAX_FILES,
     MAX_KEY_LENGTH,
     MAX_LANGUAGE_LENGTH,
-    MAX_NESTING,
     MAX_OPTION_LENGTH,
     MAX_OPTIONS,
     MAX_PATH_LENGTH,
-    MAX_PAYLOAD_VALUES,
     MAX_PREVIOUS_FEEDBACK_LENGTH,
     MAX_QUESTION_LENGTH,
     MAX_RUN_ID_LENGTH,
@@ -37,6 +35,7 @@ from breakpoints.limits import (
     MIN_REMIND_EVERY_SECONDS,
     NO_AUTO_APPROVE_THRESHOLD,
 )
+from breakpoints.storable import storable_problem
 from config.exceptions import InvalidInput
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
@@ -189,58 +188,13 @@ def _check_options(errors: dict, options: Any) -> None:
             seen[label] = (index, is_object)
 
 
-def _check_storable(errors: dict, payload: Mapping[str, Any]) -> None:
-    """Refuse what the database cannot store (NUL in text), re-encode (absurd nesting) or
-    anyone read (more than MAX_PAYLOAD_VALUES values in all).
-
-    Iterative on purpose (a recursive walk would itself hit the recursion limit), one
-    nesting level at a time, and linear: each value is looked at once, by exact type
-    first (parsed JSON holds only dict, list, str and scalars) before any ABC check.
-    """
-    level: list[Any] = [payload]
-    depth, values = 1, 0
-    while level:
-        below: list[Any] = []
-        for container in level:
-            values += len(container)
-            if values > MAX_PAYLOAD_VALUES:
-                errors["payload"] = [f"At most {MAX_PAYLOAD_VALUES:,} values in all."]
-                return
-            if isinstance(container, Mapping):
-                if any("\x00" in key for key in container):
-                    errors["payload"] = ["Must not contain NUL characters."]
-                    return
-                children: Iterable[Any] = container.values()
-            else:
-                children = container
-            if depth >= MAX_NESTING and len(container):
-                errors["payload"] = [f"Must not be nested more than {MAX_NESTING} levels deep."]
-                return
-            for item in children:
-                kind = type(item)
-                if kind is str:
-                    if "\x00" in item:
-                        errors["payload"] = ["Must not contain NUL characters."]
-                        return
-                elif kind is dict or kind is list:
-                    below.append(item)
-                elif kind in _SCALARS:
-                    continue
-                elif isinstance(item, Mapping | list):
-                    below.append(item)
-                elif isinstance(item, str) and "\x00" in item:
-                    errors["payload"] = ["Must not contain NUL characters."]
-                    return
-        level = below
-        depth += 1
-
-
 def validate_payload(payload: Any) -> None:
     """Raise InvalidInput, with every problem keyed by JSON path, if `payload` is malformed."""
     if not isinstance(payload, Mapping):
         raise InvalidInput("payload must be a JSON object.", {"payload": ["Must be an object."]})
     errors: dict[str, list[str]] = {}
-    _check_storable(errors, payload)
+    if problem := storable_problem(payload):
+        errors["payload"] = [problem]
     if "question" in payload:
         _check_string(
             errors, "payload.question", payload["question"], max_length=MAX_QUESTION_LENGTH
@@ -315,6 +269,8 @@ def check_timeout_policy(errors: dict, payload: Mapping[str, Any], prefix: str =
             errors[f"{prefix}.escalateTo"] = ["Must be an expert name (a non-empty string)."]
         elif len(escalate_to) > MAX_EXPERT_NAME_LENGTH:
             errors[f"{prefix}.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
+        elif "\x00" in escalate_to:
+            errors[f"{prefix}.escalateTo"] = ["Must not contain NUL characters."]
     elif on_timeout == OnTimeout.ESCALATE or payload.get("escalateAfterSeconds") is not None:
         errors[f"{prefix}.escalateTo"] = [
             "Required with onTimeout: escalate or escalateAfterSeconds: the expert to escalate to."

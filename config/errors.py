@@ -28,6 +28,7 @@ HTTP_STATUS = {
     "not_found": 404,
     "invalid_state": 409,
     "idempotency_conflict": 409,
+    "conflict": 409,
     "throttled": 429,
     "unavailable": 503,
 }

@@ -49,6 +49,12 @@ class IdempotencyConflict(DomainError):
     code = "idempotency_conflict"
 
 
+class Conflict(DomainError):
+    """A write that collides with what exists (a name already taken)."""
+
+    code = "conflict"
+
+
 class RateLimited(DomainError):
     """Too many requests (or failed attempts) for now; retry after `retry_after` seconds."""
 

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "breakpoints",
     "reviews",
     "audit",
+    "triggers",
 ]
 
 MIDDLEWARE = [
@@ -339,6 +340,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "dispatch-due-webhooks": {
         "task": "breakpoints.tasks.dispatch_due_webhooks",
+        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
+    },
+    "dispatch-due-events": {
+        "task": "triggers.tasks.dispatch_due_events",
         "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
     },
     "purge-finished-breakpoints": {

@@ -28,7 +28,8 @@ from breakpoints import routing, services
 from breakpoints.actors import Actor, is_admin, is_reviewer
 from breakpoints.admin.base import ReviewerReadOnly
 from breakpoints.choices import Status
-from breakpoints.filters import filter_has_all_tags, filter_routed_to
+from breakpoints.filters import filter_routed_to
+from breakpoints.jsonlists import filter_has_all_tags
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import QUEUE_ORDER
 from breakpoints.services import breakpoint_expire

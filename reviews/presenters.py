@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from audit.models import Event, EventType
 from breakpoints import routing
-from breakpoints.choices import Status
+from breakpoints.choices import Status, Via
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from breakpoints.voting import VOTING_STRATEGIES
 from config.exceptions import DomainError
 from reviews import rendering
+from reviews.models import Feedback
 from reviews.seats import seats_panel
 
 if TYPE_CHECKING:
@@ -26,6 +27,14 @@ FINISH = {
     Status.RELEASED: ("decided", "released_at"),
     Status.EXPIRED: ("expired", "expired_at"),
     Status.CANCELLED: ("cancelled", "cancelled_at"),
+}
+# Where a reviewer's feedback came from, as the page says it ("via Slack"); old rows: "".
+VIA_LABELS: dict[str, str] = {
+    Via.API: "the API",
+    Via.CONSOLE: "the console",
+    Via.SLACK: "Slack",
+    Via.EMAIL: "email",
+    Via.JIRA: "JIRA",
 }
 DELIVERY_OUTCOMES = {"delivered": "delivered", "retry": "retrying", "failed": "failed"}
 DELIVERY_BADGE = {"delivered": "released", "retry": "waiting", "failed": "expired"}
@@ -48,21 +57,47 @@ def result_of(bp: Breakpoint) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Finish:
-    """How a released, expired or cancelled breakpoint ended ("decided 3m ago by rita")."""
+    """How a released, expired or cancelled breakpoint ended ("decided 3m ago by rita via
+    Slack"); `via` is where its deciding feedback came from, "" when unknown."""
 
     verb: str
     at: datetime
     ago: str
     by: str
+    via: str = ""
 
 
-def finish_of(bp: Breakpoint, now: datetime) -> Finish | None:
+@dataclass(frozen=True)
+class FeedbackEntry:
+    """One feedback entry of the thread, and where it was given ("" for old rows)."""
+
+    feedback: Feedback
+    via: str
+
+
+def via_label(via: str) -> str:
+    return VIA_LABELS.get(via, "") if via else ""
+
+
+def decided_via(feedback: Iterable[Feedback]) -> str:
+    """Where the decision came from: the channels of the responses that made it (the
+    release, or every seat's vote), e.g. "Slack" or "the console and Slack"."""
+    labels = dict.fromkeys(
+        via_label(item.via) for item in feedback if item.approved is not None and item.via
+    )
+    labels.pop("", None)
+    return " and ".join(labels)
+
+
+def finish_of(bp: Breakpoint, now: datetime, feedback: Iterable[Feedback] = ()) -> Finish | None:
+    """The header's ending; `feedback` (already loaded) says where a release came from."""
     if bp.status not in FINISH:
         return None
     verb, field = FINISH[Status(bp.status)]
     at = getattr(bp, field) or bp.updated_at
     by = ", ".join(as_list(result_of(bp).get("respondedBy")))  # a list when seats voted
-    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by)
+    via = decided_via(feedback) if bp.status == Status.RELEASED else ""
+    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by, via=via)
 
 
 @dataclass(frozen=True)
@@ -150,6 +185,7 @@ def review_page(
     payload = payload_of(bp)
     result = result_of(bp)
     timeline, deliveries = split_notifications(events)
+    feedback = list(bp.feedback.all())
     return {
         "title": bp.title or bp.key,
         "subtitle": None,
@@ -165,14 +201,14 @@ def review_page(
         "files": rendering.context_files(payload),
         "payload_html": rendering.render_json(payload),
         "result_html": rendering.render_json(bp.result) if bp.result is not None else None,
-        "feedback": list(bp.feedback.all()),
+        "feedback": [FeedbackEntry(item, via_label(item.via)) for item in feedback],
         "events": timeline,
         "deliveries": deliveries,
         "delivery_summary": delivery_summary(deliveries),
         "status_badge": rendering.status_badge(
             bp.status, result.get("approved"), result.get("option"), large=True
         ),
-        "finish": finish_of(bp, now),
+        "finish": finish_of(bp, now, feedback),
         "decision": (
             rendering.decision(result.get("approved")) if bp.status == Status.RELEASED else ""
         ),

@@ -18,12 +18,14 @@ import pytest
 from django.core.cache import cache
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils.regex_helper import normalize
+from django.utils.timezone import now
 from rest_framework.test import APIClient
 
 from audit.models import Event
 from breakpoints.actors import Actor
 from breakpoints.autoapproval import rule_create
-from breakpoints.models import AutoApprovalRule, Breakpoint, WebhookDelivery
+from breakpoints.channels.routes import route_add
+from breakpoints.models import AutoApprovalRule, Breakpoint, NotificationRoute, WebhookDelivery
 from breakpoints.tokens import (
     TOKEN_PREFIX,
     token_create_for_agent,
@@ -34,6 +36,8 @@ from reviews.models import Feedback
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.factories import UserFactory
+from triggers.models import EventSource, ExternalEvent, TriggerRule
+from triggers.services import rule_add, source_add
 
 OWNER = "owner"  # agent A, whose breakpoint X fills the path
 OTHER_AGENT = "other_agent"  # agent B
@@ -48,6 +52,20 @@ ROLES = (OWNER, OTHER_AGENT, REVIEWER, ADMIN, NO_ROLE, ANONYMOUS, INVALID_TOKEN,
 ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 ERROR_CODES = {401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
 MISSING_ID = "bp-does-not-exist"
+MISSING = {
+    "breakpoint": MISSING_ID,
+    "rule": "rule-does-not-exist",
+    "route": "999999",
+    "source": "no-such-source",
+    "trigger": "no-such-trigger",
+    "event": "evt_does-not-exist",
+}
+# The path parameter each fill goes into (the routers' lookups).
+PARAMETER = {"source": "name", "trigger": "name", "event": "ref"}
+SOURCE_BODY = {"name": "bola-probe-new", "kind": "github"}
+TRIGGER_BODY = {"name": "bola-probe-new", "action": "forward"}
+SAMPLE_EVENT = {"type": "push", "payload": {"ref": "main"}}
+ROUTE_BODY = {"name": "bola-probe-new", "pattern": "bola.*", "channels": [{"kind": "jira", "project": "BOLA"}]}  # fmt: skip
 PAYLOAD = {"question": "Approve the plan?", "title": "Plan Review"}
 IDEMPOTENCY_KEY = "bola-create-key"
 
@@ -138,7 +156,7 @@ class RouteAccess:
     not answer OPTIONS); HEAD answers as GET.
     """
 
-    fill: str | None  # "breakpoint", "rule" or None
+    fill: str | None  # "breakpoint", "rule", "route", "source", "trigger", "event" or None
     gate: Mapping[str, int] | None
     methods: Mapping[str, Access]
 
@@ -280,6 +298,67 @@ ACCESS: dict[str, RouteAccess] = {
         ADMINS_ONLY,
         {"GET": Access(ADMINS_ONLY), "DELETE": Access(statuses(403, 403, 403, 204))},
     ),
+    "route-list": RouteAccess(
+        None,
+        ADMINS_ONLY,
+        {
+            "GET": Access(ADMINS_ONLY),
+            "POST": Access(statuses(403, 403, 403, 201), body=ROUTE_BODY),
+        },
+    ),
+    "route-detail": RouteAccess(
+        "route",
+        ADMINS_ONLY,
+        {
+            "GET": Access(ADMINS_ONLY),
+            "PUT": Access(statuses(403, 403, 403, 200), body=ROUTE_BODY),
+            "DELETE": Access(statuses(403, 403, 403, 204)),
+        },
+    ),
+    "event-source-list": RouteAccess(
+        None,
+        ADMINS_ONLY,
+        {
+            "GET": Access(ADMINS_ONLY),
+            "POST": Access(statuses(403, 403, 403, 201), body=SOURCE_BODY),
+        },
+    ),
+    "event-source-detail": RouteAccess(
+        "source",
+        ADMINS_ONLY,
+        {"GET": Access(ADMINS_ONLY), "PATCH": Access(ADMINS_ONLY, body={"enabled": True})},
+    ),
+    "trigger-list": RouteAccess(
+        None,
+        ADMINS_ONLY,
+        {
+            "GET": Access(ADMINS_ONLY),
+            "POST": Access(statuses(403, 403, 403, 201), body=TRIGGER_BODY),
+        },
+    ),
+    "trigger-detail": RouteAccess(
+        "trigger",
+        ADMINS_ONLY,
+        {"GET": Access(ADMINS_ONLY), "DELETE": Access(statuses(403, 403, 403, 204))},
+    ),
+    "trigger-test": RouteAccess(
+        "trigger", ADMINS_ONLY, {"POST": Access(ADMINS_ONLY, body=SAMPLE_EVENT)}
+    ),
+    "event-list": RouteAccess(None, ADMINS_ONLY, {"GET": Access(ADMINS_ONLY)}),
+    # GET reads an event by id (admins); POST receives an event for the source of that name:
+    # the signature is the credential, whatever token comes with it, and an event id names
+    # no source (404 to everyone, nothing stored).
+    "event-ingest": RouteAccess(
+        "event",
+        ADMINS_ONLY,
+        {
+            "GET": Access(ADMINS_ONLY),
+            "POST": Access(
+                statuses(404, 404, 404, 404, no_role=404, unauthenticated=404),
+                body={"type": "probe"},
+            ),
+        },
+    ),
     # The catch-all: an unknown /api/ path is the 404 envelope, whoever asks, with any method.
     "api/": RouteAccess(None, NOWHERE, {method: Access(NOWHERE) for method in ANY_METHOD}),
 }
@@ -325,14 +404,24 @@ class World:
     breakpoint_id: str  # X, agent A's
     their_breakpoint_id: str  # agent B's
     rule_id: str
+    route_id: str
+    source_name: str
+    trigger_name: str
+    event_id: str
     tokens: dict[str, str | None]  # raw token per role (None: no Authorization header)
 
     def params(self, fill: str | None, *, missing: bool = False) -> dict[str, str]:
         if fill is None:
             return {}
-        if missing:
-            return {"pk": MISSING_ID if fill == "breakpoint" else "rule-does-not-exist"}
-        return {"pk": self.breakpoint_id if fill == "breakpoint" else self.rule_id}
+        ids = {
+            "breakpoint": self.breakpoint_id,
+            "rule": self.rule_id,
+            "route": self.route_id,
+            "source": self.source_name,
+            "trigger": self.trigger_name,
+            "event": self.event_id,
+        }
+        return {PARAMETER.get(fill, "pk"): MISSING[fill] if missing else ids[fill]}
 
     def query(self, template: str) -> str:
         return template.format(
@@ -358,12 +447,28 @@ def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
     x = make_breakpoint(payload=PAYLOAD, idempotency_key=IDEMPOTENCY_KEY)
     theirs = make_breakpoint(agent_id="agent-b", payload={"question": "Theirs?", "title": "B"})
     rule = rule_create(actor=Actor.for_user(admin_user), pattern="bola-probe.*", note="probe")
+    route = route_add(
+        actor=Actor.for_user(admin_user),
+        name="bola-probe",
+        pattern="bola-probe.*",
+        channels=[{"kind": "jira", "project": "BOLA"}],
+    )
+    admin = Actor.for_user(admin_user)
+    source = source_add(actor=admin, name="bola-probe", kind="github")
+    trigger = rule_add(actor=admin, name="bola-probe", action="forward", source="bola-probe")
+    event = ExternalEvent.objects.create(
+        source=source, type="push", delivery_id="bola-1", payload={}, next_attempt_at=now()
+    )
     revoked = token_create_for_agent(agent_id="agent-a")[1]
     token_revoke(prefix_or_id=revoked)
     return World(
         breakpoint_id=x.pk,
         their_breakpoint_id=theirs.pk,
         rule_id=str(rule.pk),
+        route_id=str(route.pk),
+        source_name=source.name,
+        trigger_name=trigger.name,
+        event_id=event.pk,
         tokens={
             OWNER: agent_token,
             OTHER_AGENT: token_create_for_agent(agent_id="agent-b")[1],
@@ -378,12 +483,17 @@ def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
 
 
 def snapshot() -> dict[str, Any]:
-    """Everything a write could change: the breakpoint rows, their events and feedback, rules."""
+    """Everything a write could change: the breakpoint rows, their events and feedback,
+    rules and routes."""
     return {
         "breakpoints": list(Breakpoint.objects.order_by("pk").values()),
         "events": list(Event.objects.order_by("pk").values_list("pk", flat=True)),
         "feedback": list(Feedback.objects.order_by("pk").values_list("pk", flat=True)),
         "rules": list(AutoApprovalRule.objects.order_by("pk").values()),
+        "routes": list(NotificationRoute.objects.order_by("pk").values()),
+        "sources": list(EventSource.objects.order_by("pk").values()),
+        "triggers": list(TriggerRule.objects.order_by("pk").values()),
+        "external_events": list(ExternalEvent.objects.order_by("pk").values_list("pk", flat=True)),
         "deliveries": WebhookDelivery.objects.count(),
     }
 

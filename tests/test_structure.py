@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_PACKAGES = ("breakpoints", "reviews", "audit", "config")
+APP_PACKAGES = ("breakpoints", "reviews", "audit", "config", "triggers")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 

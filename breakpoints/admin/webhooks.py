@@ -196,6 +196,8 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
     @admin.display(description="Breakpoint", ordering="breakpoint_id")
     def breakpoint_short(self, delivery: WebhookDelivery) -> str:
         # breakpoint_id only: no join, no payload loaded per row.
+        if delivery.breakpoint_id is None:
+            return "—"  # a forwarded external event concerns no breakpoint
         url = reverse("admin:breakpoints_breakpoint_change", args=[quote(delivery.breakpoint_id)])
         return format_html(
             '<a href="{}">{}</a>', url, _short(delivery.breakpoint_id, SHORT_ID_CHARS)

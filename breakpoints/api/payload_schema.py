@@ -17,6 +17,22 @@ def text_schema(max_length: int) -> dict:
     return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_length}
 
 
+# escalateTo is required (a name, not null) with escalateAfterSeconds or onTimeout:
+# escalate; the payload and a route's defaults say it the same way.
+NEEDS_ESCALATE_TO = {
+    "anyOf": [
+        {
+            "required": ["escalateAfterSeconds"],
+            "properties": {"escalateAfterSeconds": {"type": "integer"}},
+        },
+        {"required": ["onTimeout"], "properties": {"onTimeout": {"enum": [OnTimeout.ESCALATE]}}},
+    ]
+}
+ESCALATE_TO_RULE = [
+    {"required": ["escalateTo"], "properties": {"escalateTo": {"type": "string"}}},
+    {"not": NEEDS_ESCALATE_TO},
+]
+
 # The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
 # other key is kept as sent.
 PAYLOAD_SCHEMA = {
@@ -46,7 +62,8 @@ PAYLOAD_SCHEMA = {
         "presentAlwaysApprove": {"type": "boolean"},
         "onTimeout": {
             "type": "string",
-            "enum": list(OnTimeout.values),
+            "nullable": True,
+            "enum": [*OnTimeout.values, None],
             "description": "When nobody decides before expiresAt: expire (default), approve "
             "or reject (responder `timeout-policy`; approve obeys never-auto-approve rules and "
             "always-break-on tags, else expires), escalate (route also to escalateTo and wait "
@@ -54,13 +71,15 @@ PAYLOAD_SCHEMA = {
         },
         "escalateAfterSeconds": {
             "type": "integer",
+            "nullable": True,
             "minimum": 1,
             "maximum": limits.MAX_TTL_SECONDS,
             "description": "After this long, route it also to escalateTo (audited `escalated`).",
         },
-        "escalateTo": text_schema(limits.MAX_EXPERT_NAME_LENGTH),
+        "escalateTo": _nullable(text_schema(limits.MAX_EXPERT_NAME_LENGTH)),
         "remindEverySeconds": {
             "type": "integer",
+            "nullable": True,
             "minimum": limits.MIN_REMIND_EVERY_SECONDS,
             "maximum": limits.MAX_TTL_SECONDS,
             "description": f"Notify its channels again this often while it waits (at most "
@@ -151,4 +170,5 @@ PAYLOAD_SCHEMA = {
             }
         ),
     },
+    "anyOf": ESCALATE_TO_RULE,
 }

@@ -26,6 +26,7 @@ ERROR_CODES = {
     "not_acceptable": 406,
     "invalid_state": 409,
     "idempotency_conflict": 409,
+    "conflict": 409,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
     "throttled": 429,

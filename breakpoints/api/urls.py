@@ -2,6 +2,7 @@
 
 from rest_framework.routers import SimpleRouter
 
+from breakpoints.api.routes import RouteViewSet
 from breakpoints.api.rules import RuleViewSet
 from breakpoints.api.views import BreakpointViewSet
 
@@ -10,5 +11,6 @@ router.trailing_slash = "/?"  # the constructor only takes a boolean
 router.register("breakpoints", BreakpointViewSet, basename="breakpoint")
 # List-level actions (rules/evaluate) route before the detail route (rules/{id}).
 router.register("rules", RuleViewSet, basename="rule")
+router.register("routes", RouteViewSet, basename="route")
 
 urlpatterns = router.urls

@@ -40,7 +40,7 @@ def _errors(*codes: int) -> dict:
         401: "not_authenticated",
         403: "permission_denied",
         404: "not_found",
-        409: "invalid_state or idempotency_conflict",
+        409: "invalid_state, idempotency_conflict or conflict",
         413: "payload_too_large",
         429: "throttled (with Retry-After)",
         503: "unavailable (with Retry-After)",

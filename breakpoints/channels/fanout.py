@@ -3,8 +3,9 @@
 - created, reminder, escalated: the channels of the routes it matches (a Slack channel,
   a DM or an email to each routed expert, an address list, a JIRA project on creation);
   with no matching route, an email to each routed expert (BPM_NOTIFY_EMAIL permitting);
-- released, expired, cancelled: every target that showed the breakpoint (its `created`
-  deliveries), so each posts the outcome back (Slack updates its message);
+- released, expired, cancelled: every target that showed the breakpoint (its created,
+  reminder and escalated deliveries), so each posts the outcome back (Slack updates its
+  message);
 - feedback: the JIRA issues, which get every comment.
 A channel that is not configured (no SLACK_BOT_TOKEN, no JIRA_URL, email off) is skipped.
 """
@@ -86,11 +87,9 @@ def _distinct(targets: list[Target]) -> list[Target]:
 
 
 def shown_targets(breakpoint_ids: list[str]) -> dict[str, list[Target]]:
-    """Per breakpoint, the channel targets its `created` event went to (one query)."""
+    """Per breakpoint, the channel targets it was announced to (one query)."""
     rows = (
-        WebhookDelivery.objects.filter(
-            breakpoint_id__in=breakpoint_ids, event_type=EventType.CREATED
-        )
+        WebhookDelivery.objects.filter(breakpoint_id__in=breakpoint_ids, event_type__in=ANNOUNCING)
         .exclude(channel=Channel.WEBHOOK)
         .order_by("created_at")
         .values_list("breakpoint_id", "channel", "target")

@@ -16,7 +16,7 @@ from breakpoints.choices import Channel
 from breakpoints.models import NotificationRoute
 from breakpoints.payload import check_timeout_policy
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
-from config.exceptions import Forbidden, InvalidInput, NotFound
+from config.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 
 EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)
 ROUTE_KINDS = (Channel.SLACK, Channel.EMAIL, Channel.JIRA)
@@ -27,7 +27,8 @@ def _short_text(value: Any) -> bool:
     return (
         isinstance(value, str)
         and bool(value.strip())
-        and len(value) <= (limits.MAX_CHANNEL_FIELD_LENGTH)
+        and len(value) <= limits.MAX_CHANNEL_FIELD_LENGTH
+        and "\x00" not in value  # PostgreSQL's jsonb cannot hold NUL
     )
 
 
@@ -35,14 +36,29 @@ def _address(value: Any) -> bool:
     return _short_text(value) and "@" in value and not any(c in value for c in "\r\n,;<>")
 
 
+# The keys each kind of spec has, besides `kind`: exactly one of these shapes.
+SPEC_SHAPES: dict[str, tuple[str, ...]] = {
+    Channel.SLACK: ("channel", "to"),
+    Channel.EMAIL: ("to",),
+    Channel.JIRA: ("project",),
+}
+
+
 def spec_problem(spec: Any) -> str | None:
     """What is wrong with one channel spec, or None."""
     if not isinstance(spec, dict) or spec.get("kind") not in ROUTE_KINDS:
         return f"Each channel is an object whose kind is one of: {', '.join(ROUTE_KINDS)}."
-    kind, to = spec["kind"], spec.get("to")
+    kind = spec["kind"]
+    extra = set(spec) - {"kind"} - set(SPEC_SHAPES[kind])
+    if extra:
+        return f"A {kind} channel has no {', '.join(sorted(extra))}."
+    to = spec.get("to")
     if kind == Channel.SLACK:
-        if (to == EXPERTS) == ("channel" in spec) or (
-            "channel" in spec and not _short_text(spec["channel"])
+        one_of = ("channel" in spec) != ("to" in spec)
+        if (
+            not one_of
+            or ("to" in spec and to != EXPERTS)
+            or ("channel" in spec and not _short_text(spec["channel"]))
         ):
             return 'A slack channel needs "channel" (an id such as C0123) or "to": "experts".'
     elif kind == Channel.EMAIL:
@@ -57,8 +73,7 @@ def spec_problem(spec: Any) -> str | None:
             )
     elif not _short_text(spec.get("project")):
         return 'A jira channel needs "project" (a project key such as OPS).'
-    extra = set(spec) - {"kind", "to", "channel", "project"}
-    return f"Unknown key(s): {', '.join(sorted(extra))}." if extra else None
+    return None
 
 
 def _validated(
@@ -84,6 +99,7 @@ def _validated(
     if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
         errors["defaults"] = [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]
     else:
+        defaults = {key: value for key, value in defaults.items() if value is not None}
         check_timeout_policy(errors, defaults, prefix="defaults")
     if errors:
         first, messages = next(iter(errors.items()))
@@ -98,7 +114,7 @@ def _unique_name(name: str) -> Iterator[None]:
         with transaction.atomic():
             yield
     except IntegrityError:
-        raise InvalidInput(
+        raise Conflict(
             f"A route named {name!r} exists already.", {"name": ["Already taken."]}
         ) from None
 
@@ -182,5 +198,6 @@ def route_defaults(routes: Iterable[NotificationRoute]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for route in routes:
         for key, value in (route.defaults or {}).items():
-            merged.setdefault(key, value)
+            if value is not None:  # null leaves the key to the next route
+                merged.setdefault(key, value)
     return merged

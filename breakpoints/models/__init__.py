@@ -1,6 +1,7 @@
 """Models of the breakpoints app, one module each."""
 
 from breakpoints.models.breakpoint import Breakpoint, new_breakpoint_id
+from breakpoints.models.decision_link import DecisionLinkUse
 from breakpoints.models.route import NotificationRoute
 from breakpoints.models.rule import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, new_rule_id
 from breakpoints.models.token import ApiToken
@@ -16,6 +17,7 @@ __all__ = [
     "ApiToken",
     "AutoApprovalRule",
     "Breakpoint",
+    "DecisionLinkUse",
     "DeliveryStatus",
     "NotificationRoute",
     "RuleAction",

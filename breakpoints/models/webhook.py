@@ -48,6 +48,7 @@ class WebhookEventType(models.TextChoices):
     FEEDBACK = "feedback"
     ESCALATED = "escalated"
     REMINDER = "reminder"
+    TRIGGER_FIRED = "trigger.fired"  # an external event a trigger rule forwards
 
 
 class Webhook(models.Model):
@@ -113,8 +114,13 @@ class WebhookDelivery(models.Model):
     reply = models.JSONField(
         default=dict, blank=True, help_text="What the far end answered (a Slack ts, a JIRA key)."
     )
+    # None for what concerns no breakpoint (a forwarded external event).
     breakpoint = models.ForeignKey(
-        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="deliveries"
+        "breakpoints.Breakpoint",
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        null=True,
+        blank=True,
     )
     event_type = models.CharField(max_length=40)
     body = models.JSONField(help_text="The exact JSON sent: {type, timestamp, data}.")

@@ -25,8 +25,10 @@ _TIMESTAMP_FIELD = {
 
 
 def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any]) -> None:
-    """The audit event, and the webhook outbox rows for it, in the caller's transaction."""
-    event_record(breakpoint_id=bp.pk, type=type, actor=actor.name, metadata=metadata)
+    """The audit event, and the outbox rows for it, in the caller's transaction."""
+    event_record(
+        breakpoint_id=bp.pk, type=type, actor=actor.name, metadata={**actor.context, **metadata}
+    )
     if type in WebhookEventType.values:
         deliveries_enqueue(breakpoint=bp, event_type=type)
 

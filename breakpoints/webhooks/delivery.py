@@ -161,6 +161,16 @@ def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> 
     else:
         outcome = AttemptOutcome("failed", sent.status_code, sent.error)
         changes["status"] = DeliveryStatus.FAILED
+    metadata = {
+        "deliveryId": delivery.pk,
+        **_destination(delivery),
+        "eventType": delivery.event_type,
+        "attempt": attempts,
+        "statusCode": sent.status_code,
+        "durationMs": duration_ms,
+        "error": sent.error[:500],
+        "outcome": outcome.status,
+    }
     with transaction.atomic():
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             attempts=attempts,
@@ -169,21 +179,15 @@ def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> 
             last_error=sent.error[:2000],
             **changes,
         )
-        event_record(
-            breakpoint_id=delivery.breakpoint_id,
-            type=EventType.NOTIFICATION,
-            actor=WEBHOOK_ACTOR if delivery.channel == Channel.WEBHOOK else CHANNELS_ACTOR,
-            metadata={
-                "deliveryId": delivery.pk,
-                **_destination(delivery),
-                "eventType": delivery.event_type,
-                "attempt": attempts,
-                "statusCode": sent.status_code,
-                "durationMs": duration_ms,
-                "error": sent.error[:500],
-                "outcome": outcome.status,
-            },
-        )
+        if delivery.breakpoint_id is None:  # no trail to add to: the log keeps it
+            logger.info("Delivery attempt", extra={"delivery": metadata})
+        else:
+            event_record(
+                breakpoint_id=delivery.breakpoint_id,
+                type=EventType.NOTIFICATION,
+                actor=WEBHOOK_ACTOR if delivery.channel == Channel.WEBHOOK else CHANNELS_ACTOR,
+                metadata=metadata,
+            )
     return outcome
 
 

@@ -6,7 +6,7 @@ the sweep (deliveries_due, run by beat) re-publishes every pending row that is d
 """
 
 import json
-import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,12 +15,16 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from breakpoints.channels.fanout import Target, channel_targets, shown_targets
-from breakpoints.models import Breakpoint, DeliveryStatus, Webhook, WebhookDelivery
+from breakpoints.models import (
+    Breakpoint,
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+    WebhookEventType,
+)
 from breakpoints.representation import breakpoint_json, breakpoints_json
-from config.celery import app as celery_app
+from config.celery import publish
 from config.exceptions import InvalidState, NotFound
-
-logger = logging.getLogger(__name__)
 
 # The worker's task (breakpoints.tasks registers it under this name): published by name,
 # so the outbox needs no import of the tasks module, which imports this package.
@@ -56,12 +60,13 @@ def _subscribers(event_type: str) -> list[Webhook]:
 
 
 def _body(event_type: str, now: datetime, data: dict) -> dict:
-    """The JSON a delivery sends, as stored (JSON-safe)."""
+    """The JSON a delivery sends, as stored (JSON-safe): breakpoint.<event> about a
+    breakpoint, trigger.fired as it is."""
+    kind = (
+        event_type if event_type == WebhookEventType.TRIGGER_FIRED else f"breakpoint.{event_type}"
+    )
     return json.loads(
-        json.dumps(
-            {"type": f"breakpoint.{event_type}", "timestamp": now.isoformat(), "data": data},
-            default=str,
-        )
+        json.dumps({"type": kind, "timestamp": now.isoformat(), "data": data}, default=str)
     )
 
 
@@ -101,8 +106,19 @@ def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> li
     return _deliveries_write(rows, subscribers, event_type, now)
 
 
+def deliveries_enqueue_unattached(*, event_type: str, data: dict) -> list[str]:
+    """Deliveries about no breakpoint (a forwarded external event), to its subscribers."""
+    subscribers = _subscribers(event_type)
+    if not subscribers:
+        return []
+    now = timezone.now()
+    return _deliveries_write(
+        [(None, _body(event_type, now, data), [])], subscribers, event_type, now
+    )
+
+
 def _deliveries_write(
-    rows: list[tuple[Breakpoint, dict, list[Target]]],
+    rows: Sequence[tuple[Breakpoint | None, dict, list[Target]]],
     subscribers: list[Webhook],
     event_type: str,
     now: datetime,
@@ -130,25 +146,9 @@ def _deliveries_write(
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:
-    """Hand deliveries to the workers; never raises, never waits long on the broker.
-
-    A publish that fails leaves the row pending, and the outbox sweep sends it later.
-    Published by task name (the message a task's apply_async sends); task_always_eager
-    does not apply to it.
-    """
-    published = 0
-    for delivery_id in delivery_ids:
-        try:
-            celery_app.send_task(DELIVER_TASK, args=(delivery_id,), retry=False, ignore_result=True)
-            published += 1
-        except Exception:  # noqa: BLE001 - broker down: the outbox sweep covers it
-            logger.warning(
-                "Could not publish webhook delivery %s; the sweep will retry.",
-                delivery_id,
-                exc_info=True,
-            )
-            break
-    return published
+    """Hand deliveries to the workers (config.celery.publish: never raises; the outbox
+    sweep publishes what a failed publish left pending)."""
+    return publish(DELIVER_TASK, delivery_ids)
 
 
 def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:

@@ -2,11 +2,10 @@
 
 import pytest
 
+from breakpoints.limits import MAX_NESTING, MAX_TAGS
 from breakpoints.payload import (
     FALLBACK_KEY,
     KEY_PATTERN,
-    MAX_NESTING,
-    MAX_TAGS,
     Option,
     derive_key,
     options_of,

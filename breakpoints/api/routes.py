@@ -1,0 +1,330 @@
+"""The notification routes API (admins): list, add, read, replace and remove routes.
+
+Every write goes through breakpoints.channels.routes with the admin as actor. The request
+is checked here against its documented schema first (exact channel shapes, no nulls, no
+NUL, no unknown keys), so what the schema calls valid is what the service accepts.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from breakpoints import limits
+from breakpoints.actors import actor_for_request_user
+from breakpoints.api.fields import StrictBooleanField, StrictCharField
+from breakpoints.api.payload_schema import ESCALATE_TO_RULE
+from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.rules import RulePatternField
+from breakpoints.api.schema import NOT_BLANK, EnvelopedListSchema
+from breakpoints.api.views import _errors, _validated
+from breakpoints.channels.routes import (
+    DEFAULT_KEYS,
+    EXPERTS,
+    route_add,
+    route_remove,
+    route_update,
+    spec_problem,
+)
+from breakpoints.choices import Channel, OnTimeout
+from breakpoints.models import NotificationRoute
+from breakpoints.payload import check_timeout_policy
+from config.exceptions import NotFound
+
+# --- the documented shapes -----------------------------------------------------------
+
+# What breakpoints.channels.routes takes as an address: an @, none of these characters.
+ADDRESS = r"^[^\r\n,;<>]*@[^\r\n,;<>]*$"
+# An id below 2**63 (any database's integer key); anything else is simply not found.
+ROUTE_ID = re.compile(r"[1-9][0-9]{0,17}")
+FIELD = limits.MAX_CHANNEL_FIELD_LENGTH
+ROUTE_ID_PARAMETER = OpenApiParameter(
+    "id",
+    {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
+    OpenApiParameter.PATH,
+    description="The route's id.",
+)
+
+
+def _text(max_length: int, description: str = "") -> dict[str, Any]:
+    schema = {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
+    return {**schema, "description": description} if description else schema
+
+
+def _shape(title: str, kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "required": ["kind", key],
+        "additionalProperties": False,
+        "properties": {"kind": {"type": "string", "enum": [kind]}, key: value},
+    }
+
+
+EXPERTS_VALUE = {"type": "string", "enum": [EXPERTS]}
+CHANNEL_SHAPES = [
+    _shape("A Slack channel", Channel.SLACK, "channel", _text(FIELD, "A channel id: C0123.")),
+    _shape("A Slack DM to each routed expert", Channel.SLACK, "to", EXPERTS_VALUE),
+    _shape(
+        "An email to a list of addresses",
+        Channel.EMAIL,
+        "to",
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": limits.MAX_EMAIL_RECIPIENTS,
+            "items": {"type": "string", "maxLength": FIELD, "pattern": ADDRESS},
+        },
+    ),
+    _shape("An email to each routed expert", Channel.EMAIL, "to", EXPERTS_VALUE),
+    _shape("A JIRA issue per breakpoint", Channel.JIRA, "project", _text(FIELD, "OPS")),
+]
+CHANNELS_SCHEMA = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": limits.MAX_ROUTE_CHANNELS,
+    "items": {"oneOf": CHANNEL_SHAPES},
+    "description": "Where the matching breakpoints are announced. Routed experts are the "
+    "users holding a seat of payload.expert (their Django email; Slack finds them by it).",
+}
+DEFAULTS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Filled into a matching breakpoint whose payload leaves them out (the "
+    "first matching route by name wins per key). escalateTo is required with "
+    "escalateAfterSeconds or onTimeout: escalate.",
+    "properties": {
+        "onTimeout": {"type": "string", "enum": list(OnTimeout.values)},
+        "escalateAfterSeconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": limits.MAX_TTL_SECONDS,
+        },
+        "escalateTo": _text(limits.MAX_EXPERT_NAME_LENGTH, "An expert name."),
+        "remindEverySeconds": {
+            "type": "integer",
+            "minimum": limits.MIN_REMIND_EVERY_SECONDS,
+            "maximum": limits.MAX_TTL_SECONDS,
+        },
+    },
+    "anyOf": ESCALATE_TO_RULE,
+}
+
+
+@extend_schema_field(CHANNELS_SCHEMA)
+class ChannelsField(serializers.JSONField):
+    """The channel specs as sent; RouteWriteSerializer checks them whole (errors by index)."""
+
+
+@extend_schema_field(DEFAULTS_SCHEMA)
+class DefaultsField(serializers.JSONField):
+    pass
+
+
+class RouteSerializer(serializers.ModelSerializer):
+    channels = ChannelsField()
+    defaults = DefaultsField()
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = NotificationRoute
+        fields = ["id", "name", "pattern", "channels", "defaults", "enabled", "createdBy", "createdAt"]  # fmt: skip
+        read_only_fields = fields
+
+
+class RouteListSerializer(serializers.Serializer):
+    results = RouteSerializer(many=True)
+
+
+class RouteWriteSerializer(serializers.Serializer):
+    """A whole route: to add one, or to replace one (PUT)."""
+
+    name = StrictCharField(max_length=limits.MAX_ROUTE_NAME_LENGTH, help_text="Unique.")
+    pattern = RulePatternField(
+        trim_whitespace=False,  # error positions count from the first character sent
+        max_length=limits.MAX_PATTERN_LENGTH,
+        help_text="The rule pattern language: a key glob with `*`, optionally with "
+        "predicates: `deploy.*(tags contains 'prod' AND expert = 'owner')`.",
+    )
+    channels = ChannelsField()
+    defaults = DefaultsField(required=False)
+    enabled = StrictBooleanField(required=False, default=True)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        """The fields' own checks, and the whole-body ones, reported together."""
+        errors: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        try:
+            values = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            errors.update(exc.detail if isinstance(exc.detail, dict) else {})
+            if not isinstance(data, Mapping):
+                raise
+        errors.update(_unknown_keys(data, set(self.fields)))
+        for key, check in (("channels", channels_problems), ("defaults", defaults_problems)):
+            if data.get(key) is not None and key not in errors:
+                errors.update(check(data[key]))
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values
+
+
+def _unknown_keys(data: Mapping, known: set[str]) -> dict[str, list[str]]:
+    unknown = sorted(str(key)[:40] for key in set(data) - known)
+    if not unknown:
+        return {}
+    listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+    allowed = ", ".join(sorted(known))
+    return {"non_field_errors": [f"Unknown field(s): {listed}. Allowed: {allowed}."]}
+
+
+# --- checks beyond the service's -------------------------------------------------------
+
+SHAPE_KEYS = {
+    Channel.SLACK: ({"kind", "channel"}, {"kind", "to"}),
+    Channel.EMAIL: ({"kind", "to"},),
+    Channel.JIRA: ({"kind", "project"},),
+}
+NO_NUL = "Must not contain NUL characters."
+
+
+def channels_problems(channels: Any) -> dict[str, list[str]]:
+    """The service's problem with each spec, else a key its shape does not have, or NUL."""
+    if not isinstance(channels, list) or not 1 <= len(channels) <= limits.MAX_ROUTE_CHANNELS:
+        return {"channels": [f"Must be a list of 1 to {limits.MAX_ROUTE_CHANNELS} channels."]}
+    errors = {}
+    for index, spec in enumerate(channels):
+        problem = spec_problem(spec) or _shape_problem(spec)
+        if problem:
+            errors[f"channels[{index}]"] = [problem]
+    return errors
+
+
+def _shape_problem(spec: dict[str, Any]) -> str | None:
+    kind = spec["kind"]
+    shapes = SHAPE_KEYS[kind]
+    if set(spec) not in shapes:
+        allowed = " or ".join("{" + ", ".join(sorted(keys)) + "}" for keys in shapes)
+        return f"A {kind} channel has exactly the keys {allowed}."
+    texts = [spec.get("channel"), spec.get("project")]
+    texts += spec["to"] if isinstance(spec.get("to"), list) else [spec.get("to")]
+    if any(isinstance(text, str) and "\x00" in text for text in texts):
+        return NO_NUL
+    return None
+
+
+def defaults_problems(defaults: Any) -> dict[str, list[str]]:
+    if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
+        return {"defaults": [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]}
+    errors: dict[str, list[str]] = {}
+    check_timeout_policy(errors, defaults, prefix="defaults")
+    for key, value in defaults.items():
+        if value is None:
+            errors[f"defaults.{key}"] = ["Must not be null: leave the key out instead."]
+        elif isinstance(value, str) and "\x00" in value:
+            errors[f"defaults.{key}"] = [NO_NUL]
+    return errors
+
+
+# --- views -----------------------------------------------------------------------------
+
+
+def _route_id(pk: str) -> int:
+    if not ROUTE_ID.fullmatch(pk):
+        raise NotFound("Route not found.")
+    return int(pk)
+
+
+def _route(pk: str) -> NotificationRoute:
+    route = NotificationRoute.objects.filter(pk=_route_id(pk)).first()
+    if route is None:
+        raise NotFound("Route not found.")
+    return route
+
+
+class RouteViewSet(viewsets.GenericViewSet):
+    """Which channels hear about which breakpoints, and their timeout defaults."""
+
+    serializer_class = RouteSerializer
+    schema = EnvelopedListSchema()  # list answers {"results": [...]}, not an array
+    permission_classes = [IsAdmin]
+    pagination_class = None
+    filterset_class = None
+    lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
+
+    def get_queryset(self):
+        return NotificationRoute.objects.all()
+
+    @extend_schema(
+        summary="List notification routes (admins)",
+        description="By name: the order in which their defaults apply.",
+        operation_id="routes_list",
+        responses={200: RouteListSerializer, **_errors(401, 403)},
+    )
+    def list(self, request: Request) -> Response:
+        return Response(RouteListSerializer({"results": self.get_queryset()}).data)
+
+    @extend_schema(
+        summary="Add a notification route (admins)",
+        description="A taken name, a malformed pattern or a channel spec the service "
+        'refuses is 400, with details by field ("pattern", "channels[1]", '
+        '"defaults.onTimeout").',
+        request=RouteWriteSerializer,
+        responses={201: RouteSerializer, **_errors(400, 401, 403, 409)},
+    )
+    def create(self, request: Request) -> Response:
+        data = _validated(RouteWriteSerializer, request)
+        route = route_add(actor=actor_for_request_user(request.user), **data)
+        return Response(RouteSerializer(route).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Get a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        responses={200: RouteSerializer, **_errors(401, 403, 404)},
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(RouteSerializer(_route(pk)).data)
+
+    @extend_schema(
+        summary="Replace a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        description="The whole route: defaults and enabled left out become {} and true.",
+        request=RouteWriteSerializer,
+        responses={200: RouteSerializer, **_errors(400, 401, 403, 404, 409)},
+    )
+    def update(self, request: Request, pk: str) -> Response:
+        data = _validated(RouteWriteSerializer, request)
+        route = route_update(
+            actor=actor_for_request_user(request.user), route_id=_route_id(pk), **data
+        )
+        return Response(RouteSerializer(route).data)
+
+    @extend_schema(
+        summary="Remove a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+    )
+    def destroy(self, request: Request, pk: str) -> Response:
+        route_remove(actor=actor_for_request_user(request.user), route_id=_route_id(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RouteWriteScheme(OpenApiSerializerExtension):
+    """The request body takes no key but its fields (unknown ones are refused)."""
+
+    target_class = "breakpoints.api.routes.RouteWriteSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        return {**schema, "additionalProperties": False}

@@ -1,0 +1,66 @@
+"""What a database can store, and a person read, of a JSON document from outside.
+
+Agents' payloads and external events alike: no NUL in text (PostgreSQL refuses it), no
+absurd nesting (re-encoding would hit the recursion limit), no more values than a human
+could read (MAX_PAYLOAD_VALUES).
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from breakpoints.limits import MAX_NESTING, MAX_PAYLOAD_VALUES
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def storable_problem(document: Mapping[str, Any] | list) -> str | None:
+    """Why the database could not store, or anyone read, this JSON document; None if fine."""
+    errors: dict[str, list[str]] = {}
+    _check_storable(errors, document)
+    return errors["payload"][0] if errors else None
+
+
+def _check_storable(errors: dict, payload: Mapping[str, Any] | list) -> None:
+    """Refuse what the database cannot store (NUL in text), re-encode (absurd nesting) or
+    anyone read (more than MAX_PAYLOAD_VALUES values in all).
+
+    Iterative on purpose (a recursive walk would itself hit the recursion limit), one
+    nesting level at a time, and linear: each value is looked at once, by exact type
+    first (parsed JSON holds only dict, list, str and scalars) before any ABC check.
+    """
+    level: list[Any] = [payload]
+    depth, values = 1, 0
+    while level:
+        below: list[Any] = []
+        for container in level:
+            values += len(container)
+            if values > MAX_PAYLOAD_VALUES:
+                errors["payload"] = [f"At most {MAX_PAYLOAD_VALUES:,} values in all."]
+                return
+            if isinstance(container, Mapping):
+                if any("\x00" in key for key in container):
+                    errors["payload"] = ["Must not contain NUL characters."]
+                    return
+                children: Iterable[Any] = container.values()
+            else:
+                children = container
+            if depth >= MAX_NESTING and len(container):
+                errors["payload"] = [f"Must not be nested more than {MAX_NESTING} levels deep."]
+                return
+            for item in children:
+                kind = type(item)
+                if kind is str:
+                    if "\x00" in item:
+                        errors["payload"] = ["Must not contain NUL characters."]
+                        return
+                elif kind is dict or kind is list:
+                    below.append(item)
+                elif kind in _SCALARS:
+                    continue
+                elif isinstance(item, Mapping | list):
+                    below.append(item)
+                elif isinstance(item, str) and "\x00" in item:
+                    errors["payload"] = ["Must not contain NUL characters."]
+                    return
+        level = below
+        depth += 1

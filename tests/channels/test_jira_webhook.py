@@ -1,0 +1,377 @@
+"""The JIRA webhook: a status change made in JIRA (the stand-in) decides the breakpoint.
+
+A person moves the issue on the stand-in over real HTTP; the stand-in records the
+`jira:issue_updated` payload JIRA would send, and the test posts it to the endpoint.
+"""
+
+import json
+import logging
+
+import httpx
+import pytest
+
+from audit.models import Event
+from breakpoints.actors import Actor
+from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.services import feedback_add
+from reviews.models import Feedback
+from tests.channels import test_jira as channel_tests
+from tests.channels.test_jira import attempt, blocks, created_issue, only
+from tests.factories import ReviewerFactory, UserFactory
+
+# The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
+jira = channel_tests.jira
+audit_route = channel_tests.audit_route
+audited = channel_tests.audited
+
+URL = "/integrations/jira/webhook"
+SECRET = "jira-hook-s3cret"
+PEOPLE = {"alice@example.com": "alice-token", "mallory@elsewhere.test": "m-token"}
+TRANSITION_IDS = {"Approved": "11", "Rejected": "21", "Done": "31"}
+
+
+@pytest.fixture
+def hook(settings, jira):
+    settings.JIRA_WEBHOOK_SECRET = SECRET
+    jira.users.update(PEOPLE)
+    return jira
+
+
+@pytest.fixture
+def issue(hook, audited):
+    """An audit-required breakpoint whose issue exists: (breakpoint, key)."""
+    bp = audited()
+    return bp, created_issue(bp)
+
+
+def move(jira, key: str, to: str, *, as_user: str = "alice@example.com", comment: str = ""):
+    """A person moves the issue in JIRA; the webhook payload JIRA sends for it."""
+    body: dict = {"transition": {"id": TRANSITION_IDS[to]}}
+    if comment:
+        body["update"] = {"comment": [{"add": {"body": comment}}]}
+    token = jira.users[as_user]
+    answer = httpx.post(
+        f"{jira.url}/rest/api/2/issue/{key}/transitions", json=body, auth=(as_user, token)
+    )
+    assert answer.status_code == 204, answer.text
+    return jira.webhooks[-1]
+
+
+def post(client, payload, *, secret: str | None = SECRET, raw: bytes | None = None, **headers):
+    url = URL if secret is None else f"{URL}?secret={secret}"
+    data = raw if raw is not None else json.dumps(payload)
+    return client.post(url, data=data, content_type="application/json", **headers)
+
+
+def refusals(bp) -> list[Event]:
+    return list(Event.objects.filter(breakpoint=bp, type="refused"))
+
+
+def assert_untouched(bp) -> None:
+    bp.refresh_from_db()
+    assert bp.status == "waiting"
+    assert not Feedback.objects.filter(breakpoint=bp).exists()
+
+
+@pytest.fixture
+def alice(reviewer):
+    assert reviewer.email == "alice@example.com"
+    return reviewer
+
+
+# --- who may call ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("secret", [None, "", "wrong", SECRET + "x"])
+def test_a_missing_or_wrong_secret_is_refused_and_changes_nothing(
+    client, jira, issue, alice, secret, caplog
+):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+
+    with caplog.at_level(logging.WARNING, logger="breakpoints.audit"):
+        response = post(client, payload, secret=secret)
+
+    assert response.status_code == 401
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    assert refusals(bp) == []
+    (record,) = [r for r in caplog.records if r.name == "breakpoints.audit"]
+    assert record.reason == "bad secret" and SECRET not in record.getMessage()
+
+
+def test_the_secret_may_come_in_a_header(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+
+    response = post(client, payload, secret=None, HTTP_X_BPM_WEBHOOK_SECRET=SECRET)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["outcome"] == "released"
+
+
+def test_the_webhook_is_off_without_a_configured_secret(client, jira, issue, alice, settings):
+    bp, key = issue
+    settings.JIRA_WEBHOOK_SECRET = ""
+    payload = move(jira, key, "Approved")
+
+    response = post(client, payload, secret="")
+
+    assert response.status_code == 503
+    assert_untouched(bp)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"{not json", b"[1, 2]", b'"text"', b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b""],
+)
+def test_a_body_that_is_not_a_json_object_is_a_400(client, hook, raw):
+    response = post(client, None, raw=raw)
+
+    assert response.status_code == 400
+    assert response.json()["ok"] is False
+
+
+def test_only_post_is_allowed(client, hook):
+    assert client.get(f"{URL}?secret={SECRET}").status_code == 405
+
+
+# --- decisions ---------------------------------------------------------------------------
+
+
+def test_approved_in_jira_releases_the_breakpoint_as_that_reviewer(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+
+    response = post(client, payload)
+
+    assert response.status_code == 200
+    assert response.json() == {"ok": True, "outcome": "released", "detail": "approved by alice"}
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    assert bp.result["approved"] is True
+    assert bp.result["respondedBy"] == "alice"
+    (feedback,) = Feedback.objects.filter(breakpoint=bp)
+    assert (feedback.via, feedback.author_user, feedback.approved) == ("jira", alice, True)
+    assert feedback.comment == f"Approved in JIRA {key}"
+    # Then the outcome goes back to JIRA: a comment, and the issue is Done. The feedback
+    # itself was given in JIRA: it is not echoed back as a comment.
+    feedback_delivery = only(bp, "feedback")
+    assert attempt(feedback_delivery).status == "delivered"
+    feedback_delivery.refresh_from_db()
+    assert feedback_delivery.reply == {"key": key, "skipped": "given in JIRA"}
+    assert attempt(only(bp, "released")).status == "delivered"
+    (comment,) = jira.issues[key].comments
+    assert comment["body"].startswith("The breakpoint was approved")
+    assert blocks(comment["body"]) == [f"By: alice\nFeedback: Approved in JIRA {key}"]
+    assert jira.issues[key].status == "Done"
+
+
+def test_our_own_done_transition_coming_back_decides_nothing(client, jira, issue, alice):
+    bp, key = issue
+    post(client, move(jira, key, "Approved"))
+    attempt(only(bp, "released"))
+    done = jira.webhooks[-1]  # the stand-in emitted our bot's transition to Done
+    assert done["changelog"]["items"][0]["toString"] == "Done"
+
+    response = post(client, done)
+
+    assert response.json()["outcome"] == "ignored"
+    assert Feedback.objects.filter(breakpoint=bp).count() == 1
+
+
+def test_rejected_in_jira_rejects_with_the_transition_s_comment(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Rejected", comment="Not during the freeze")
+
+    response = post(client, payload)
+
+    assert response.json()["outcome"] == "released"
+    bp.refresh_from_db()
+    assert (bp.status, bp.result["approved"]) == ("released", False)
+    assert bp.result["feedback"] == "Not during the freeze"
+    assert Feedback.objects.get(breakpoint=bp).via == "jira"
+    for event in ("feedback", "released"):
+        assert attempt(only(bp, event)).status == "delivered"
+    comments = [c["body"] for c in jira.issues[key].comments]
+    assert comments[0] == "Not during the freeze"  # the reviewer's own, made in JIRA
+    assert blocks(comments[1]) == ["By: alice\nFeedback: Not during the freeze"]
+    assert len(comments) == 2
+    assert jira.issues[key].status == "Won't Do"
+
+
+def test_a_duplicate_webhook_gives_one_decision(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+
+    first, second = post(client, payload), post(client, payload)
+
+    assert first.json()["outcome"] == "released"
+    assert (second.status_code, second.json()["outcome"]) == (200, "duplicate")
+    assert Feedback.objects.filter(breakpoint=bp).count() == 1
+    assert Event.objects.filter(breakpoint=bp, type="released").count() == 1
+    assert refusals(bp) == []
+
+
+def test_an_unknown_jira_user_is_refused_and_audited(client, jira, issue):
+    bp, key = issue
+    payload = move(jira, key, "Approved", as_user="mallory@elsewhere.test")
+
+    response = post(client, payload)
+
+    assert (response.status_code, response.json()["outcome"]) == (200, "refused")
+    assert_untouched(bp)
+    (event,) = refusals(bp)
+    assert event.actor == "jira:mallory@elsewhere.test"
+    assert event.metadata == {
+        "via": "jira",
+        "reason": "no active user has this email address",
+        "issue": key,
+        "status": "Approved",
+        "approved": True,
+    }
+
+
+def test_a_jira_user_without_a_visible_email_is_refused(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+    del payload["user"]["emailAddress"]
+
+    response = post(client, payload)
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    (event,) = refusals(bp)
+    assert event.actor == "jira:acct-alice@example.com"
+    assert "no email address" in event.metadata["reason"]
+
+
+def test_two_users_with_the_email_are_refused(client, jira, issue, alice):
+    bp, key = issue
+    ReviewerFactory(username="alice2", email="ALICE@example.com")
+
+    response = post(client, move(jira, key, "Approved"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    assert refusals(bp)[0].metadata["reason"] == "more than one active user has this email address"
+
+
+def test_a_user_who_is_not_a_reviewer_is_refused(client, jira, issue):
+    bp, key = issue
+    UserFactory(username="bob", email="mallory@elsewhere.test")
+
+    response = post(client, move(jira, key, "Approved", as_user="mallory@elsewhere.test"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    assert "Only reviewers" in refusals(bp)[0].metadata["reason"]
+
+
+def test_a_reviewer_without_the_routed_seat_is_refused(
+    client, jira, hook, audited, alice, expert_member
+):
+    expert_member("sam", "security-lead")
+    bp = audited(payload={"question": "Rotate keys?", "title": "Keys", "expert": "security-lead"})
+    key = created_issue(bp)
+
+    response = post(client, move(jira, key, "Approved"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    (event,) = refusals(bp)
+    assert event.actor == "jira:alice@example.com"
+
+
+def test_a_breakpoint_decided_elsewhere_refuses_the_late_jira_decision(
+    client, jira, issue, alice, admin_user
+):
+    bp, key = issue
+    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(admin_user), comment="", release=True)
+
+    response = post(client, move(jira, key, "Rejected"))
+
+    assert response.json()["outcome"] == "refused"
+    bp.refresh_from_db()
+    assert (bp.status, bp.result["approved"], bp.result["respondedBy"]) == (
+        "released",
+        True,
+        "root-admin",
+    )
+    assert (
+        refusals(bp)[0].metadata["reason"] == "Breakpoint is released; it no longer takes feedback."
+    )
+
+
+# --- what is ignored -----------------------------------------------------------------------
+
+
+def test_other_events_and_statuses_are_ignored(client, jira, issue, alice):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+    comment_event = {**payload, "webhookEvent": "comment_created"}
+    in_progress = json.loads(json.dumps(payload))
+    in_progress["changelog"]["items"][0]["toString"] = "In Progress"
+    no_changelog = {key: value for key, value in payload.items() if key != "changelog"}
+
+    for ignored in (comment_event, in_progress, no_changelog, {}, {"issue": "x"}):
+        response = post(client, ignored)
+        assert (response.status_code, response.json()["outcome"]) == (200, "ignored")
+
+    assert_untouched(bp)
+    assert refusals(bp) == []
+
+
+def test_an_issue_no_breakpoint_created_is_ignored_with_a_log_line(
+    client, jira, issue, alice, caplog
+):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+    payload["issue"]["key"] = "OPS-999"
+
+    with caplog.at_level(logging.INFO, logger="breakpoints.integrations.jira_events"):
+        response = post(client, payload)
+
+    assert (response.status_code, response.json()["outcome"]) == (200, "ignored")
+    assert any("OPS-999" in r.getMessage() for r in caplog.records)
+    assert_untouched(bp)
+
+
+def test_a_label_never_points_at_another_breakpoint(client, jira, hook, audited, alice):
+    first, second = audited(), audited()
+    first_key, _ = created_issue(first), created_issue(second)
+    payload = move(jira, first_key, "Approved")
+    payload["issue"]["fields"]["labels"] = [f"bpm-{second.pk}"]  # a label pointing elsewhere
+
+    assert post(client, payload).json()["outcome"] == "released"
+
+    statuses = dict(Breakpoint.objects.values_list("pk", "status"))
+    assert (statuses[first.pk], statuses[second.pk]) == ("released", "waiting")
+    assert WebhookDelivery.objects.get(breakpoint=first, event_type="created").reply == {
+        "key": first_key
+    }
+
+
+def test_a_repeated_webhook_never_casts_a_second_seat_s_vote(
+    client, jira, hook, audited, alice, expert_member
+):
+    """A reviewer holding two seats of a collect-all breakpoint votes once per JIRA move."""
+    for group in ("tech-lead", "ops-lead"):
+        expert_member("alice", group)
+    expert_member("oscar", "ops-lead")
+    bp = audited(
+        payload={
+            "question": "Migrate?",
+            "title": "Migration",
+            "expert": ["tech-lead", "ops-lead"],
+            "strategy": "collect-all",
+        }
+    )
+    payload = move(jira, created_issue(bp), "Approved")
+
+    first, second = post(client, payload), post(client, payload)
+
+    assert (first.json()["outcome"], second.json()["outcome"]) == ("voted", "duplicate")
+    bp.refresh_from_db()
+    assert bp.status == "waiting"
+    assert [vote["seat"] for vote in bp.votes] == ["tech-lead"]

@@ -1,0 +1,116 @@
+"""What a matching rule does, through the same services as people do.
+
+The actor is `trigger:<rule name>` with the rule owner's permissions (a release needs a
+reviewer who may release; a cancel an admin) and the event id in every audit event it
+causes. Each action returns what it did per breakpoint; a service's refusal is recorded
+as that breakpoint's outcome and never stops the others.
+"""
+
+from typing import Any
+
+from breakpoints import services
+from breakpoints.actors import Actor
+from breakpoints.choices import Via
+from breakpoints.limits import MAX_AGENT_ID_LENGTH, MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
+from config.exceptions import DomainError, InvalidInput
+from triggers.expressions import render
+from triggers.forwarding import forward_enqueue
+from triggers.models import ExternalEvent, TriggerAction, TriggerRule
+from triggers.selection import select_waiting
+
+Taken = dict[str, Any]
+
+
+def actor_for(rule: TriggerRule, event: ExternalEvent, agent_id: str | None = None) -> Actor:
+    return Actor(
+        name=f"trigger:{rule.name}",
+        user=rule.owner,
+        agent_id=agent_id,
+        context={"eventId": event.pk, "triggerRule": rule.name},
+    )
+
+
+def run(rule: TriggerRule, event: ExternalEvent, *, dry_run: bool = False) -> list[Taken]:
+    """Do the rule's action for this event (or, dry_run, say what it would do)."""
+    if rule.action == TriggerAction.CREATE:
+        return [_create(rule, event, dry_run)]
+    if rule.action == TriggerAction.FORWARD:
+        outcome = "would forward" if dry_run else _forward(rule, event)
+        return [{"action": "forward", "outcome": outcome}]
+    selected = select_waiting(rule.params.get("selector") or {}, event.payload)
+    if not selected:
+        return [{"action": rule.action, "outcome": "no waiting breakpoint matched"}]
+    return [_on_breakpoint(rule, event, bp.pk, dry_run) for bp in selected]
+
+
+def _on_breakpoint(rule: TriggerRule, event: ExternalEvent, breakpoint_id: str, dry: bool) -> Taken:
+    taken: Taken = {"action": rule.action, "breakpointId": breakpoint_id, **_rendered(rule, event)}
+    if dry:
+        return {**taken, "outcome": f"would {rule.action}"}
+    actor = actor_for(rule, event)
+    try:
+        if rule.action == TriggerAction.RELEASE:
+            services.feedback_add(
+                breakpoint_id=breakpoint_id,
+                actor=actor,
+                comment=taken["feedback"],
+                release=True,
+                approved=taken["approved"],
+                via=Via.TRIGGER,
+            )
+        else:
+            services.breakpoint_cancel(
+                breakpoint_id=breakpoint_id, actor=actor, reason=taken["reason"]
+            )
+    except DomainError as exc:
+        return {**taken, "outcome": "refused", "error": exc.message}
+    return {**taken, "outcome": "released" if rule.action == TriggerAction.RELEASE else "cancelled"}
+
+
+def _rendered(rule: TriggerRule, event: ExternalEvent) -> dict[str, Any]:
+    """A release's verdict and feedback, or a cancel's reason, from the event."""
+    params, payload = rule.params, event.payload
+    if rule.action == TriggerAction.RELEASE:
+        feedback = render(params.get("feedback") or "", payload)[:MAX_COMMENT_LENGTH]
+        return {
+            "approved": params.get("approved", True) is not False,
+            "feedback": feedback or f"Released by trigger {rule.name} on event {event.pk}.",
+        }
+    # Cut to the limits people have: an event's values may be as long as its body.
+    return {"reason": render(params.get("reason") or "", payload)[:MAX_REASON_LENGTH]}
+
+
+def _create(rule: TriggerRule, event: ExternalEvent, dry_run: bool) -> Taken:
+    """A breakpoint from the rule's templates: question, title, tags, expert, ttl, runId."""
+    params, payload = rule.params, event.payload
+    agent_id = render(params.get("agentId") or f"trigger-{rule.name}", payload)
+    if not agent_id or len(agent_id) > MAX_AGENT_ID_LENGTH:
+        raise InvalidInput(
+            f"agentId renders to {agent_id!r}: it must be 1 to {MAX_AGENT_ID_LENGTH} characters."
+        )
+    body = {"question": render(params.get("question") or "", payload)}
+    for key in ("title", "expert", "breakpointId"):
+        if params.get(key):
+            body[key] = render(params[key], payload)
+    tags = [render(tag, payload) for tag in params.get("tags") or []]
+    run_id = render(params["runId"], payload) if params.get("runId") else None
+    taken: Taken = {"action": "create", "payload": body, "tags": tags, "runId": run_id}
+    if dry_run:
+        return {**taken, "outcome": "would create"}
+    try:
+        bp, created = services.breakpoint_create(
+            actor=actor_for(rule, event, agent_id=agent_id),
+            payload=body,
+            run_id=run_id,
+            tags=tags or None,
+            ttl_seconds=params.get("ttlSeconds"),
+            idempotency_key=f"trigger:{rule.pk}:{event.pk}",  # once per event and rule
+        )
+    except DomainError as exc:
+        return {**taken, "outcome": "refused", "error": exc.message}
+    return {**taken, "breakpointId": bp.pk, "outcome": "created" if created else "exists"}
+
+
+def _forward(rule: TriggerRule, event: ExternalEvent) -> str:
+    count = forward_enqueue(event=event, rule_name=rule.name)
+    return f"forwarded to {count} subscriber(s)"

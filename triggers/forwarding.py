@@ -1,0 +1,28 @@
+"""The `forward` action: the event goes out as a signed webhook of type trigger.fired,
+for an orchestrator to start a run with the event's payload as its inputs."""
+
+from breakpoints.models import WebhookEventType
+from breakpoints.webhooks.outbox import deliveries_enqueue_unattached
+from triggers.models import ExternalEvent
+
+
+def forward_body(event: ExternalEvent, rule_name: str) -> dict:
+    return {
+        "event": {
+            "id": event.pk,
+            "source": event.source.name,
+            "type": event.type,
+            "deliveryId": event.delivery_id,
+            "receivedAt": event.received_at.isoformat(),
+            "payload": event.payload,
+        },
+        "rule": rule_name,
+    }
+
+
+def forward_enqueue(*, event: ExternalEvent, rule_name: str) -> int:
+    """One pending delivery per subscriber of trigger.fired, in the caller's transaction."""
+    ids = deliveries_enqueue_unattached(
+        event_type=WebhookEventType.TRIGGER_FIRED, data=forward_body(event, rule_name)
+    )
+    return len(ids)

@@ -1,0 +1,102 @@
+"""Receiving an event: verify the sender, parse, store it once, hand it to the worker.
+
+The signature is checked on the raw body before anything is parsed. A delivery id seen
+before from the same source is a redelivery: the stored event is returned and nothing
+else happens (so 100 concurrent copies are one event, evaluated once).
+"""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from breakpoints.storable import storable_problem
+from config.celery import publish
+from config.exceptions import InvalidInput, NotFound
+from triggers.models import EventSource, ExternalEvent
+from triggers.verification import verify
+
+EVALUATE_TASK = "triggers.tasks.evaluate_event"
+
+
+def event_receive(
+    *, source_name: str, body: bytes, headers: Mapping[str, str]
+) -> tuple[ExternalEvent, bool]:
+    """Store a verified delivery; returns (event, created). Raises NotFound (no such
+    enabled source), NotAuthenticated (signature refused) or InvalidInput (bad body)."""
+    source = EventSource.objects.filter(name=source_name, enabled=True).first()
+    if source is None:
+        raise NotFound(f"No event source named {source_name!r}.")
+    verified = verify(source, body, headers)
+    payload = parse_event_body(body)
+    event_type = verified.event_type or _type_in(payload)
+    try:
+        with transaction.atomic():
+            event = ExternalEvent.objects.create(
+                source=source,
+                type=event_type,
+                delivery_id=verified.delivery_id,
+                payload=payload,
+                headers=verified.headers,
+                next_attempt_at=timezone.now(),
+            )
+            transaction.on_commit(lambda: publish_evaluation([event.pk]))
+    except IntegrityError:
+        existing = ExternalEvent.objects.filter(
+            source=source, delivery_id=verified.delivery_id
+        ).first()
+        if existing is None:
+            raise
+        return existing, False
+    return event, True
+
+
+def parse_event_body(body: bytes) -> dict[str, Any]:
+    """The JSON object of an event, or InvalidInput: what JSON allows but the database
+    cannot hold (NaN, NUL, lone surrogates, absurd nesting) is refused here too."""
+    try:
+        payload = json.loads(
+            body.decode("utf-8"), parse_constant=_no_constants, parse_float=_finite
+        )
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")  # lone surrogates
+    except (ValueError, UnicodeError, RecursionError) as exc:
+        raise InvalidInput(
+            f"The body is not valid JSON: {_short(exc)}", {"body": ["Invalid."]}
+        ) from None
+    if not isinstance(payload, dict):
+        raise InvalidInput("The event must be a JSON object.", {"body": ["Must be an object."]})
+    problem = storable_problem(payload)
+    if problem:
+        raise InvalidInput(f"The event cannot be stored: {problem}", {"body": [problem]})
+    return payload
+
+
+def _no_constants(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float; 1e400 (infinite here) is refused, no database holds it."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _short(exc: Exception) -> str:
+    return str(exc)[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
+
+
+def _type_in(payload: dict[str, Any]) -> str:
+    """The type a payload names (Standard Webhooks' `type`), else "event"."""
+    value = payload.get("type")
+    if isinstance(value, str) and value.strip() and len(value) <= 100:
+        return value.strip()
+    return "event"
+
+
+def publish_evaluation(event_ids: list[str]) -> int:
+    """Hand events to the workers (never raises; the events sweep re-publishes)."""
+    return publish(EVALUATE_TASK, event_ids)

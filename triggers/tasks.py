@@ -1,0 +1,18 @@
+"""Celery tasks of the triggers app: each takes ids and calls a service; safe to run twice."""
+
+from celery import shared_task
+
+from triggers import services
+from triggers.services.ingest import EVALUATE_TASK, publish_evaluation
+
+
+@shared_task(name=EVALUATE_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def evaluate_event(event_id: str) -> str:
+    """Evaluate one event against the trigger rules (once, whoever runs it)."""
+    return services.event_evaluate(event_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def dispatch_due_events() -> int:
+    """The events sweep: publish pending events again (lost publishes, retries)."""
+    return publish_evaluation(services.events_due())
