@@ -151,3 +151,16 @@ def test_an_unknown_source_is_404(db):
     response = APIClient().post("/api/events/nope", data=b"{}", content_type="application/json")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_the_breakpoints_history_links_the_event_that_decided_it(
+    agent_client, ci_rules, client, admin_user
+):
+    mine = wait_for_ci(agent_client, "abc123")
+    event = run_event(deliver({"workflow_run": {"head_sha": "abc123", "conclusion": "success"}}))
+    client.force_login(admin_user)
+
+    page = client.get(f"/admin/breakpoints/breakpoint/{mine}/change/").content.decode()
+
+    assert f'href="/admin/triggers/externalevent/{event.pk}/change/"' in page
+    assert "(rule ci-green)" in page
