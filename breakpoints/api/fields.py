@@ -1,5 +1,8 @@
 """Strict serializer fields: agents' JSON is untrusted, so no silent type coercion."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -42,3 +45,39 @@ class TagListField(serializers.JSONField):
 @extend_schema_field(OpenApiTypes.OBJECT)
 class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""
+
+
+def unknown_keys(data: Any, known: set[str], prefix: str = "") -> dict[str, list[str]]:
+    if not isinstance(data, Mapping):
+        return {}
+    unknown = sorted(str(key)[:40] for key in set(data) - known)
+    if not unknown:
+        return {}
+    listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+    allowed = ", ".join(sorted(known)) or "none"
+    field = prefix or "non_field_errors"
+    return {field: [f"Unknown field(s): {listed}. Allowed: {allowed}."]}
+
+
+class StrictBody(serializers.Serializer):
+    """The fields' own checks, unknown keys and `extra_problems`, reported together."""
+
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
+        """Whole-body checks; `errors` are the fields' own (skip a field already refused)."""
+        return {}
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        errors: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        try:
+            values = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            errors.update(exc.detail if isinstance(exc.detail, dict) else {})
+            if not isinstance(data, Mapping):
+                raise
+        errors.update(unknown_keys(data, set(self.fields)))
+        for key, messages in self.extra_problems(data, errors).items():
+            errors.setdefault(key, messages)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values

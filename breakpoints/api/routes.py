@@ -22,7 +22,7 @@ from rest_framework.response import Response
 
 from breakpoints import limits
 from breakpoints.actors import actor_for_request_user
-from breakpoints.api.fields import StrictBooleanField, StrictCharField
+from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField
 from breakpoints.api.payload_schema import ESCALATE_TO_RULE
 from breakpoints.api.permissions import IsAdmin
 from breakpoints.api.rules import RulePatternField
@@ -147,7 +147,7 @@ class RouteListSerializer(serializers.Serializer):
     results = RouteSerializer(many=True)
 
 
-class RouteWriteSerializer(serializers.Serializer):
+class RouteWriteSerializer(StrictBody):
     """A whole route: to add one, or to replace one (PUT)."""
 
     name = StrictCharField(max_length=limits.MAX_ROUTE_NAME_LENGTH, help_text="Unique.")
@@ -161,32 +161,12 @@ class RouteWriteSerializer(serializers.Serializer):
     defaults = DefaultsField(required=False)
     enabled = StrictBooleanField(required=False, default=True)
 
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        """The fields' own checks, and the whole-body ones, reported together."""
-        errors: dict[str, Any] = {}
-        values: dict[str, Any] = {}
-        try:
-            values = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            errors.update(exc.detail if isinstance(exc.detail, dict) else {})
-            if not isinstance(data, Mapping):
-                raise
-        errors.update(_unknown_keys(data, set(self.fields)))
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
+        problems: dict[str, list[str]] = {}
         for key, check in (("channels", channels_problems), ("defaults", defaults_problems)):
             if data.get(key) is not None and key not in errors:
-                errors.update(check(data[key]))
-        if errors:
-            raise serializers.ValidationError(errors)
-        return values
-
-
-def _unknown_keys(data: Mapping, known: set[str]) -> dict[str, list[str]]:
-    unknown = sorted(str(key)[:40] for key in set(data) - known)
-    if not unknown:
-        return {}
-    listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
-    allowed = ", ".join(sorted(known))
-    return {"non_field_errors": [f"Unknown field(s): {listed}. Allowed: {allowed}."]}
+                problems.update(check(data[key]))
+        return problems
 
 
 # --- checks beyond the service's -------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from breakpoints.api.fields import StrictBooleanField, StrictCharField
+from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField, unknown_keys
 from breakpoints.api.schema import EnvelopedListSchema
 from breakpoints.limits import (
     MAX_CONDITIONS,
@@ -97,41 +97,6 @@ PARAMS: dict[str, dict[str, Any]] = {
 PARAMS_REQUIRED = {TriggerAction.RELEASE, TriggerAction.CANCEL, TriggerAction.CREATE}
 
 
-def unknown_keys(data: Any, known: set[str], prefix: str = "") -> dict[str, list[str]]:
-    if not isinstance(data, Mapping):
-        return {}
-    unknown = sorted(str(key)[:40] for key in set(data) - known)
-    if not unknown:
-        return {}
-    listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
-    allowed = ", ".join(sorted(known)) or "none"
-    field = prefix or "non_field_errors"
-    return {field: [f"Unknown field(s): {listed}. Allowed: {allowed}."]}
-
-
-class StrictBody(serializers.Serializer):
-    """The fields' own checks, unknown keys and `extra_problems`, reported together."""
-
-    def extra_problems(self, data: Mapping) -> dict[str, list[str]]:
-        return {}
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        errors: dict[str, Any] = {}
-        values: dict[str, Any] = {}
-        try:
-            values = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            errors.update(exc.detail if isinstance(exc.detail, dict) else {})
-            if not isinstance(data, Mapping):
-                raise
-        errors.update(unknown_keys(data, set(self.fields)))
-        for key, messages in self.extra_problems(data).items():
-            errors.setdefault(key, messages)
-        if errors:
-            raise serializers.ValidationError(errors)
-        return values
-
-
 def name_problems(field: str, value: Any) -> dict[str, list[str]]:
     if isinstance(value, str) and not NAME.fullmatch(value):
         return {field: [NAME_PROBLEM]}
@@ -153,7 +118,7 @@ class SourceCreateSerializer(StrictBody):
     )
     enabled = StrictBooleanField(required=False, default=True)
 
-    def extra_problems(self, data: Mapping) -> dict[str, list[str]]:
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
         return name_problems("name", data.get("name"))
 
 
@@ -197,7 +162,7 @@ class TriggerCreateSerializer(StrictBody):
     action = serializers.ChoiceField(choices=TriggerAction.choices)
     params = serializers.JSONField(required=False, default=None)
 
-    def extra_problems(self, data: Mapping) -> dict[str, list[str]]:
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
         errors = name_problems("name", data.get("name"))
         errors.update(name_problems("source", data.get("source")))
         conditions = data.get("conditions", [])
@@ -277,7 +242,7 @@ class DryRunSerializer(StrictBody):
         required=False, allow_null=True, max_length=MAX_SOURCE_NAME_LENGTH, trim_whitespace=False
     )
 
-    def extra_problems(self, data: Mapping) -> dict[str, list[str]]:
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
         payload = data.get("payload")
         if "payload" in data and not isinstance(payload, dict):
             return {"payload": ["Must be an object (the event's JSON body)."]}
