@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from breakpoints.limits import MAX_DELIVERY_ID_LENGTH, MAX_EVENT_TYPE_LENGTH
 from triggers.models import EventSource
@@ -64,6 +64,10 @@ def resolve_secret(secret: str | None, source: str) -> str:
         stored = EventSource.objects.filter(name=source).values_list("secret", flat=True).first()
     except DatabaseError:
         stored = None  # no database here: the secret has to come from outside
+    finally:
+        if not connection.in_atomic_block:
+            # A sender (a git hook, a watcher) then waits on HTTP: it holds no connection.
+            connection.close()
     if not stored:
         raise SendError(
             f"No secret for source {source!r}: pass --secret or set ${SECRET_ENV} "
