@@ -1,8 +1,10 @@
-"""Who may call the breakpoint API at all; finer rules live in the services."""
+"""Who may call the API at all; finer rules live in the services."""
 
 from rest_framework.permissions import BasePermission
+from rest_framework.viewsets import GenericViewSet
 
 from breakpoints.actors import AgentPrincipal, is_admin, is_reviewer
+from breakpoints.api.schema import EnvelopedListSchema
 
 
 class IsAgentOrReviewer(BasePermission):
@@ -25,3 +27,14 @@ class IsAdmin(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return is_admin(request.user)
+
+
+class AdminViewSet(GenericViewSet):
+    """The admins' configuration endpoints (rules, routes, event sources, trigger rules):
+    admins only, a `list` answering {"results": [...]}, no paging or filters (few rows)."""
+
+    schema = EnvelopedListSchema()
+    permission_classes = [IsAdmin]
+    pagination_class = None
+    filterset_class = None
+    filter_backends: list = []

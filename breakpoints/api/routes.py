@@ -16,7 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
 )
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,9 +24,9 @@ from breakpoints import limits
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField
 from breakpoints.api.payload_schema import ESCALATE_TO_RULE
-from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.rules import RulePatternField
-from breakpoints.api.schema import NOT_BLANK, EnvelopedListSchema
+from breakpoints.api.schema import NOT_BLANK
 from breakpoints.api.views import _errors, _validated
 from breakpoints.channels.routes import (
     DEFAULT_KEYS,
@@ -233,14 +233,10 @@ def _route(pk: str) -> NotificationRoute:
     return route
 
 
-class RouteViewSet(viewsets.GenericViewSet):
+class RouteViewSet(AdminViewSet):
     """Which channels hear about which breakpoints, and their timeout defaults."""
 
     serializer_class = RouteSerializer
-    schema = EnvelopedListSchema()  # list answers {"results": [...]}, not an array
-    permission_classes = [IsAdmin]
-    pagination_class = None
-    filterset_class = None
     lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 
     def get_queryset(self):

@@ -8,7 +8,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
 )
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,8 +16,8 @@ from rest_framework.response import Response
 from breakpoints import autoapproval, limits
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictCharField, StrictIntegerField
-from breakpoints.api.permissions import IsAdmin
-from breakpoints.api.schema import NOT_BLANK, EnvelopedListSchema
+from breakpoints.api.permissions import AdminViewSet
+from breakpoints.api.schema import NOT_BLANK
 from breakpoints.api.serializers import AutoApprovalSerializer
 from breakpoints.api.views import _errors, _validated
 from breakpoints.limits import MAX_PATTERN_LENGTH
@@ -149,14 +149,10 @@ EVALUATE_PARAMETERS = [
 # --- views -------------------------------------------------------------------------
 
 
-class RuleViewSet(viewsets.GenericViewSet):
+class RuleViewSet(AdminViewSet):
     """Rules decide, at creation, whether a breakpoint is released without a human."""
 
     serializer_class = RuleSerializer
-    schema = EnvelopedListSchema()  # list answers {"results": [...]}, not an array
-    permission_classes = [IsAdmin]
-    pagination_class = None
-    filterset_class = None
     lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 
     def get_queryset(self):

@@ -5,13 +5,13 @@ from fnmatch import fnmatchcase
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from breakpoints.actors import actor_for_request_user
-from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.views import _errors, _validated
 from config.exceptions import InvalidInput, NotFound
 from triggers.api.serializers import (
@@ -66,15 +66,11 @@ def sample_event(rule: TriggerRule, data: dict) -> ExternalEvent:
     )
 
 
-class TriggerRuleViewSet(viewsets.GenericViewSet):
+class TriggerRuleViewSet(AdminViewSet):
     """When an external event matches, release, cancel or create breakpoints, or forward it."""
 
     serializer_class = TriggerRuleSerializer
     schema = BodyRequiredSchema()  # list answers {"results": [...]}; bodies are required
-    permission_classes = [IsAdmin]
-    pagination_class = None
-    filterset_class = None
-    filter_backends: list = []
     lookup_field = "name"
     lookup_value_regex = NAME_LOOKUP
 

@@ -3,12 +3,12 @@ and resume. No removal: the events received keep their source."""
 
 from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from breakpoints.actors import actor_for_request_user
-from breakpoints.api.permissions import IsAdmin
+from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.views import _errors, _validated
 from config.exceptions import NotFound
 from triggers.api.serializers import (
@@ -41,15 +41,11 @@ def source_named(name: str) -> EventSource:
     return source
 
 
-class EventSourceViewSet(viewsets.GenericViewSet):
+class EventSourceViewSet(AdminViewSet):
     """Senders of external events: each verified by its kind's signature and secret."""
 
     serializer_class = EventSourceSerializer
     schema = BodyRequiredSchema()  # list answers {"results": [...]}; bodies are required
-    permission_classes = [IsAdmin]
-    pagination_class = None
-    filterset_class = None
-    filter_backends: list = []
     lookup_field = "name"
     lookup_value_regex = NAME_LOOKUP
 
