@@ -6,6 +6,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from config.exceptions import Forbidden
+
 REVIEWERS_GROUP = "reviewers"
 ADMINS_GROUP = "admins"
 
@@ -88,3 +90,9 @@ def actor_for_request_user(user: Any) -> Actor:
     if isinstance(user, AgentPrincipal):
         return Actor.for_agent(user.agent_id)
     return Actor.for_user(user)
+
+
+def require_admin(actor: Actor, refusal: str) -> None:
+    """Raise Forbidden(refusal) unless the actor is a person with the admin role."""
+    if actor.user is None or not is_admin(actor.user):
+        raise Forbidden(refusal)

@@ -11,13 +11,14 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from breakpoints import limits
-from breakpoints.actors import Actor, is_admin
+from breakpoints.actors import Actor, require_admin
 from breakpoints.choices import Channel
 from breakpoints.models import NotificationRoute
 from breakpoints.payload import check_timeout_policy
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
-from config.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from config.exceptions import Conflict, InvalidInput, NotFound
 
+ROUTES_REFUSAL = "Only admins manage notification routes."
 EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)
 ROUTE_KINDS = (Channel.SLACK, Channel.EMAIL, Channel.JIRA)
 DEFAULT_KEYS = ("onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds")
@@ -119,11 +120,6 @@ def _unique_name(name: str) -> Iterator[None]:
         ) from None
 
 
-def _require_admin(actor: Actor) -> None:
-    if actor.user is None or not is_admin(actor.user):
-        raise Forbidden("Only admins manage notification routes.")
-
-
 def route_add(
     *,
     actor: Actor,
@@ -134,7 +130,7 @@ def route_add(
     enabled: bool = True,
 ) -> NotificationRoute:
     """A new route; raises InvalidInput on a bad pattern, spec or default, or a taken name."""
-    _require_admin(actor)
+    require_admin(actor, ROUTES_REFUSAL)
     name, pattern, channels, defaults = _validated(
         name=name, pattern=pattern, channels=channels, defaults=defaults
     )
@@ -160,7 +156,7 @@ def route_update(
     enabled: bool = True,
 ) -> NotificationRoute:
     """Replace a route's fields (validated as route_add)."""
-    _require_admin(actor)
+    require_admin(actor, ROUTES_REFUSAL)
     name, pattern, channels, defaults = _validated(
         name=name, pattern=pattern, channels=channels, defaults=defaults
     )
@@ -174,7 +170,7 @@ def route_update(
 
 
 def route_remove(*, actor: Actor, route_id: int) -> None:
-    _require_admin(actor)
+    require_admin(actor, ROUTES_REFUSAL)
     deleted, _ = NotificationRoute.objects.filter(pk=route_id).delete()
     if not deleted:
         raise NotFound(f"No route with id {route_id}.")

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints.actors import Actor, is_admin
+from breakpoints.actors import Actor, is_admin, require_admin
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
@@ -79,8 +79,7 @@ def breakpoint_delete(*, breakpoint_id: str, actor: Actor, reason: str = "") -> 
     the deletion commits: which breakpoint (key, agent, run, status, created), who deleted
     it and why, and how many rows of each kind went with it. Returns those counts.
     """
-    if actor.user is None or not is_admin(actor.user):
-        raise Forbidden("Only admins can delete breakpoints.")
+    require_admin(actor, "Only admins can delete breakpoints.")
     with transaction.atomic():
         bp = lock(breakpoint_id)
         _, per_model = Breakpoint.objects.filter(pk=bp.pk).delete()

@@ -5,7 +5,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from breakpoints.actors import Actor, is_admin
+from breakpoints import actors
+from breakpoints.actors import Actor
 from breakpoints.limits import (
     MAX_CONDITIONS,
     MAX_EVENT_TYPE_LENGTH,
@@ -13,7 +14,7 @@ from breakpoints.limits import (
     MAX_TTL_SECONDS,
     MAX_WEBHOOK_SECRET_LENGTH,
 )
-from config.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from config.exceptions import Conflict, InvalidInput, NotFound
 from triggers.expressions import check_expression, check_template
 from triggers.models import EventSource, SourceKind, TriggerAction, TriggerRule
 from triggers.selection import selector_problem
@@ -28,8 +29,7 @@ TEMPLATES = {
 
 
 def require_admin(actor: Actor) -> None:
-    if actor.user is None or not is_admin(actor.user):
-        raise Forbidden("Only admins manage event sources and trigger rules.")
+    actors.require_admin(actor, "Only admins manage event sources and trigger rules.")
 
 
 def _raise_if(errors: dict[str, list[str]]) -> None:
