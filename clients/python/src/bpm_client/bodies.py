@@ -1,0 +1,157 @@
+"""Request bodies and query parameters, built from Python arguments (snake_case in, camelCase out)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypedDict, Union
+
+FileArg = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+class BreakpointFields(TypedDict, total=False):
+    """What a breakpoint may say besides its question (keyword arguments of create/breakpoint)."""
+
+    title: str | None
+    payload: Mapping[str, Any] | None
+    files: Iterable[FileArg]
+    tags: Iterable[str]
+    expert: str | Iterable[str] | None
+    strategy: str | None
+    options: Iterable[str] | None
+    ttl: int | None
+    run_id: str | None
+    key: str | None
+    on_timeout: str | None
+    agent_id: str | None
+
+
+class ListFilters(TypedDict, total=False):
+    """Filters of `list` (keyword arguments)."""
+
+    status: str | None
+    tags: Iterable[str]
+    agent_id: str | None
+    run_id: str | None
+    search: str | None
+    created_after: datetime | str | None
+    created_before: datetime | str | None
+    ordering: str | None
+    page_size: int | None
+
+# A context file's text is cut here (the server refuses a longer one; the reviewer sees a note).
+MAX_FILE_CHARS = 1_000_000
+
+
+def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
+    """A payload.context.files entry from a path (read now) or a ready dict (sent as given).
+
+    The path sent is relative to `root` (the working directory) when the file lies under it,
+    else its bare name: the API takes relative paths only. The server infers the format from
+    the extension.
+    """
+    if isinstance(item, Mapping):
+        return dict(item)
+    path = Path(item)
+    content = path.read_text(encoding="utf-8", errors="replace")
+    if len(content) > MAX_FILE_CHARS:
+        content = content[:MAX_FILE_CHARS] + "\n[... cut by bpm: the file is longer ...]"
+    return {"path": _relative(path, root or Path.cwd()), "content": content}
+
+
+def _relative(path: Path, root: Path) -> str:
+    resolved = path.resolve()
+    try:
+        relative = resolved.relative_to(root.resolve())
+    except ValueError:
+        return resolved.name
+    return relative.as_posix()
+
+
+def breakpoint_body(
+    question: str | None,
+    *,
+    title: str | None = None,
+    payload: Mapping[str, Any] | None = None,
+    files: Iterable[FileArg] = (),
+    tags: Iterable[str] = (),
+    expert: str | Iterable[str] | None = None,
+    strategy: str | None = None,
+    options: Iterable[str] | None = None,
+    ttl: int | None = None,
+    run_id: str | None = None,
+    key: str | None = None,
+    on_timeout: str | None = None,
+    agent_id: str | None = None,
+) -> dict[str, Any]:
+    """The body of `POST /api/breakpoints`. Explicit arguments win over `payload`'s keys."""
+    content: dict[str, Any] = dict(payload or {})
+    given = {
+        "question": question,
+        "title": title,
+        "expert": expert if expert is None or isinstance(expert, str) else list(expert),
+        "strategy": strategy,
+        "options": None if options is None else list(options),
+        "breakpointId": key,
+        "onTimeout": on_timeout,
+    }
+    content.update({name: value for name, value in given.items() if value is not None})
+    file_list = [context_file(item) for item in files]
+    if file_list:
+        context = dict(content.get("context") or {})
+        context["files"] = [*(context.get("files") or []), *file_list]
+        content["context"] = context
+    body: dict[str, Any] = {"payload": content}
+    optional = {
+        "agentId": agent_id,
+        "runId": run_id,
+        "title": title,
+        "tags": list(tags) or None,
+        "ttlSeconds": ttl,
+    }
+    body.update({name: value for name, value in optional.items() if value is not None})
+    return body
+
+
+def list_params(
+    *,
+    status: str | None = None,
+    tags: Iterable[str] = (),
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    search: str | None = None,
+    created_after: datetime | str | None = None,
+    created_before: datetime | str | None = None,
+    ordering: str | None = None,
+    page_size: int | None = None,
+) -> list[tuple[str, str]]:
+    """Query parameters of `GET /api/breakpoints` (a repeated `tag`: all must match)."""
+    single = {
+        "status": status,
+        "agentId": agent_id,
+        "runId": run_id,
+        "search": search,
+        "createdAfter": _when(created_after),
+        "createdBefore": _when(created_before),
+        "ordering": ordering,
+        "pageSize": None if page_size is None else str(page_size),
+    }
+    params = [(name, value) for name, value in single.items() if value is not None]
+    return params + [("tag", tag) for tag in tags]
+
+
+def _when(value: datetime | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def feedback_body(
+    comment: str, *, release: bool, approved: bool = True, option: str | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"comment": comment, "release": release}
+    if release:
+        body["approved"] = approved
+    if option is not None:
+        body["option"] = option
+    return body

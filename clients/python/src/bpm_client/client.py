@@ -1,0 +1,174 @@
+"""The blocking client. `AsyncClient` (aio.py) has the same methods, awaited."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar, Unpack
+
+import httpx
+
+from . import models
+from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
+from .config import http_options, request_timeout
+from .operations import Operations, next_params
+from .steps import Op, Retry, Sleep
+
+T = TypeVar("T")
+
+
+class Client:
+    """Talk to Breakpoint Manager as an agent (or a reviewer, with a reviewer's token).
+
+    `base_url` and `token` default to the environment's `BPM_URL` and `BPM_TOKEN`.
+    `reconnect_for`: while waiting, how long the server may stay unreachable (a restart, a
+    network blip) before the wait fails with ConnectionFailed.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: Retry | None = None,
+        reconnect_for: float = 300.0,
+        hold: int = 50,
+        strict: bool = False,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        options = http_options(base_url, token, timeout)
+        self.base_url: str = options["base_url"]
+        self._ops = Operations(
+            retry=retry or Retry(),
+            reconnect=Retry(attempts=None, give_up_after=reconnect_for, cap=5.0),
+            hold=hold,
+            strict=strict,
+        )
+        self._http = httpx.Client(**options, transport=transport)
+
+    # --- the one-call way ------------------------------------------------------------
+
+    def breakpoint(
+        self,
+        question: str,
+        *,
+        timeout: float | None = None,
+        cancel_on_interrupt: bool = False,
+        idempotency_key: str | None = None,
+        **fields: Unpack[BreakpointFields],
+    ) -> models.BreakpointResult:
+        """Ask a human and wait for the answer (babysitter's `ctx.breakpoint()`).
+
+        Returns the BreakpointResult (`approved`, `response`, `feedback`, `option`,
+        `responded_by`, `all_responses`, plus `status` and `breakpoint_id`); raises
+        WaitTimeout when `timeout` seconds pass first (the breakpoint keeps waiting).
+        """
+        body = breakpoint_body(question, **fields)
+        return self._run(
+            self._ops.ask(
+                body,
+                key=idempotency_key,
+                timeout=timeout,
+                cancel_on_interrupt=cancel_on_interrupt,
+            )
+        )
+
+    # --- agent -----------------------------------------------------------------------
+
+    def create(
+        self,
+        question: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Unpack[BreakpointFields],
+    ) -> models.Breakpoint:
+        return self._run(self._ops.create(breakpoint_body(question, **fields), idempotency_key))
+
+    def get(self, breakpoint_id: str) -> models.Breakpoint:
+        return self._run(self._ops.get(breakpoint_id))
+
+    def status(self, breakpoint_id: str) -> models.Status:
+        return self._run(self._ops.status(breakpoint_id))
+
+    def wait(self, breakpoint_id: str, timeout: float | None = None) -> models.Status:
+        """Long-poll until decided (reconnecting as needed); WaitTimeout after `timeout` s."""
+        return self._run(self._ops.wait(breakpoint_id, timeout))
+
+    def wait_any(
+        self, breakpoint_ids: Sequence[str], timeout: float | None = None
+    ) -> list[models.StatusEntry]:
+        """Long-poll up to 100 at once; returns every entry once any is decided."""
+        return self._run(self._ops.wait_any(breakpoint_ids, timeout))
+
+    def cancel(self, breakpoint_id: str, reason: str | None = None) -> str:
+        return self._run(self._ops.cancel(breakpoint_id, reason))
+
+    def events(self, breakpoint_id: str) -> list[models.Event]:
+        return self._run(self._ops.events(breakpoint_id))
+
+    def list(self, **filters: Unpack[ListFilters]) -> Iterator[models.Breakpoint]:
+        """Every matching breakpoint, newest first, fetching cursor pages as it goes."""
+        params: list[tuple[str, str]] | None = list_params(**filters)
+        while params is not None:
+            page = self._run(self._ops.page(params))
+            yield from page.results
+            params = next_params(page)
+
+    # --- reviewer --------------------------------------------------------------------
+
+    def feedback(self, breakpoint_id: str, comment: str) -> models.FeedbackCreated:
+        """Comment without deciding."""
+        return self._run(self._ops.feedback(breakpoint_id, feedback_body(comment, release=False)))
+
+    def release(
+        self,
+        breakpoint_id: str,
+        comment: str = "",
+        *,
+        approved: bool = True,
+        option: str | None = None,
+    ) -> models.FeedbackCreated:
+        """Decide: approve (default), reject with `approved=False`, or pick an `option`."""
+        body = feedback_body(comment, release=True, approved=approved, option=option)
+        return self._run(self._ops.feedback(breakpoint_id, body))
+
+    def expire(self, breakpoint_id: str) -> str:
+        """Expire now (admins only)."""
+        return self._run(self._ops.expire(breakpoint_id))
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def _run(self, op: Op[T]) -> T:
+        """Drive a step generator with blocking I/O (see steps.py)."""
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = op.throw(error) if error is not None else op.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            try:
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                else:
+                    value = self._http.request(
+                        step.method,
+                        step.path,
+                        params=step.params,
+                        json=step.json,
+                        headers=step.headers,
+                        timeout=request_timeout(self._http.timeout, step.timeout),
+                    )
+            except (httpx.TransportError, KeyboardInterrupt) as exc:
+                error = exc
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,44 @@
+"""Where the client finds its server and token: arguments first, then the environment."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from . import __version__
+from .errors import ConfigurationError
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+URL_VARIABLE = "BPM_URL"
+TOKEN_VARIABLE = "BPM_TOKEN"
+
+
+def http_options(base_url: str | None, token: str | None, timeout: float) -> dict[str, Any]:
+    """Keyword arguments for httpx.Client / httpx.AsyncClient."""
+    url = (base_url or os.environ.get(URL_VARIABLE) or DEFAULT_URL).rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"the server URL must start with http:// or https://: {url!r}")
+    secret = token or os.environ.get(TOKEN_VARIABLE)
+    if not secret:
+        raise ConfigurationError(f"no API token: pass token= or set {TOKEN_VARIABLE}")
+    return {
+        "base_url": url,
+        "headers": {
+            "Authorization": f"Bearer {secret}",
+            "Accept": "application/json",
+            "User-Agent": f"bpm-client/{__version__}",
+        },
+        "timeout": httpx.Timeout(timeout),
+        "follow_redirects": False,
+    }
+
+
+def request_timeout(default: httpx.Timeout, read: float | None) -> httpx.Timeout:
+    """The client's timeouts, with a longer read for a long-poll."""
+    if read is None:
+        return default
+    return httpx.Timeout(
+        connect=default.connect, read=read, write=default.write, pool=default.pool
+    )

@@ -1,0 +1,346 @@
+"""Typed views of the API's answers (dataclasses), decoded from its camelCase JSON.
+
+Attribute names are the wire names in snake_case (`breakpointId` -> `breakpoint_id`). A field
+without a default is one the server always sends; `X | None` is one it may send as null.
+`tests/clients/test_models_schema.py` holds these shapes against the server's OpenAPI
+schema, so the SDK cannot drift from the API.
+
+Decoding is lenient by default (unknown keys go to `extra`, so a newer server does not break
+an older client); `strict=True` refuses unknown and missing keys and wrong types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from datetime import datetime
+from typing import Any, ClassVar, Literal, TypeVar, Union
+
+from .errors import DecodeError
+
+StatusName = Literal["waiting", "released", "expired", "cancelled"]
+Strategy = Literal["single", "first-response-wins", "collect-all", "quorum"]
+EventType = Literal[
+    "created",
+    "feedback",
+    "released",
+    "expired",
+    "cancelled",
+    "auto_approved",
+    "escalated",
+    "reminder",
+    "refused",
+    "notification",
+]
+FINAL_STATUSES: frozenset[str] = frozenset({"released", "expired", "cancelled"})
+
+M = TypeVar("M", bound="Model")
+
+
+def wire_name(attribute: str) -> str:
+    """`breakpoint_id` -> `breakpointId`."""
+    head, *rest = attribute.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class Model:
+    """Base of every model: decoding from the API's JSON."""
+
+    # Attributes the client adds that the server does not send (left out of decoding).
+    CLIENT_FIELDS: ClassVar[frozenset[str]] = frozenset({"extra"})
+
+    @classmethod
+    def wire_fields(cls) -> dict[str, dataclasses.Field[Any]]:
+        return {
+            wire_name(f.name): f
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.name not in cls.CLIENT_FIELDS
+        }
+
+    @classmethod
+    def from_json(cls: type[M], data: Any, *, strict: bool = False, at: str = "") -> M:
+        if not isinstance(data, dict):
+            raise DecodeError(f"{at or cls.__name__}: expected an object, got {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for key, field in cls.wire_fields().items():
+            required = (
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING
+            )
+            if key not in data:
+                if required and strict:
+                    raise DecodeError(f"{at}{key}: missing")
+                if required:
+                    values[field.name] = None
+                continue
+            values[field.name] = _decode(hints[field.name], data[key], strict, f"{at}{key}")
+        unknown = {k: v for k, v in data.items() if k not in cls.wire_fields()}
+        if unknown and strict:
+            raise DecodeError(f"{at or cls.__name__}: unknown keys {sorted(unknown)}")
+        instance = cls(**values)
+        if "extra" in {f.name for f in dataclasses.fields(cls)}:  # type: ignore[arg-type]
+            instance.extra = unknown  # type: ignore[attr-defined]
+        return instance
+
+
+def _decode(hint: Any, value: Any, strict: bool, at: str) -> Any:
+    """Convert one JSON value to `hint`; in strict mode refuse what does not fit."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in (o for o in options if o is not type(None)):
+            try:
+                return _decode(option, value, True, at)
+            except DecodeError as error:
+                errors.append(str(error))
+        if strict:
+            raise DecodeError("; ".join(errors))
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            return _mismatch(hint, value, strict, at)
+        (item,) = typing.get_args(hint)
+        return [_decode(item, v, strict, f"{at}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        return value if isinstance(value, dict) else _mismatch(hint, value, strict, at)
+    if origin is Literal:
+        return value if value in typing.get_args(hint) else _mismatch(hint, value, strict, at)
+    if isinstance(hint, type) and issubclass(hint, Model):
+        return hint.from_json(value, strict=strict, at=f"{at}.")
+    if hint is datetime:
+        return _datetime(value, strict, at)
+    if hint is Any:
+        return value
+    if hint is int and isinstance(value, bool):
+        return _mismatch(hint, value, strict, at)
+    if isinstance(hint, type) and isinstance(value, hint):
+        return value
+    return _mismatch(hint, value, strict, at)
+
+
+def _datetime(value: Any, strict: bool, at: str) -> Any:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return _mismatch(datetime, value, strict, at)
+
+
+def _mismatch(hint: Any, value: Any, strict: bool, at: str) -> Any:
+    if strict:
+        raise DecodeError(f"{at}: {value!r} is not {hint}")
+    return value
+
+
+@dataclasses.dataclass
+class ResponseVote(Model):
+    """One response: a reviewer's (or a rule's) decision for a seat."""
+
+    responded_by: str
+    approved: bool
+    responded_at: datetime
+    feedback: str | None = None
+    option: str | None = None
+    seat: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class BreakpointResult(Model):
+    """babysitter's BreakpointResult: what a decided breakpoint answered.
+
+    `status` and `breakpoint_id` are the client's additions (from the status around it):
+    `approved` is false for a rejection, an expiry and a cancellation alike.
+    """
+
+    CLIENT_FIELDS: ClassVar[frozenset[str]] = frozenset({"extra", "status", "breakpoint_id"})
+
+    approved: bool
+    response: str | None = None
+    feedback: str | None = None
+    option: str | None = None
+    responded_by: str | list[str] | None = None
+    all_responses: list[ResponseVote] = dataclasses.field(default_factory=list)
+    status: StatusName | None = None
+    breakpoint_id: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract's camelCase shape, plus `status` and `breakpointId`."""
+        body = {
+            "breakpointId": self.breakpoint_id,
+            "status": self.status,
+            "approved": self.approved,
+            "response": self.response,
+            "feedback": self.feedback,
+            "option": self.option,
+            "respondedBy": self.responded_by,
+            "allResponses": [
+                {
+                    "respondedBy": vote.responded_by,
+                    "approved": vote.approved,
+                    "respondedAt": vote.responded_at.isoformat()
+                    if isinstance(vote.responded_at, datetime)
+                    else vote.responded_at,
+                    "feedback": vote.feedback,
+                    "option": vote.option,
+                    "seat": vote.seat,
+                }
+                for vote in self.all_responses
+            ],
+        }
+        return body
+
+
+@dataclasses.dataclass
+class Feedback(Model):
+    id: str
+    author: str
+    created_at: datetime
+    comment: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class Expert(Model):
+    """One seat a breakpoint is routed to."""
+
+    name: str
+    resolved: bool
+    kind: Literal["group", "user", "owner"] | None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class AutoApproval(Model):
+    recommended: bool
+    reason: str
+    matched_rule: str | None
+    consecutive_approvals: int
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class Breakpoint(Model):
+    """The full representation (`GET /api/breakpoints/{id}`)."""
+
+    breakpoint_id: str
+    status: StatusName
+    agent_id: str
+    run_id: str | None
+    title: str | None
+    key: str
+    question: str | None
+    payload: dict[str, Any]
+    tags: list[str]
+    ttl_seconds: int | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    released_at: datetime | None
+    expired_at: datetime | None
+    cancelled_at: datetime | None
+    feedback: list[Feedback]
+    result: BreakpointResult | None
+    auto_approval: AutoApproval | None
+    strategy: Strategy
+    experts: list[Expert]
+    votes: list[ResponseVote]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+@dataclasses.dataclass
+class Status(Model):
+    """The polling answer (`GET /api/breakpoints/{id}/status`)."""
+
+    status: StatusName
+    updated_at: datetime
+    result: BreakpointResult | None
+    poll_after_ms: int | None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+@dataclasses.dataclass
+class NotVisible(Model):
+    code: Literal["not_found"]
+    message: str
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class StatusEntry(Model):
+    """One breakpoint of a many-status answer; `error` when it is not visible to you."""
+
+    breakpoint_id: str
+    status: StatusName | None = None
+    updated_at: datetime | None = None
+    result: BreakpointResult | None = None
+    poll_after_ms: int | None = None
+    error: NotVisible | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+@dataclasses.dataclass
+class ManyStatus(Model):
+    results: list[StatusEntry]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class Event(Model):
+    """One audit event of a breakpoint's history."""
+
+    id: str
+    type: EventType
+    actor: str
+    timestamp: datetime
+    metadata: Any
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class EventList(Model):
+    results: list[Event]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class BreakpointPage(Model):
+    """One page of `GET /api/breakpoints` (`next` and `previous` are cursor URLs)."""
+
+    results: list[Breakpoint]
+    next: str | None = None
+    previous: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class StatusOnly(Model):
+    status: StatusName
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class FeedbackCreated(Model):
+    """The answer to a comment (and release) by a reviewer."""
+
+    feedback: Feedback
+    status: StatusName
+    result: BreakpointResult | None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
