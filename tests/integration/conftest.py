@@ -389,6 +389,15 @@ class System:
 
     # --- stopping ---------------------------------------------------------------------
 
+    def restart_web(self, *, down_seconds: float = 0.0) -> None:
+        """Stop the web server, stay down `down_seconds`, start it again on the same port."""
+        old = self.web
+        old.expected_alive = False
+        old.stop()
+        time.sleep(down_seconds)
+        self.web = self._start_web()
+        self.wait_web_ready()
+
     def kill_worker(self) -> int:
         worker = self.worker
         worker.expected_alive = False

@@ -1,10 +1,10 @@
 """Ask a human from an AI agent: the Breakpoint Manager client.
 
-    from bpm_client import Client
+from bpm_client import Client
 
-    result = Client().breakpoint("Deploy to production?", files=["plan.md"], tags=["deploy"])
-    if result.approved:
-        deploy()
+result = Client().breakpoint("Deploy to production?", files=["plan.md"], tags=["deploy"])
+if result.approved:
+    deploy()
 """
 
 __version__ = "0.1.0"

@@ -130,7 +130,7 @@ class AsyncClient:
                     value = await self._http.request(
                         step.method,
                         step.path,
-                        params=step.params,
+                        params=tuple(step.params),
                         json=step.json,
                         headers=step.headers,
                         timeout=request_timeout(self._http.timeout, step.timeout),

@@ -41,6 +41,7 @@ class ListFilters(TypedDict, total=False):
     ordering: str | None
     page_size: int | None
 
+
 # A context file's text is cut here (the server refuses a longer one; the reviewer sees a note).
 MAX_FILE_CHARS = 1_000_000
 

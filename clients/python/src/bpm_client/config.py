@@ -39,6 +39,4 @@ def request_timeout(default: httpx.Timeout, read: float | None) -> httpx.Timeout
     """The client's timeouts, with a longer read for a long-poll."""
     if read is None:
         return default
-    return httpx.Timeout(
-        connect=default.connect, read=read, write=default.write, pool=default.pool
-    )
+    return httpx.Timeout(connect=default.connect, read=read, write=default.write, pool=default.pool)

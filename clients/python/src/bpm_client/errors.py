@@ -60,9 +60,7 @@ class ApiError(BpmError):
         return f"{self.code}: {self.message}"
 
     @classmethod
-    def from_envelope(
-        cls, status_code: int, body: Any, request_id: str | None = None
-    ) -> ApiError:
+    def from_envelope(cls, status_code: int, body: Any, request_id: str | None = None) -> ApiError:
         error = body.get("error") if isinstance(body, dict) else None
         if not isinstance(error, dict):
             code = STATUS_CODES.get(status_code, "server_error")

@@ -61,7 +61,9 @@ class Model:
     @classmethod
     def from_json(cls: type[M], data: Any, *, strict: bool = False, at: str = "") -> M:
         if not isinstance(data, dict):
-            raise DecodeError(f"{at or cls.__name__}: expected an object, got {type(data).__name__}")
+            raise DecodeError(
+                f"{at or cls.__name__}: expected an object, got {type(data).__name__}"
+            )
         hints = typing.get_type_hints(cls)
         values: dict[str, Any] = {}
         for key, field in cls.wire_fields().items():

@@ -45,7 +45,9 @@ class Operations:
 
     # --- agent -----------------------------------------------------------------------
 
-    def create(self, body: dict[str, Any], idempotency_key: str | None = None) -> Op[models.Breakpoint]:
+    def create(
+        self, body: dict[str, Any], idempotency_key: str | None = None
+    ) -> Op[models.Breakpoint]:
         """Create; with an Idempotency-Key (one is made when none is given) a resend is safe."""
         headers = {"Idempotency-Key": idempotency_key or f"bpm-{uuid.uuid4()}"}
         call = Call("POST", "/api/breakpoints", json=body, headers=headers, idempotent=True)
@@ -188,4 +190,3 @@ def next_params(page: models.BreakpointPage) -> list[tuple[str, str]] | None:
     if not page.next:
         return None
     return parse_qsl(urlsplit(page.next).query, keep_blank_values=True)
-

@@ -87,24 +87,23 @@ def send(call: Call, retry: Retry) -> Op[Any]:
     while True:
         try:
             response = yield call
-        except httpx.TransportError as error:
-            if not (_never_sent(error) or call.idempotent) or not retry.allows(
+        except httpx.TransportError as failure:
+            if not (_never_sent(failure) or call.idempotent) or not retry.allows(
                 attempt, failing_since
             ):
-                raise ConnectionFailed(_describe(error)) from error
+                raise ConnectionFailed(_describe(failure)) from failure
             yield Sleep(retry.delay(attempt))
             attempt += 1
             continue
         if response.status_code < 400:
             return _json_body(response)
-        error = ApiError.from_envelope(
-            response.status_code, _json_or_none(response), response.headers.get("x-request-id")
-        )
         if _resendable(call, response.status_code) and retry.allows(attempt, failing_since):
             yield Sleep(retry.delay(attempt, retry_after(response)))
             attempt += 1
             continue
-        raise error
+        raise ApiError.from_envelope(
+            response.status_code, _json_or_none(response), response.headers.get("x-request-id")
+        )
 
 
 def _never_sent(error: httpx.TransportError) -> bool:

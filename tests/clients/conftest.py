@@ -1,0 +1,70 @@
+"""The agent side (clients/python: SDK, `bpm` CLI, MCP server) against a live server.
+
+The server is the whole system as real processes (tests/integration/conftest.py): gunicorn
+with a uvicorn worker, a Celery worker and beat (the TTL sweep runs every second), on the
+PostgreSQL test database and a dedicated redis-server. The test commits tokens and users
+(transactional db) so the server sees them; the clients talk to it over real HTTP.
+"""
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from bpm_client import Client
+
+from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from tests.factories import AdminFactory, ReviewerFactory
+from tests.integration.conftest import (  # noqa: F401 - fixtures used by these tests
+    System,
+    _integration_requirements,
+    make_system,
+    redis_server,
+    static_root,
+)
+
+BPM = str(Path(sys.executable).parent / "bpm")
+
+
+@pytest.fixture
+def live(request) -> System:
+    """The running system; `live.base_url`, `live.restart_web()`."""
+    return request.getfixturevalue("make_system")(env={"BPM_WAIT_RECHECK_SECONDS": "2"})
+
+
+@pytest.fixture
+def agent_token(live, transactional_db) -> str:
+    """Agent 'agent-a'."""
+    return token_create_for_agent(agent_id="agent-a")[1]
+
+
+@pytest.fixture
+def reviewer_token(live, transactional_db) -> str:
+    """Reviewer 'alice'."""
+    return token_create_for_user(user=ReviewerFactory(username="alice"))[1]
+
+
+@pytest.fixture
+def admin_token(live, transactional_db) -> str:
+    return token_create_for_user(user=AdminFactory(username="root-admin"))[1]
+
+
+@pytest.fixture
+def bpm_env(live, agent_token) -> dict[str, str]:
+    """The environment a shell-out to `bpm` gets: the server and the agent's token."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("BPM_")}
+    return {**base, "BPM_URL": live.base_url, "BPM_TOKEN": agent_token, "NO_COLOR": "1"}
+
+
+@pytest.fixture
+def agent(live, agent_token) -> Iterator[Client]:
+    """A strict SDK client as agent-a (strict: every answer must match the models exactly)."""
+    with Client(live.base_url, agent_token, strict=True) as client:
+        yield client
+
+
+@pytest.fixture
+def reviewer(live, reviewer_token) -> Iterator[Client]:
+    with Client(live.base_url, reviewer_token, strict=True) as client:
+        yield client
