@@ -24,6 +24,7 @@ from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.lexers.special import TextLexer
 from pygments.util import ClassNotFound
 
+from breakpoints import fileformats
 from breakpoints.choices import FileFormat
 
 # Past this size, markdown and code are shown as plain text: highlighting or
@@ -72,7 +73,7 @@ def lexer_for(language: str | None, path: str | None = None):
         try:
             return get_lexer_by_name(language.strip().lower())
         except ClassNotFound:
-            return TextLexer()
+            pass  # a language Pygments does not know: the file name may still tell
     if path:
         try:
             return get_lexer_for_filename(path)
@@ -116,7 +117,8 @@ class ContextFile:
 
 
 def render_context_file(item: Any) -> ContextFile:
-    """Render one context file by its format; a file without content shows only its path."""
+    """Render one context file by its format (the agent's, else inferred from the path); a
+    file without content shows only its path."""
     if not isinstance(item, Mapping):
         return ContextFile(
             path="(malformed entry)",
@@ -127,10 +129,9 @@ def render_context_file(item: Any) -> ContextFile:
         )
     path = item.get("path")
     path = path if isinstance(path, str) and path else "(no path)"
-    file_format = item.get("format") if item.get("format") in FileFormat.values else "text"
-    language = item.get("language") if isinstance(item.get("language"), str) else ""
+    file_format, language = fileformats.file_format(item)
     content = item.get("content")
-    base: dict[str, Any] = {"path": path, "format": file_format, "language": language}
+    base: dict[str, Any] = {"path": path, "format": file_format, "language": language or ""}
     if not isinstance(content, str):
         return ContextFile(has_content=False, **base)
     if file_format == FileFormat.HTML:

@@ -112,11 +112,18 @@ def _check_files(errors: dict, files: Any) -> None:
     for index, item in enumerate(files):
         at = f"{base}[{index}]"
         if not isinstance(item, Mapping):
-            errors[at] = ["Must be an object with path and format."]
+            errors[at] = ["Must be an object with a path (and optionally a format)."]
             continue
         _check_relative_path(errors, f"{at}.path", item.get("path"))
-        if item.get("format") not in formats:
-            errors[f"{at}.format"] = [f"Must be one of: {', '.join(sorted(formats))}."]
+        # Omitted (or null), the format is inferred from the path (breakpoints.fileformats).
+        file_format = item.get("format")
+        if file_format is not None and (
+            not isinstance(file_format, str) or file_format not in formats
+        ):
+            errors[f"{at}.format"] = [
+                f"Must be one of: {', '.join(sorted(formats))}; or omitted, to infer it "
+                "from the path's extension."
+            ]
         if "language" in item and item["language"] is not None:
             _check_string(
                 errors, f"{at}.language", item["language"], max_length=MAX_LANGUAGE_LENGTH

@@ -21,11 +21,16 @@ from django.conf import settings  # noqa: E402
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
 from config.asgi_body import BufferedBodyApp  # noqa: E402
+from config.asgi_cors import CorsHeadersApp  # noqa: E402
 from config.startup import require_production_settings  # noqa: E402
 
 # The stubs type WSGIHandler's result as HttpResponseBase; it is the iterable WSGI wants.
 django_app = WSGIMiddleware(django_wsgi, workers=settings.BPM_WEB_THREADS)  # type: ignore[arg-type]
 # The server's lifespan startup refuses an incomplete production environment.
-application = WaitingApp(
-    BufferedBodyApp(django_app), on_startup=lambda: require_production_settings(serves_http=True)
+# CorsHeadersApp: the status handler's own answers get the CORS headers Django's get.
+application = CorsHeadersApp(
+    WaitingApp(
+        BufferedBodyApp(django_app),
+        on_startup=lambda: require_production_settings(serves_http=True),
+    )
 )

@@ -49,6 +49,20 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_origins(name: str) -> list[str]:
+    """Comma-separated web origins (scheme://host[:port], no path), e.g. for CORS."""
+    origins = env_list(name)
+    for origin in origins:
+        parts = urlsplit(origin)
+        exact = f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme not in ("http", "https") or not parts.netloc or origin != exact:
+            raise ImproperlyConfigured(
+                f"{name} must list origins like https://tool.example or "
+                f"http://localhost:5173 (no path, no trailing slash), got {origin!r}"
+            )
+    return origins
+
+
 def email_settings(url: str) -> dict[str, object]:
     """Django's EMAIL_* settings from EMAIL_URL: smtp://user:password@host:port (smtps://
     for implicit TLS, ?starttls=1 for STARTTLS) or console:// (mails printed)."""

@@ -11,7 +11,15 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import email_settings, env_bool, env_float, env_int, env_list, env_str
+from config.env import (
+    email_settings,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_origins,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -41,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "axes",
+    "corsheaders",
     "breakpoints",
     "reviews",
     "audit",
@@ -50,6 +59,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.middleware.RequestIDMiddleware",
     "config.metrics.RequestMetricsMiddleware",
+    # Before anything that answers (413, 401, 404): a preflight needs no token, and a
+    # browser can read every answer to an allowed origin, errors included.
+    "corsheaders.middleware.CorsMiddleware",
     "config.middleware.HealthProbeMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -166,6 +178,16 @@ BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
+
+# CORS for browser-based tools (django-cors-headers), off unless origins are listed:
+# /api/ only, Bearer tokens only (no cookies cross-origin). The status handler in front of
+# Django (breakpoints/waiting/) gets the same headers through config.asgi_cors.
+BPM_CORS_ORIGINS = env_origins("BPM_CORS_ORIGINS")
+CORS_ALLOWED_ORIGINS = BPM_CORS_ORIGINS
+CORS_URLS_REGEX = r"^/api/"
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_HEADERS = ("authorization", "content-type", "idempotency-key", "x-request-id")
+CORS_EXPOSE_HEADERS = ("X-Request-ID", "Retry-After")
 
 # Waiting (long-poll). See breakpoints/waiting/.
 BPM_MAX_WAIT_SECONDS = 60

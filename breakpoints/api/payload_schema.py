@@ -33,6 +33,13 @@ ESCALATE_TO_RULE = [
     {"not": NEEDS_ESCALATE_TO},
 ]
 
+FORMAT_DESCRIPTION = (
+    "How the console shows the file. When omitted (or null) it is inferred from the path's "
+    "extension: .md/.markdown markdown, .html/.htm html, known source extensions (and "
+    "Dockerfile, Makefile) code with their language, anything else text. The payload is "
+    "stored as sent."
+)
+
 # The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
 # other key is kept as sent.
 PAYLOAD_SCHEMA = {
@@ -140,7 +147,7 @@ PAYLOAD_SCHEMA = {
                             "maxItems": limits.MAX_FILES,
                             "items": {
                                 "type": "object",
-                                "required": ["path", "format"],
+                                "required": ["path"],
                                 "properties": {
                                     "path": {
                                         **text_schema(limits.MAX_PATH_LENGTH),
@@ -148,12 +155,16 @@ PAYLOAD_SCHEMA = {
                                     },
                                     "format": {
                                         "type": "string",
-                                        "enum": list(FileFormat.values),
+                                        "nullable": True,
+                                        "enum": [*FileFormat.values, None],
+                                        "description": FORMAT_DESCRIPTION,
                                     },
                                     "language": _nullable(
                                         {
                                             "type": "string",
                                             "maxLength": limits.MAX_LANGUAGE_LENGTH,
+                                            "description": "A code file's language (a "
+                                            "Pygments name); by default its extension's.",
                                         }
                                     ),
                                     "content": _nullable(

@@ -24,9 +24,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from audit.models import EventType
+from breakpoints import fileformats
 from breakpoints.channels.base import Sent, console_url
 from breakpoints.channels.email_links import decision_urls
-from breakpoints.choices import FileFormat, Status
+from breakpoints.choices import Status
 from breakpoints.markup import compact_duration, render_context_file
 from breakpoints.models import WebhookDelivery
 from reviews.models import Feedback
@@ -187,7 +188,7 @@ def excerpt(item: Any) -> dict[str, Any]:
     item = _dict(item)
     content = item.get("content")
     path = item.get("path")
-    file_format = item.get("format") if item.get("format") in FileFormat.values else "text"
+    file_format = fileformats.file_format(item)[0]
     text = content[:EXCERPT_CHARS] if isinstance(content, str) else ""
     rendered = render_context_file({**item, "content": text}) if isinstance(content, str) else None
     return {

@@ -25,6 +25,7 @@ from django.conf import settings
 from audit.models import EventType
 from breakpoints.channels.base import Sent, console_url
 from breakpoints.choices import Channel, Via
+from breakpoints.fileformats import file_format
 from breakpoints.models import DeliveryStatus, WebhookDelivery
 from reviews.models import Feedback
 
@@ -331,7 +332,7 @@ def _excerpts(payload: dict[str, Any]) -> list[str]:
         return []
     parts = ["", f"h3. Context files ({len(files)})"]
     for item in files[:EXCERPTS_MAX]:
-        header = f"{_one_line(item.get('path'))[:1000]} ({_one_line(item.get('format'))[:20]})"
+        header = f"{_one_line(item.get('path'))[:1000]} ({file_format(item)[0]})"
         parts.append(_block(f"{header}\n\n{_cut(str(item['content']), EXCERPT_MAX)}"))
     if len(files) > EXCERPTS_MAX:
         parts.append(f"… and {len(files) - EXCERPTS_MAX} more in the console.")

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from audit.models import EventType
+from breakpoints import fileformats
 from breakpoints.channels.base import console_url
 from breakpoints.payload import options_of
 
@@ -135,9 +136,9 @@ def _files(data: dict[str, Any]) -> list[Block]:
         return []
     blocks = []
     for item in [f for f in files if isinstance(f, dict)][:FILES_SHOWN]:
-        kind = item.get("language") or item.get("format") or ""
-        title = f"*{mrkdwn(item.get('path') or '?', 1000)}*" + (
-            f" ({mrkdwn(kind, 100)})" if kind else ""
+        file_format, language = fileformats.file_format(item)
+        title = (
+            f"*{mrkdwn(item.get('path') or '?', 1000)}* ({mrkdwn(language or file_format, 100)})"
         )
         content = item.get("content")
         excerpt = (

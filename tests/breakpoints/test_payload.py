@@ -120,15 +120,15 @@ def test_overlong_path_is_refused():
     assert "payload.context.files[0].path" in errors_of(file_payload(path="a/" * 600))
 
 
-@pytest.mark.parametrize("fmt", ["pdf", "Markdown", None, 1])
+@pytest.mark.parametrize("fmt", ["pdf", "Markdown", "", 1, ["text"]])
 def test_unknown_file_format_is_refused(fmt):
     assert "payload.context.files[0].format" in errors_of(file_payload(format=fmt))
 
 
-def test_missing_file_format_is_refused():
-    payload = {"context": {"files": [{"path": "a.md"}]}}
-
-    assert "payload.context.files[0].format" in errors_of(payload)
+@pytest.mark.parametrize("file", [{"path": "a.md"}, {"path": "a.md", "format": None}])
+def test_an_omitted_or_null_file_format_is_accepted(file):
+    """Issue 13: the format is then inferred from the path (breakpoints.fileformats)."""
+    validate_payload({"context": {"files": [file]}})
 
 
 @pytest.mark.parametrize(
