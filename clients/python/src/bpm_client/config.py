@@ -22,7 +22,9 @@ def http_options(base_url: str | None, token: str | None, timeout: float) -> dic
         raise ConfigurationError(f"the server URL must start with http:// or https://: {url!r}")
     secret = token or os.environ.get(TOKEN_VARIABLE)
     if not secret:
-        raise ConfigurationError(f"no API token: pass token= or set {TOKEN_VARIABLE}")
+        raise ConfigurationError(
+            f"no API token: set {TOKEN_VARIABLE} (or pass the token explicitly)"
+        )
     return {
         "base_url": url,
         "headers": {

@@ -1,0 +1,197 @@
+"""The agent's commands: ask, create, wait, status, cancel, events, list."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import click
+
+from ..client import Client
+from ..errors import WaitTimeout
+from ..models import BreakpointResult
+from ..operations import result_of
+from .app import breakpoint_fields, breakpoint_options, connect, json_option
+from .failures import Interrupted, StillWaiting
+from .output import dumps, event_line, exit_code, summary, table, wire
+
+STATUSES = ("waiting", "released", "expired", "cancelled")
+
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop waiting after this long: exit 3 (the breakpoint keeps waiting).",
+)
+
+
+@click.command()
+@click.argument("question")
+@breakpoint_options
+@timeout_option
+@click.option(
+    "--cancel-on-interrupt",
+    is_flag=True,
+    help="On Ctrl-C, cancel the breakpoint (by default it keeps waiting).",
+)
+@json_option
+@click.pass_context
+def ask(
+    ctx: click.Context,
+    question: str,
+    timeout: float | None,
+    cancel_on_interrupt: bool,
+    as_json: bool,
+    **given: Any,
+) -> int:
+    """Ask QUESTION and wait for a human's decision.
+
+    Prints the decision (`approved by alice: "go ahead"`) or, with --json, the
+    BreakpointResult; the exit code says it too (see `bpm --help`).
+    """
+    fields = breakpoint_fields(given)
+    client = connect(ctx)
+    created = client.create(question, **fields)
+    if created.done:  # decided at once, by an auto-approval rule
+        return report(result_of(created.breakpoint_id, created), as_json)
+    note = f"created {created.breakpoint_id}, waiting for a decision"
+    result = await_decision(
+        client, created.breakpoint_id, timeout, cancel_on_interrupt=cancel_on_interrupt, note=note
+    )
+    return report(result, as_json)
+
+
+@click.command()
+@click.argument("question")
+@breakpoint_options
+@json_option
+@click.pass_context
+def create(ctx: click.Context, question: str, as_json: bool, **given: Any) -> None:
+    """Create a breakpoint without waiting and print its id (--json: all of it)."""
+    fields = breakpoint_fields(given)
+    created = connect(ctx).create(question, **fields)
+    click.echo(dumps(wire(created)) if as_json else created.breakpoint_id)
+
+
+@click.command()
+@click.argument("breakpoint_id", metavar="ID")
+@timeout_option
+@json_option
+@click.pass_context
+def wait(ctx: click.Context, breakpoint_id: str, timeout: float | None, as_json: bool) -> int:
+    """Wait for the decision on breakpoint ID (exit codes as `bpm ask`)."""
+    client = connect(ctx)
+    note = f"waiting for a decision on {breakpoint_id}"
+    result = await_decision(client, breakpoint_id, timeout, cancel_on_interrupt=False, note=note)
+    return report(result, as_json)
+
+
+def await_decision(
+    client: Client,
+    breakpoint_id: str,
+    timeout: float | None,
+    *,
+    cancel_on_interrupt: bool,
+    note: str,
+) -> BreakpointResult:
+    """Long-poll until decided; Ctrl-C leaves it waiting unless `cancel_on_interrupt`."""
+    try:
+        click.echo(note, err=True)
+        status = client.wait(breakpoint_id, timeout)
+    except WaitTimeout as error:
+        raise StillWaiting(
+            f"still waiting after {error.timeout:g} s: {breakpoint_id} "
+            f"(`bpm wait {breakpoint_id}` waits again)"
+        ) from None
+    except KeyboardInterrupt:
+        if cancel_on_interrupt:
+            client.cancel(breakpoint_id, "interrupted (bpm ask --cancel-on-interrupt)")
+            raise Interrupted(f"interrupted; cancelled {breakpoint_id}") from None
+        raise Interrupted(
+            f"interrupted; {breakpoint_id} is still waiting "
+            f"(`bpm cancel {breakpoint_id}` cancels it)"
+        ) from None
+    return result_of(breakpoint_id, status)
+
+
+def report(result: BreakpointResult, as_json: bool) -> int:
+    click.echo(dumps(result.to_json()) if as_json else summary(result))
+    return exit_code(result)
+
+
+@click.command()
+@click.argument("breakpoint_id", metavar="ID")
+@json_option
+@click.pass_context
+def status(ctx: click.Context, breakpoint_id: str, as_json: bool) -> None:
+    """Print the status (and decision) of breakpoint ID."""
+    answer = connect(ctx).status(breakpoint_id)
+    if as_json:
+        click.echo(dumps(wire(answer)))
+    else:
+        click.echo(summary(result_of(breakpoint_id, answer)) if answer.done else answer.status)
+
+
+@click.command()
+@click.argument("breakpoint_id", metavar="ID")
+@click.option("--reason", help="Why (recorded in the result's feedback).")
+@click.pass_context
+def cancel(ctx: click.Context, breakpoint_id: str, reason: str | None) -> None:
+    """Cancel breakpoint ID (cancelling a cancelled one again is fine)."""
+    click.echo(connect(ctx).cancel(breakpoint_id, reason))
+
+
+@click.command()
+@click.argument("breakpoint_id", metavar="ID")
+@json_option
+@click.pass_context
+def events(ctx: click.Context, breakpoint_id: str, as_json: bool) -> None:
+    """Print the history of breakpoint ID, oldest first."""
+    found = connect(ctx).events(breakpoint_id)
+    if as_json:
+        click.echo(dumps(wire(found)))
+    else:
+        for event in found:
+            click.echo(event_line(event))
+
+
+@click.command(name="list")
+@click.option("--status", type=click.Choice(STATUSES))
+@click.option(
+    "--tag", "tags", multiple=True, help="Only with this tag (repeatable: all must match)."
+)
+@click.option("--agent-id", help="Only this agent's.")
+@click.option("--run-id", help="Only this run's.")
+@click.option("--search", help="Text in the title or question.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@json_option
+@click.pass_context
+def list_(
+    ctx: click.Context,
+    status: str | None,
+    tags: tuple[str, ...],
+    agent_id: str | None,
+    run_id: str | None,
+    search: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List breakpoints, newest first.
+
+    An agent's token sees its own breakpoints; a reviewer's, everyone's.
+    """
+    found = connect(ctx).list(
+        status=status,
+        tags=tags,
+        agent_id=agent_id,
+        run_id=run_id,
+        search=search,
+        page_size=min(limit, 200),
+    )
+    rows = list(itertools.islice(found, limit))
+    if as_json:
+        click.echo(dumps(wire(rows)))
+    elif rows:
+        click.echo(table(rows))
+    else:
+        click.echo("no breakpoints found", err=True)

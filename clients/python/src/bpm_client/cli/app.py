@@ -1,0 +1,145 @@
+"""The `bpm` group: global options (--url, --token), the client, and options shared by commands."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from ..bodies import BreakpointFields, context_file
+from ..client import Client
+from ..config import DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE
+from ..models import Strategy
+from .failures import EXIT_CODES_HELP, CliError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ON_TIMEOUT = ("expire", "approve", "reject", "escalate")
+
+EPILOG = f"""\b
+Environment:
+  {URL_VARIABLE}    the server (default {DEFAULT_URL}); --url overrides it
+  {TOKEN_VARIABLE}  the API token; --token overrides it. An agent's token for
+             ask, create, wait, ...; a reviewer's personal token for
+             approve and reject (and list, to see every agent's)
+
+{EXIT_CODES_HELP}"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    url: str
+    token: str | None
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar=URL_VARIABLE,
+    default=DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    metavar="URL",
+    help="Breakpoint Manager's base URL.",
+)
+@click.option(
+    "--token",
+    envvar=TOKEN_VARIABLE,
+    show_envvar=True,
+    metavar="TOKEN",
+    help="API token (an agent's or a reviewer's).",
+)
+@click.version_option(__version__, prog_name="bpm")
+@click.pass_context
+def bpm(ctx: click.Context, url: str, token: str | None) -> None:
+    """Ask a human from a script or an agent, and wait for the answer.
+
+    \b
+      bpm ask "Deploy to production?" --file plan.md --tag deploy --ttl 3600
+      bpm list --status waiting          (as a reviewer)
+      bpm approve bp-... -m "Go ahead"   (as a reviewer)
+    """
+    ctx.obj = Settings(url=url, token=token or None)
+
+
+def connect(ctx: click.Context) -> Client:
+    """The SDK client for this command, closed when the command ends."""
+    settings = ctx.find_object(Settings)
+    if settings is None or not settings.token:
+        raise CliError(f"no API token: pass --token or set {TOKEN_VARIABLE}")
+    return ctx.with_resource(Client(settings.url, settings.token))
+
+
+def breakpoint_options(command: F) -> F:
+    """The options that describe a breakpoint (`bpm ask`, `bpm create`)."""
+    options = [
+        click.option(
+            "--file",
+            "files",
+            metavar="PATH",
+            multiple=True,
+            help="A file for the reviewer to read (its text is sent; repeatable).",
+        ),
+        click.option("--tag", "tags", multiple=True, help="A tag (repeatable)."),
+        click.option(
+            "--expert",
+            "experts",
+            multiple=True,
+            help="Who should decide: a group or user (repeatable).",
+        ),
+        click.option(
+            "--option",
+            "options",
+            multiple=True,
+            help="A choice offered to the reviewer (repeatable).",
+        ),
+        click.option(
+            "--ttl", type=click.IntRange(min=1), metavar="SECONDS", help="Expire after this long."
+        ),
+        click.option("--title", help="A short title for the reviewer's list."),
+        click.option("--run-id", help="The agent's run this belongs to."),
+        click.option("--key", help="Canonical key for auto-approval rules (dotted-kebab)."),
+        click.option("--strategy", type=click.Choice(typing.get_args(Strategy))),
+        click.option(
+            "--on-timeout", type=click.Choice(ON_TIMEOUT), help="What happens at the TTL."
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def breakpoint_fields(given: Mapping[str, Any]) -> BreakpointFields:
+    """The SDK's keyword arguments from the options above (files read now)."""
+    experts = list(given["experts"])
+    return BreakpointFields(
+        files=[read_file(path) for path in given["files"]],
+        tags=list(given["tags"]),
+        expert=experts[0] if len(experts) == 1 else experts or None,
+        options=list(given["options"]) or None,
+        ttl=given["ttl"],
+        title=given["title"],
+        run_id=given["run_id"],
+        key=given["key"],
+        strategy=given["strategy"],
+        on_timeout=given["on_timeout"],
+    )
+
+
+def read_file(path: str) -> dict[str, Any]:
+    try:
+        return context_file(path)
+    except FileNotFoundError:
+        raise CliError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise CliError(f"not a file: {path}") from None
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def json_option(command: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")(command)

@@ -1,0 +1,101 @@
+"""What `bpm` prints: one-line summaries, the list table, and JSON in the API's own shape."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..models import Breakpoint, BreakpointResult, Event, FeedbackCreated, Model
+from .failures import APPROVED, ENDED, REJECTED
+
+TITLE_WIDTH = 70
+
+
+def exit_code(result: BreakpointResult) -> int:
+    """0 approved, 1 rejected, 2 expired or cancelled."""
+    if result.status == "released":
+        return APPROVED if result.approved else REJECTED
+    return ENDED
+
+
+def summary(result: BreakpointResult) -> str:
+    """`approved by alice: "go ahead"`, `rejected by bob: "..."`, `expired: ...`."""
+    if result.status == "waiting":
+        return "waiting"
+    text = result.response or result.feedback
+    if result.status != "released":
+        return f"{result.status}: {text}" if text else str(result.status)
+    verb = "approved" if result.approved else "rejected"
+    who = result.responded_by
+    names = ", ".join(who) if isinstance(who, list) else who
+    line = f"{verb} by {names}" if names else verb
+    if result.option:
+        line += f" (option {quoted(result.option)})"
+    return f"{line}: {quoted(text)}" if text else line
+
+
+def quoted(text: str) -> str:
+    """JSON-quoted: a multi-line comment stays on one line."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def decided(breakpoint_id: str, answer: FeedbackCreated) -> BreakpointResult:
+    """The result after a reviewer's release (still `waiting` when more votes are needed)."""
+    result = answer.result or BreakpointResult(approved=False)
+    return dataclasses.replace(result, status=answer.status, breakpoint_id=breakpoint_id)
+
+
+def wire(value: Any) -> Any:
+    """A decoded model back in the API's camelCase JSON (unknown keys kept as received)."""
+    if isinstance(value, Model):
+        fields = type(value).wire_fields()
+        data = {key: wire(getattr(value, field.name)) for key, field in fields.items()}
+        data.update(getattr(value, "extra", None) or {})
+        return data
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [wire(item) for item in value]
+    if isinstance(value, dict):
+        return {key: wire(item) for key, item in value.items()}
+    return value
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def table(breakpoints: Sequence[Breakpoint]) -> str:
+    """ID, STATUS, CREATED (UTC), TITLE (or the question) in aligned columns."""
+    rows = [("ID", "STATUS", "CREATED", "TITLE")]
+    rows += [(b.breakpoint_id, b.status, moment(b.created_at), label(b)) for b in breakpoints]
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    return "\n".join(
+        "  ".join(
+            [*(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)), row[3]]
+        )
+        for row in rows
+    )
+
+
+def label(breakpoint: Breakpoint) -> str:
+    text = re.sub(r"\s+", " ", breakpoint.title or breakpoint.question or breakpoint.key or "")
+    return text if len(text) <= TITLE_WIDTH else text[: TITLE_WIDTH - 1] + "…"
+
+
+def moment(value: datetime | Any) -> str:
+    if not isinstance(value, datetime):
+        return str(value)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def event_line(event: Event) -> str:
+    """`2025-01-01 12:00:00Z  released  alice  {"approved": true}`."""
+    parts = [moment(event.timestamp), str(event.type), event.actor]
+    if event.metadata:
+        parts.append(json.dumps(event.metadata, ensure_ascii=False, sort_keys=True))
+    return "  ".join(parts)

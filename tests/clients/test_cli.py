@@ -1,0 +1,380 @@
+"""`bpm` as scripts use it: a subprocess, its exit code, stdout and stderr.
+
+Against the live server (tests/clients/conftest.py). While `bpm ask` waits, the test decides
+as the reviewer alice, with the SDK or with her own `bpm approve` / `bpm reject`. The id of
+the waiting breakpoint comes from `bpm ask`'s progress note on stderr.
+"""
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+from bpm_client import Client
+
+from tests.clients.conftest import BPM
+from tests.integration.conftest import free_port
+
+# Seconds a `bpm` subprocess may take before the test fails (a guard, not an assertion).
+DEADLINE = 60
+
+# Runs `bpm` with the default SIGINT disposition, as a terminal's Ctrl-C finds it; a shell
+# that started the test runner in the background may have left SIGINT ignored.
+DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+@dataclass
+class Done:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def bpm(*args: str, env: dict[str, str], cwd: Path | None = None) -> Done:
+    """Run `bpm ARGS` to the end."""
+    finished = subprocess.run(
+        [BPM, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE
+    )
+    return Done(finished.returncode, finished.stdout, finished.stderr)
+
+
+class Running:
+    """A `bpm` still running (e.g. `bpm ask` waiting); stderr is read line by line."""
+
+    def __init__(
+        self,
+        args: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path | None = None,
+        default_sigint: bool = False,
+    ):
+        command = [BPM, *args]
+        if default_sigint:
+            command = [sys.executable, "-c", DEFAULT_SIGINT, *command]
+        self.process = subprocess.Popen(
+            command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.notes: queue.Queue[str | None] = queue.Queue()
+        self._stdout: list[str] = []
+        self._stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, self._stdout, None)),
+            threading.Thread(
+                target=self._read, args=(self.process.stderr, self._stderr, self.notes)
+            ),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: IO[str], lines: list[str], notes: queue.Queue | None) -> None:
+        for line in stream:
+            lines.append(line)
+            if notes is not None:
+                notes.put(line)
+        if notes is not None:
+            notes.put(None)
+
+    def created_id(self) -> str:
+        """The id in the note `created bp-..., waiting for a decision` (once it is waiting)."""
+        while True:
+            line = self.notes.get(timeout=DEADLINE)
+            if line is None:
+                pytest.fail(f"bpm ended before it waited: {''.join(self._stderr)}")
+            if match := re.match(r"created (\S+), waiting for a decision", line):
+                return match.group(1)
+
+    def finish(self) -> Done:
+        code = self.process.wait(timeout=DEADLINE)
+        for reader in self._readers:
+            reader.join(timeout=DEADLINE)
+        return Done(code, "".join(self._stdout), "".join(self._stderr))
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=DEADLINE)
+
+
+@pytest.fixture
+def start() -> Iterator:
+    """Start `bpm` in the background; whatever is still running at the end is killed."""
+    started: list[Running] = []
+
+    def start(
+        *args: str, env: dict[str, str], cwd: Path | None = None, default_sigint: bool = False
+    ) -> Running:
+        running = Running(list(args), env, cwd=cwd, default_sigint=default_sigint)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.kill()
+
+
+@pytest.fixture
+def offline_env() -> dict[str, str]:
+    """A token, and BPM_URL on a closed port of 127.0.0.1: nothing answers there."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("BPM_")}
+    return {**base, "BPM_URL": f"http://127.0.0.1:{free_port()}", "BPM_TOKEN": "bpm_not_used"}
+
+
+@pytest.fixture
+def reviewer_env(bpm_env, reviewer_token) -> dict[str, str]:
+    """`bpm` as the reviewer alice (her personal token)."""
+    return {**bpm_env, "BPM_TOKEN": reviewer_token}
+
+
+def one_error_line(done: Done) -> str:
+    """The single `bpm: ...` line a failure writes on stderr (no traceback)."""
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+# --- without a server ------------------------------------------------------------------
+
+
+def test_help_names_the_environment_variables_and_exit_codes(offline_env):
+    done = bpm("--help", env=offline_env)
+    assert done.code == 0
+    assert "BPM_URL" in done.stdout and "BPM_TOKEN" in done.stdout
+    for code, meaning in [(0, "approved"), (1, "rejected"), (2, "expired or cancelled")]:
+        assert re.search(rf"^\s+{code}\s+{meaning}$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^\s+3\s+still waiting", done.stdout, re.MULTILINE)
+    assert re.search(r"^\s+4\s+usage, authentication or server error", done.stdout, re.M)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ask"], ["ask", "Ship?", "--ttl", "soon"], ["ask", "Ship?", "--bogus"], ["nope"]],
+    ids=["missing-question", "bad-ttl", "unknown-option", "unknown-command"],
+)
+def test_a_usage_error_exits_4_not_2(offline_env, args):
+    done = bpm(*args, env=offline_env)
+    assert done.code == 4
+    assert done.stdout == ""
+    assert "Error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_server_is_one_line_and_exit_4(offline_env):
+    done = bpm("ask", "Deploy?", env=offline_env)
+    assert done.code == 4
+    assert one_error_line(done).startswith(f"bpm: error: cannot reach {offline_env['BPM_URL']}/")
+    assert done.stdout == ""
+
+
+def test_a_missing_file_is_one_line_and_exit_4(offline_env, tmp_path):
+    done = bpm("ask", "Deploy?", "--file", "plan.md", env=offline_env, cwd=tmp_path)
+    assert done.code == 4
+    assert one_error_line(done) == "bpm: error: no such file: plan.md"
+
+
+def test_no_token_is_one_line_and_exit_4(offline_env):
+    env = {k: v for k, v in offline_env.items() if k != "BPM_TOKEN"}
+    done = bpm("status", "bp-1", env=env)
+    assert done.code == 4
+    assert one_error_line(done).startswith("bpm: error: no API token: ")
+
+
+def test_bpm_mcp_without_the_mcp_sdk_says_how_to_install_it(offline_env, tmp_path):
+    """An importable `mcp` that fails as a missing one does: the extra is not installed."""
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n"
+    )
+    done = bpm("mcp", env={**offline_env, "PYTHONPATH": str(tmp_path)})
+    assert done.code == 4
+    assert one_error_line(done) == (
+        "bpm: error: bpm mcp needs the MCP SDK: pip install 'bpm-client[mcp]'"
+    )
+
+
+def test_reject_needs_a_message(offline_env):
+    done = bpm("reject", "bp-anything", env=offline_env)
+    assert done.code == 4
+    assert "Missing option '-m'" in done.stderr
+
+
+# --- bpm ask against the live server ---------------------------------------------------
+
+
+def test_ask_approved_exits_0_with_the_result_as_json(bpm_env, reviewer: Client, start, tmp_path):
+    """The reviewer reads the plan sent with --file, approves; stdout holds the result."""
+    (tmp_path / "plan.md").write_text("# Plan\n- migrate\n- deploy\n")
+    asking = start(
+        "ask",
+        "Deploy?",
+        "--file",
+        "plan.md",
+        "--tag",
+        "deploy",
+        "--json",
+        env=bpm_env,
+        cwd=tmp_path,
+    )
+    breakpoint_id = asking.created_id()
+    assert breakpoint_id in [b.breakpoint_id for b in reviewer.list(status="waiting")]
+    files = reviewer.get(breakpoint_id).payload["context"]["files"]
+    assert [(f["path"], f["content"]) for f in files] == [
+        ("plan.md", "# Plan\n- migrate\n- deploy\n")
+    ]
+    reviewer.release(breakpoint_id, "go ahead")
+    done = asking.finish()
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)  # stdout holds the JSON only; notes went to stderr
+    assert result["breakpointId"] == breakpoint_id
+    assert result["status"] == "released"
+    assert result["approved"] is True
+    assert result["respondedBy"] == "alice"
+    assert result["feedback"] == "go ahead"
+
+
+def test_ask_rejected_by_the_reviewers_bpm_reject_exits_1(bpm_env, reviewer_env, start):
+    asking = start("ask", "Drop the old table?", env=bpm_env)
+    breakpoint_id = asking.created_id()
+    rejecting = bpm("reject", breakpoint_id, "-m", "not on a Friday", env=reviewer_env)
+    assert rejecting.code == 0, rejecting.stderr
+    assert rejecting.stdout == 'rejected by alice: "not on a Friday"\n'
+    done = asking.finish()
+    assert done.code == 1, done.stderr
+    assert done.stdout == 'rejected by alice: "not on a Friday"\n'
+
+
+def test_ask_with_options_returns_the_option_chosen(bpm_env, reviewer_env, start):
+    asking = start(
+        "ask", "Which region?", "--option", "eu", "--option", "us", "--json", env=bpm_env
+    )
+    breakpoint_id = asking.created_id()
+    approving = bpm("approve", breakpoint_id, "--option", "us", "-m", "closer", env=reviewer_env)
+    assert approving.code == 0, approving.stderr
+    assert approving.stdout == 'approved by alice (option "us"): "closer"\n'
+    done = asking.finish()
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["option"] == "us" and result["approved"] is True
+
+
+def test_ask_that_expires_exits_2(bpm_env, start):
+    done = start("ask", "Anyone there?", "--ttl", "2", env=bpm_env).finish()
+    assert done.code == 2, done.stderr
+    assert done.stdout.startswith("expired")
+
+
+def test_ask_cancelled_by_bpm_cancel_exits_2(bpm_env, start):
+    asking = start("ask", "Deploy?", env=bpm_env)
+    breakpoint_id = asking.created_id()
+    cancelling = bpm("cancel", breakpoint_id, "--reason", "superseded", env=bpm_env)
+    assert cancelling.code == 0, cancelling.stderr
+    assert cancelling.stdout == "cancelled\n"
+    done = asking.finish()
+    assert done.code == 2, done.stderr
+    assert done.stdout.startswith("cancelled")
+
+
+def test_wait_with_a_timeout_on_a_waiting_breakpoint_exits_3(bpm_env):
+    created = bpm("create", "Deploy?", env=bpm_env)
+    assert created.code == 0, created.stderr
+    breakpoint_id = created.stdout.strip()
+    done = bpm("wait", breakpoint_id, "--timeout", "2", env=bpm_env)
+    assert done.code == 3, done.stderr
+    assert done.stdout == ""
+    assert f"still waiting after 2 s: {breakpoint_id}" in done.stderr
+    assert bpm("status", breakpoint_id, env=bpm_env).stdout == "waiting\n"
+
+
+def test_ask_survives_a_server_restart_while_waiting(live, bpm_env, reviewer_env, start):
+    asking = start("ask", "Deploy during the restart?", env=bpm_env)
+    breakpoint_id = asking.created_id()
+    live.restart_web(down_seconds=3)
+    approving = bpm("approve", breakpoint_id, "-m", "still fine", env=reviewer_env)
+    assert approving.code == 0, approving.stderr
+    done = asking.finish()
+    assert done.code == 0, done.stderr
+    assert done.stdout == 'approved by alice: "still fine"\n'
+
+
+def test_a_bad_token_is_one_line_and_exit_4(bpm_env):
+    done = bpm("ask", "Deploy?", env={**bpm_env, "BPM_TOKEN": "bpm_not-a-real-token"})
+    assert done.code == 4
+    assert one_error_line(done).startswith("bpm: error: not_authenticated: ")
+    assert done.stdout == ""
+
+
+# --- the other commands ----------------------------------------------------------------
+
+
+def test_list_prints_a_table_or_json(bpm_env):
+    deploy = bpm("create", "Deploy A?", "--title", "Deploy A", "--tag", "deploy", env=bpm_env)
+    other = bpm("create", "Drop the table?", "--tag", "db", env=bpm_env)
+    deploy_id, other_id = deploy.stdout.strip(), other.stdout.strip()
+
+    table = bpm("list", "--tag", "deploy", env=bpm_env)
+    assert table.code == 0, table.stderr
+    header, *rows = table.stdout.splitlines()
+    assert header.split() == ["ID", "STATUS", "CREATED", "TITLE"]
+    assert len(rows) == 1
+    assert rows[0].startswith(deploy_id) and rows[0].endswith("Deploy A")
+    assert " waiting " in rows[0]
+
+    listed = bpm("list", "--status", "waiting", "--json", env=bpm_env)
+    assert listed.code == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    assert [b["breakpointId"] for b in found] == [other_id, deploy_id]  # newest first
+    assert found[0]["question"] == "Drop the table?" and found[0]["tags"] == ["db"]
+
+
+def test_status_and_events_follow_a_decision(bpm_env, reviewer: Client):
+    breakpoint_id = bpm("create", "Deploy?", env=bpm_env).stdout.strip()
+    assert bpm("status", breakpoint_id, env=bpm_env).stdout == "waiting\n"
+    reviewer.release(breakpoint_id, "ok")
+
+    status = bpm("status", breakpoint_id, env=bpm_env)
+    assert status.code == 0, status.stderr
+    assert status.stdout == 'approved by alice: "ok"\n'
+    as_json = json.loads(bpm("status", breakpoint_id, "--json", env=bpm_env).stdout)
+    assert as_json["status"] == "released" and as_json["result"]["respondedBy"] == "alice"
+
+    events = bpm("events", breakpoint_id, env=bpm_env)
+    assert events.code == 0, events.stderr
+    types = [line.split("  ")[1] for line in events.stdout.splitlines()]
+    assert types[0] == "created" and "released" in types
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------
+
+
+def test_ctrl_c_leaves_the_breakpoint_waiting(bpm_env, agent: Client, start):
+    asking = start("ask", "Deploy?", env=bpm_env, default_sigint=True)
+    breakpoint_id = asking.created_id()
+    asking.process.send_signal(signal.SIGINT)
+    done = asking.finish()
+    assert done.code == 130
+    assert f"{breakpoint_id} is still waiting" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert agent.status(breakpoint_id).status == "waiting"
+
+
+def test_ctrl_c_with_cancel_on_interrupt_cancels_it(bpm_env, agent: Client, start):
+    asking = start("ask", "Deploy?", "--cancel-on-interrupt", env=bpm_env, default_sigint=True)
+    breakpoint_id = asking.created_id()
+    asking.process.send_signal(signal.SIGINT)
+    done = asking.finish()
+    assert done.code == 130
+    assert f"cancelled {breakpoint_id}" in done.stderr
+    assert agent.status(breakpoint_id).status == "cancelled"
