@@ -1,6 +1,11 @@
 """Shared fixtures: API clients authenticated as agents, reviewers and admins."""
 
+import json
+import re
+
 import pytest
+from bpm_client import models as sdk
+from bpm_client.errors import DecodeError
 from rest_framework.test import APIClient
 
 from breakpoints.actors import Actor
@@ -8,9 +13,51 @@ from breakpoints.services import breakpoint_create
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 
+# The SDK model of each breakpoint endpoint's success answer (first match wins: the
+# many-status path comes before the detail path it also matches).
+_ID = r"/api/breakpoints/[^/]+"
+SDK_MODELS: list[tuple[str, re.Pattern[str], type[sdk.Model]]] = [
+    ("GET", re.compile(r"/api/breakpoints/?"), sdk.BreakpointPage),
+    ("POST", re.compile(r"/api/breakpoints/?"), sdk.Breakpoint),
+    ("GET", re.compile(r"/api/breakpoints/status/?"), sdk.ManyStatus),
+    ("GET", re.compile(rf"{_ID}/?"), sdk.Breakpoint),
+    ("GET", re.compile(rf"{_ID}/status/?"), sdk.Status),
+    ("GET", re.compile(rf"{_ID}/events/?"), sdk.EventList),
+    ("POST", re.compile(rf"{_ID}/feedback/?"), sdk.FeedbackCreated),
+    ("POST", re.compile(rf"{_ID}/(cancel|expire)/?"), sdk.StatusOnly),
+]
+
+
+def sdk_model_for(method: str, path: str) -> type[sdk.Model] | None:
+    """The SDK model that decodes a 2xx answer to `method path`, if it is a breakpoint call."""
+    for model_method, pattern, model in SDK_MODELS:
+        if method == model_method and pattern.fullmatch(path):
+            return model
+    return None
+
+
+class SdkCheckedClient(APIClient):
+    """An APIClient whose breakpoint answers must decode strictly with the SDK's models.
+
+    Every API test flow thereby checks the agent SDK (clients/python) against what the
+    server really answers, not only against its schema.
+    """
+
+    def request(self, **kwargs):
+        response = super().request(**kwargs)
+        model = sdk_model_for(kwargs.get("REQUEST_METHOD", ""), kwargs.get("PATH_INFO", ""))
+        is_json = response.get("Content-Type", "").startswith("application/json")
+        if model and 200 <= response.status_code < 300 and is_json and not response.streaming:
+            where = f"{kwargs['REQUEST_METHOD']} {kwargs['PATH_INFO']}"
+            try:
+                model.from_json(json.loads(response.content), strict=True)
+            except DecodeError as error:
+                pytest.fail(f"the SDK's {model.__name__} cannot decode {where}: {error}")
+        return response
+
 
 def bearer_client(raw_token: str) -> APIClient:
-    client = APIClient()
+    client = SdkCheckedClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
     return client
 

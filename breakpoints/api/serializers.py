@@ -43,6 +43,16 @@ class RespondedByField(serializers.JSONField):
     pass
 
 
+class TimeoutPolicySerializer(serializers.Serializer):
+    """What payload.onTimeout asked for at the TTL, and what was done."""
+
+    requested = serializers.ChoiceField(choices=["approve", "reject"])
+    applied = serializers.ChoiceField(choices=["approve", "reject", "expire"])
+    reason = serializers.CharField(
+        required=False, help_text="Why approve was not applied (a rule forbids it)."
+    )
+
+
 class BreakpointResultSerializer(serializers.Serializer):
     """babysitter's BreakpointResult; present once the breakpoint is no longer waiting."""
 
@@ -52,6 +62,9 @@ class BreakpointResultSerializer(serializers.Serializer):
     option = serializers.CharField(required=False)
     respondedBy = RespondedByField(required=False)
     allResponses = ResponseVoteSerializer(many=True, required=False)
+    timeoutPolicy = TimeoutPolicySerializer(
+        required=False, help_text="Present when payload.onTimeout decided at the TTL."
+    )
 
 
 class ExpertSerializer(serializers.Serializer):

@@ -86,6 +86,25 @@ class Model:
             instance.extra = unknown  # type: ignore[attr-defined]
         return instance
 
+    def to_json(self) -> dict[str, Any]:
+        """Back to the API's camelCase JSON (unknown keys kept as received)."""
+        data = {key: to_wire(getattr(self, f.name)) for key, f in self.wire_fields().items()}
+        data.update(getattr(self, "extra", None) or {})
+        return data
+
+
+def to_wire(value: Any) -> Any:
+    """A model, or anything holding models and datetimes, as JSON-ready data."""
+    if isinstance(value, Model):
+        return value.to_json()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [to_wire(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_wire(item) for key, item in value.items()}
+    return value
+
 
 def _decode(hint: Any, value: Any, strict: bool, at: str) -> Any:
     """Convert one JSON value to `hint`; in strict mode refuse what does not fit."""
@@ -152,6 +171,16 @@ class ResponseVote(Model):
 
 
 @dataclasses.dataclass
+class TimeoutPolicy(Model):
+    """What payload.onTimeout asked for when the TTL passed, and what was applied."""
+
+    requested: Literal["approve", "reject"]
+    applied: Literal["approve", "reject", "expire"]
+    reason: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
 class BreakpointResult(Model):
     """babysitter's BreakpointResult: what a decided breakpoint answered.
 
@@ -167,35 +196,14 @@ class BreakpointResult(Model):
     option: str | None = None
     responded_by: str | list[str] | None = None
     all_responses: list[ResponseVote] = dataclasses.field(default_factory=list)
+    timeout_policy: TimeoutPolicy | None = None
     status: StatusName | None = None
     breakpoint_id: str | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's camelCase shape, plus `status` and `breakpointId`."""
-        body = {
-            "breakpointId": self.breakpoint_id,
-            "status": self.status,
-            "approved": self.approved,
-            "response": self.response,
-            "feedback": self.feedback,
-            "option": self.option,
-            "respondedBy": self.responded_by,
-            "allResponses": [
-                {
-                    "respondedBy": vote.responded_by,
-                    "approved": vote.approved,
-                    "respondedAt": vote.responded_at.isoformat()
-                    if isinstance(vote.responded_at, datetime)
-                    else vote.responded_at,
-                    "feedback": vote.feedback,
-                    "option": vote.option,
-                    "seat": vote.seat,
-                }
-                for vote in self.all_responses
-            ],
-        }
-        return body
+        """The contract's camelCase shape, plus `breakpointId` and `status`."""
+        return {"breakpointId": self.breakpoint_id, "status": self.status, **super().to_json()}
 
 
 @dataclasses.dataclass

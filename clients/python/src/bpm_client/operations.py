@@ -21,6 +21,10 @@ MAX_IDS_PER_WAIT = 100
 READ_MARGIN_SECONDS = 15.0
 
 
+def new_idempotency_key() -> str:
+    return f"bpm-{uuid.uuid4()}"
+
+
 def _path(breakpoint_id: str, action: str = "") -> str:
     # quote with safe="": an id is one path segment, whatever it holds.
     return f"/api/breakpoints/{quote(breakpoint_id, safe='')}{action}"
@@ -49,7 +53,7 @@ class Operations:
         self, body: dict[str, Any], idempotency_key: str | None = None
     ) -> Op[models.Breakpoint]:
         """Create; with an Idempotency-Key (one is made when none is given) a resend is safe."""
-        headers = {"Idempotency-Key": idempotency_key or f"bpm-{uuid.uuid4()}"}
+        headers = {"Idempotency-Key": idempotency_key or new_idempotency_key()}
         call = Call("POST", "/api/breakpoints", json=body, headers=headers, idempotent=True)
         return self._decode(models.Breakpoint, (yield from send(call, self.retry)))
 
@@ -154,15 +158,20 @@ class Operations:
         Interrupted while waiting (Ctrl-C, task cancelled), nothing changes on the server
         unless `cancel_on_interrupt`: then the breakpoint is cancelled before re-raising.
         """
-        created = yield from self.create(body, key)
-        status: models.Status | models.Breakpoint = created
-        if not created.done:
-            try:
+        key = key or new_idempotency_key()
+        created: models.Breakpoint | None = None
+        try:
+            created = yield from self.create(body, key)
+            status: models.Status | models.Breakpoint = created
+            if not created.done:
                 status = yield from self.wait(created.breakpoint_id, timeout)
-            except (KeyboardInterrupt, asyncio.CancelledError):
-                if cancel_on_interrupt:
-                    yield from self.cancel(created.breakpoint_id, "interrupted by the agent")
-                raise
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if cancel_on_interrupt:
+                # Interrupted mid-create: the same key answers with the breakpoint if it
+                # was made (or makes it), so there is always an id to cancel.
+                target = created or (yield from self.create(body, key))
+                yield from self.cancel(target.breakpoint_id, "interrupted by the agent")
+            raise
         return result_of(created.breakpoint_id, status)
 
     # --- reviewer --------------------------------------------------------------------

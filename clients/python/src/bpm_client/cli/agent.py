@@ -9,11 +9,11 @@ import click
 
 from ..client import Client
 from ..errors import WaitTimeout
-from ..models import BreakpointResult
+from ..models import BreakpointResult, to_wire
 from ..operations import result_of
 from .app import breakpoint_fields, breakpoint_options, connect, json_option
 from .failures import Interrupted, StillWaiting
-from .output import dumps, event_line, exit_code, summary, table, wire
+from .output import dumps, event_line, exit_code, summary, table
 
 STATUSES = ("waiting", "released", "expired", "cancelled")
 
@@ -70,7 +70,7 @@ def create(ctx: click.Context, question: str, as_json: bool, **given: Any) -> No
     """Create a breakpoint without waiting and print its id (--json: all of it)."""
     fields = breakpoint_fields(given)
     created = connect(ctx).create(question, **fields)
-    click.echo(dumps(wire(created)) if as_json else created.breakpoint_id)
+    click.echo(dumps(to_wire(created)) if as_json else created.breakpoint_id)
 
 
 @click.command()
@@ -127,7 +127,7 @@ def status(ctx: click.Context, breakpoint_id: str, as_json: bool) -> None:
     """Print the status (and decision) of breakpoint ID."""
     answer = connect(ctx).status(breakpoint_id)
     if as_json:
-        click.echo(dumps(wire(answer)))
+        click.echo(dumps(to_wire(answer)))
     else:
         click.echo(summary(result_of(breakpoint_id, answer)) if answer.done else answer.status)
 
@@ -149,7 +149,7 @@ def events(ctx: click.Context, breakpoint_id: str, as_json: bool) -> None:
     """Print the history of breakpoint ID, oldest first."""
     found = connect(ctx).events(breakpoint_id)
     if as_json:
-        click.echo(dumps(wire(found)))
+        click.echo(dumps(to_wire(found)))
     else:
         for event in found:
             click.echo(event_line(event))
@@ -190,7 +190,7 @@ def list_(
     )
     rows = list(itertools.islice(found, limit))
     if as_json:
-        click.echo(dumps(wire(rows)))
+        click.echo(dumps(to_wire(rows)))
     elif rows:
         click.echo(table(rows))
     else:

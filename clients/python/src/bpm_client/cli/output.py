@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..models import Breakpoint, BreakpointResult, Event, FeedbackCreated, Model
+from ..models import Breakpoint, BreakpointResult, Event, FeedbackCreated
 from .failures import APPROVED, ENDED, REJECTED
 
 TITLE_WIDTH = 70
@@ -47,22 +47,6 @@ def decided(breakpoint_id: str, answer: FeedbackCreated) -> BreakpointResult:
     """The result after a reviewer's release (still `waiting` when more votes are needed)."""
     result = answer.result or BreakpointResult(approved=False)
     return dataclasses.replace(result, status=answer.status, breakpoint_id=breakpoint_id)
-
-
-def wire(value: Any) -> Any:
-    """A decoded model back in the API's camelCase JSON (unknown keys kept as received)."""
-    if isinstance(value, Model):
-        fields = type(value).wire_fields()
-        data = {key: wire(getattr(value, field.name)) for key, field in fields.items()}
-        data.update(getattr(value, "extra", None) or {})
-        return data
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return [wire(item) for item in value]
-    if isinstance(value, dict):
-        return {key: wire(item) for key, item in value.items()}
-    return value
 
 
 def dumps(data: Any) -> str:
