@@ -10,7 +10,7 @@ import httpx
 
 from . import models
 from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
-from .config import http_options, request_timeout
+from .config import http_options, request_arguments
 from .operations import Operations, next_params
 from .steps import Op, Retry, Sleep
 
@@ -34,12 +34,7 @@ class AsyncClient:
     ):
         options = http_options(base_url, token, timeout)
         self.base_url: str = options["base_url"]
-        self._ops = Operations(
-            retry=retry or Retry(),
-            reconnect=Retry(attempts=None, give_up_after=reconnect_for, cap=5.0),
-            hold=hold,
-            strict=strict,
-        )
+        self._ops = Operations.configured(retry, reconnect_for, hold=hold, strict=strict)
         self._http = httpx.AsyncClient(**options, transport=transport)
 
     async def breakpoint(
@@ -127,14 +122,7 @@ class AsyncClient:
                 if isinstance(step, Sleep):
                     await asyncio.sleep(step.seconds)
                 else:
-                    value = await self._http.request(
-                        step.method,
-                        step.path,
-                        params=tuple(step.params),
-                        json=step.json,
-                        headers=step.headers,
-                        timeout=request_timeout(self._http.timeout, step.timeout),
-                    )
+                    value = await self._http.request(**request_arguments(step, self._http.timeout))
             except (httpx.TransportError, asyncio.CancelledError) as exc:
                 error = exc
 

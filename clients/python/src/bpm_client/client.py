@@ -10,7 +10,7 @@ import httpx
 
 from . import models
 from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
-from .config import http_options, request_timeout
+from .config import http_options, request_arguments
 from .operations import Operations, next_params
 from .steps import Op, Retry, Sleep
 
@@ -39,12 +39,7 @@ class Client:
     ):
         options = http_options(base_url, token, timeout)
         self.base_url: str = options["base_url"]
-        self._ops = Operations(
-            retry=retry or Retry(),
-            reconnect=Retry(attempts=None, give_up_after=reconnect_for, cap=5.0),
-            hold=hold,
-            strict=strict,
-        )
+        self._ops = Operations.configured(retry, reconnect_for, hold=hold, strict=strict)
         self._http = httpx.Client(**options, transport=transport)
 
     # --- the one-call way ------------------------------------------------------------
@@ -153,14 +148,7 @@ class Client:
                 if isinstance(step, Sleep):
                     time.sleep(step.seconds)
                 else:
-                    value = self._http.request(
-                        step.method,
-                        step.path,
-                        params=tuple(step.params),
-                        json=step.json,
-                        headers=step.headers,
-                        timeout=request_timeout(self._http.timeout, step.timeout),
-                    )
+                    value = self._http.request(**request_arguments(step, self._http.timeout))
             except (httpx.TransportError, KeyboardInterrupt) as exc:
                 error = exc
 

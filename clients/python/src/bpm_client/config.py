@@ -9,6 +9,7 @@ import httpx
 
 from . import __version__
 from .errors import ConfigurationError
+from .steps import Call
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 URL_VARIABLE = "BPM_URL"
@@ -37,8 +38,18 @@ def http_options(base_url: str | None, token: str | None, timeout: float) -> dic
     }
 
 
-def request_timeout(default: httpx.Timeout, read: float | None) -> httpx.Timeout:
-    """The client's timeouts, with a longer read for a long-poll."""
-    if read is None:
-        return default
-    return httpx.Timeout(connect=default.connect, read=read, write=default.write, pool=default.pool)
+def request_arguments(call: Call, default: httpx.Timeout) -> dict[str, Any]:
+    """httpx's request() arguments for a step's call; a long-poll gets a longer read timeout."""
+    timeout = default
+    if call.timeout is not None:
+        timeout = httpx.Timeout(
+            connect=default.connect, read=call.timeout, write=default.write, pool=default.pool
+        )
+    return {
+        "method": call.method,
+        "url": call.path,
+        "params": tuple(call.params),
+        "json": call.json,
+        "headers": call.headers,
+        "timeout": timeout,
+    }

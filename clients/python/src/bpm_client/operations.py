@@ -44,6 +44,14 @@ class Operations:
     hold: int = 50
     strict: bool = False  # decode answers strictly (the SDK's own tests use it)
 
+    @classmethod
+    def configured(
+        cls, retry: Retry | None, reconnect_for: float, *, hold: int, strict: bool
+    ) -> Operations:
+        """The clients' settings: `reconnect_for` seconds of failures end a wait."""
+        reconnect = Retry(attempts=None, give_up_after=reconnect_for, cap=5.0)
+        return cls(retry=retry or Retry(), reconnect=reconnect, hold=hold, strict=strict)
+
     def _decode(self, model: type[models.M], data: Any) -> models.M:
         return model.from_json(data, strict=self.strict)
 
