@@ -22,8 +22,11 @@ from django.conf import settings  # noqa: E402
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
 from config.asgi_body import BufferedBodyApp  # noqa: E402
 from config.asgi_cors import CorsHeadersApp  # noqa: E402
+from config.logging import redact_server_access_logs  # noqa: E402
 from config.startup import require_production_settings  # noqa: E402
 
+# uvicorn's and gunicorn's access lines print paths: no email decision token in them.
+redact_server_access_logs()
 # The stubs type WSGIHandler's result as HttpResponseBase; it is the iterable WSGI wants.
 django_app = WSGIMiddleware(django_wsgi, workers=settings.BPM_WEB_THREADS)  # type: ignore[arg-type]
 # The server's lifespan startup refuses an incomplete production environment.

@@ -8,6 +8,7 @@ the request id of the request that enqueued it.
 
 import json
 import logging
+import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,16 @@ current_request: ContextVar[Any] = ContextVar("current_request", default=None)
 log_context: ContextVar[dict[str, str]] = ContextVar("log_context", default={})  # noqa: B039 - never mutated
 
 CONTEXT_FIELDS = ("agent", "user", "token", "breakpoint_id")
+
+# What every LogRecord has; anything else on a record came from `extra={...}`.
+STANDARD_RECORD_FIELDS = frozenset(
+    vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))
+) | {"message", "asctime", "request_id", "taskName", "color_message"}
+
+# Secrets that travel in URLs: an email decision link's one-time token and the JIRA
+# webhook's ?secret=. Access logs and Django's own request warnings print paths.
+SECRET_IN_URL = re.compile(r"(/decide/)[^/?#\s\"']+|([?&]secret=)[^&#\s\"']+")
+REDACTED = "[redacted]"
 
 
 def request_fields(request: Any) -> dict[str, str]:
@@ -70,9 +81,33 @@ class RequestIDFilter(logging.Filter):
         return True
 
 
+def redact(text: str) -> str:
+    """`text` with the secrets of SECRET_IN_URL replaced by [redacted]."""
+    return SECRET_IN_URL.sub(lambda m: (m.group(1) or m.group(2)) + REDACTED, text)
+
+
+class RedactSecretsFilter(logging.Filter):
+    """Removes URL secrets from a record's message and arguments before it is written."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def redact_server_access_logs() -> None:
+    """The web servers' access loggers write through their own handlers, not ours."""
+    for name in ("uvicorn.access", "gunicorn.access", "uvicorn.error", "gunicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecretsFilter) for f in logger.filters):
+            logger.addFilter(RedactSecretsFilter())
+
+
 class JSONFormatter(logging.Formatter):
-    """One JSON object per line: timestamp, level, logger, message, request_id, and the
-    context fields that are known."""
+    """One JSON object per line: timestamp, level, logger, message, request_id, the
+    context fields that are known, and whatever the call passed in `extra`."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -87,6 +122,9 @@ class JSONFormatter(logging.Formatter):
         for name in CONTEXT_FIELDS:
             value = getattr(record, name, None)
             if value not in (None, ""):
+                entry[name] = value
+        for name, value in vars(record).items():
+            if name not in STANDARD_RECORD_FIELDS and name not in entry:
                 entry[name] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

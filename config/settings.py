@@ -378,7 +378,10 @@ CELERY_TIMEZONE = TIME_ZONE
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.logging.RequestIDFilter"}},
+    "filters": {
+        "request_id": {"()": "config.logging.RequestIDFilter"},
+        "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
         "json": {"()": "config.logging.JSONFormatter"},
@@ -387,7 +390,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["request_id"],
+            "filters": ["request_id", "redact_secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},

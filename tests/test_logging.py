@@ -5,10 +5,13 @@ import io
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
@@ -17,7 +20,7 @@ from breakpoints.api.views import BreakpointViewSet
 from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.tasks import deliver_webhook
 from config import celery as celery_config
-from config.logging import JSONFormatter, RequestIDFilter, current_request_id
+from config.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -180,3 +183,98 @@ def test_the_format_follows_debug_unless_log_format_says(env, expected):
         check=True,
     )
     assert result.stdout.strip() == expected
+
+
+def test_extra_fields_of_a_call_reach_the_json_line(log_lines):
+    logging.getLogger("breakpoints.audit").warning(
+        "JIRA webhook refused", extra={"channel": "jira", "reason": "bad secret"}
+    )
+    (line,) = [entry for entry in log_lines() if entry["message"] == "JIRA webhook refused"]
+    assert (line["channel"], line["reason"]) == ("jira", "bad secret")
+    assert "args" not in line and "levelno" not in line  # the record's own fields stay out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"GET /decide/eyJhYmMi.sig-_x HTTP/1.1" 200', '"GET /decide/[redacted] HTTP/1.1" 200'),
+        ("POST /decide/tok?x=1", "POST /decide/[redacted]?x=1"),
+        (
+            "/integrations/jira/webhook?a=1&secret=s3cr3t&b=2",
+            "/integrations/jira/webhook?a=1&secret=[redacted]&b=2",
+        ),
+        ("/api/breakpoints/bp-1/status?wait=30", "/api/breakpoints/bp-1/status?wait=30"),
+    ],
+)
+def test_secrets_in_urls_are_redacted(text, expected):
+    assert redact(text) == expected
+
+
+def test_a_bad_decision_link_logs_why_but_no_token(db, client):
+    """Through the production handler (its formatter and filters): the refusal is logged
+    with its `extra` fields, and nothing of the token."""
+    handler = next(
+        h for h in logging.getLogger().handlers if isinstance(h.formatter, JSONFormatter)
+    )
+    stream = io.StringIO()
+    probe = logging.StreamHandler(stream)
+    probe.setFormatter(handler.formatter)
+    for each in handler.filters:
+        probe.addFilter(each)
+    logging.getLogger().addHandler(probe)
+    try:
+        response = client.get("/decide/not-a-real-token-SECRET42")
+    finally:
+        logging.getLogger().removeHandler(probe)
+    assert response.status_code >= 400
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert any(line.get("reason") == "bad_signature" for line in lines), lines
+    assert "SECRET42" not in stream.getvalue()
+
+
+@pytest.mark.slow
+def test_the_web_servers_access_log_has_no_decision_token(tmp_path):
+    """uvicorn serving the real ASGI app: its access line shows the path, not the token."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DEBUG": "0",
+        "SECRET_KEY": "logging-test-only-key",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "BPM_VAR_DIR": str(tmp_path),
+        "BPM_EMBEDDED_BROKER": "1",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        status = _get_when_up(f"http://127.0.0.1:{port}/decide/tok-SECRET42")
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+    assert status is not None, output
+    assert "SECRET42" not in output
+    assert "/decide/[redacted]" in output
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get_when_up(url: str, deadline_seconds: float = 60) -> int | None:
+    """GET url once the server accepts connections; its status, or None if it never did."""
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        try:
+            return httpx.get(url, timeout=5).status_code
+        except httpx.TransportError:
+            time.sleep(0.2)
+    return None
