@@ -17,6 +17,7 @@ from bpm_client import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
+from tests.aio import run_async
 from tests.clients.conftest import BPM
 from tests.integration.conftest import free_port
 
@@ -90,7 +91,8 @@ def in_thread(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
 
 
 def run(coroutine: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coroutine, HANG_GUARD_SECONDS * 2))
+    """On a loop of its own thread (the e2e tests leave one running in the main thread)."""
+    return run_async(asyncio.wait_for(coroutine, HANG_GUARD_SECONDS * 2))
 
 
 def the_waiting_one(client: Client) -> str:
