@@ -30,8 +30,14 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium():
+    """One browser for the e2e tests, stopped after them (never session-wide).
+
+    While Playwright's sync API runs, this thread has a running event loop, so Django keeps
+    its connections here in a separate, context-var storage. A later test would then open
+    a pooled connection that no one closes, and the test database could not be dropped.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
