@@ -1,16 +1,11 @@
 """Browser tests: a live server, headless Chromium driven by Playwright's sync API."""
 
-import os
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from tests.factories import PASSWORD, AdminFactory, ReviewerFactory
-
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls from the
-# test body are still synchronous and safe.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -28,6 +23,15 @@ needs_chromium = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason=f"{CHROMIUM} is missing: install Chromium (apt-get install chromium) to run e2e tests",
 )
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _orm_beside_playwright():
+    """Playwright's sync API runs an event loop in this thread; Django's ORM calls from the
+    test bodies are still synchronous and safe. Allowed for these tests only."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
 
 
 @pytest.fixture(scope="package")
