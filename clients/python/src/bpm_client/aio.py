@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -44,11 +44,16 @@ class AsyncClient:
         timeout: float | None = None,
         cancel_on_interrupt: bool = False,
         idempotency_key: str | None = None,
+        on_created: Callable[[models.Breakpoint], None] | None = None,
         **fields: Unpack[BreakpointFields],
     ) -> models.BreakpointResult:
         body = breakpoint_body(question, **fields)
         op = self._ops.ask(
-            body, key=idempotency_key, timeout=timeout, cancel_on_interrupt=cancel_on_interrupt
+            body,
+            key=idempotency_key,
+            timeout=timeout,
+            cancel_on_interrupt=cancel_on_interrupt,
+            on_created=on_created,
         )
         return await self._run(op)
 

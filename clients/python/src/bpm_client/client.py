@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -51,6 +51,7 @@ class Client:
         timeout: float | None = None,
         cancel_on_interrupt: bool = False,
         idempotency_key: str | None = None,
+        on_created: Callable[[models.Breakpoint], None] | None = None,
         **fields: Unpack[BreakpointFields],
     ) -> models.BreakpointResult:
         """Ask a human and wait for the answer (babysitter's `ctx.breakpoint()`).
@@ -66,6 +67,7 @@ class Client:
                 key=idempotency_key,
                 timeout=timeout,
                 cancel_on_interrupt=cancel_on_interrupt,
+                on_created=on_created,
             )
         )
 

@@ -7,7 +7,7 @@ import dataclasses
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
@@ -160,16 +160,20 @@ class Operations:
         key: str | None = None,
         timeout: float | None = None,
         cancel_on_interrupt: bool = False,
+        on_created: Callable[[models.Breakpoint], None] | None = None,
     ) -> Op[models.BreakpointResult]:
         """Create, wait, return the result: babysitter's ctx.breakpoint() in one call.
 
         Interrupted while waiting (Ctrl-C, task cancelled), nothing changes on the server
         unless `cancel_on_interrupt`: then the breakpoint is cancelled before re-raising.
+        `on_created` hears of the breakpoint before the wait begins (to show its id).
         """
         key = key or new_idempotency_key()
         created: models.Breakpoint | None = None
         try:
             created = yield from self.create(body, key)
+            if on_created is not None:
+                on_created(created)
             status: models.Status | models.Breakpoint = created
             if not created.done:
                 status = yield from self.wait(created.breakpoint_id, timeout)

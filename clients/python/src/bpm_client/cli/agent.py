@@ -7,9 +7,8 @@ from typing import Any
 
 import click
 
-from ..client import Client
 from ..errors import WaitTimeout
-from ..models import BreakpointResult, to_wire
+from ..models import Breakpoint, BreakpointResult, to_wire
 from ..operations import result_of
 from .app import breakpoint_fields, breakpoint_options, connect, json_option
 from .failures import Interrupted, StillWaiting
@@ -51,13 +50,25 @@ def ask(
     """
     fields = breakpoint_fields(given)
     client = connect(ctx)
-    created = client.create(question, **fields)
-    if created.done:  # decided at once, by an auto-approval rule
-        return report(result_of(created.breakpoint_id, created), as_json)
-    note = f"created {created.breakpoint_id}, waiting for a decision"
-    result = await_decision(
-        client, created.breakpoint_id, timeout, cancel_on_interrupt=cancel_on_interrupt, note=note
-    )
+    created: list[str] = []
+
+    def announce(breakpoint: Breakpoint) -> None:
+        created.append(breakpoint.breakpoint_id)
+        if not breakpoint.done:  # else an auto-approval rule decided at once
+            click.echo(f"created {breakpoint.breakpoint_id}, waiting for a decision", err=True)
+
+    try:
+        result = client.breakpoint(
+            question,
+            timeout=timeout,
+            cancel_on_interrupt=cancel_on_interrupt,
+            on_created=announce,
+            **fields,
+        )
+    except WaitTimeout as error:
+        raise still_waiting(created[0], error) from None
+    except KeyboardInterrupt:
+        raise interrupted(created[0] if created else None, cancelled=cancel_on_interrupt) from None
     return report(result, as_json)
 
 
@@ -81,37 +92,31 @@ def create(ctx: click.Context, question: str, as_json: bool, **given: Any) -> No
 def wait(ctx: click.Context, breakpoint_id: str, timeout: float | None, as_json: bool) -> int:
     """Wait for the decision on breakpoint ID (exit codes as `bpm ask`)."""
     client = connect(ctx)
-    note = f"waiting for a decision on {breakpoint_id}"
-    result = await_decision(client, breakpoint_id, timeout, cancel_on_interrupt=False, note=note)
-    return report(result, as_json)
-
-
-def await_decision(
-    client: Client,
-    breakpoint_id: str,
-    timeout: float | None,
-    *,
-    cancel_on_interrupt: bool,
-    note: str,
-) -> BreakpointResult:
-    """Long-poll until decided; Ctrl-C leaves it waiting unless `cancel_on_interrupt`."""
+    click.echo(f"waiting for a decision on {breakpoint_id}", err=True)
     try:
-        click.echo(note, err=True)
         status = client.wait(breakpoint_id, timeout)
     except WaitTimeout as error:
-        raise StillWaiting(
-            f"still waiting after {error.timeout:g} s: {breakpoint_id} "
-            f"(`bpm wait {breakpoint_id}` waits again)"
-        ) from None
+        raise still_waiting(breakpoint_id, error) from None
     except KeyboardInterrupt:
-        if cancel_on_interrupt:
-            client.cancel(breakpoint_id, "interrupted (bpm ask --cancel-on-interrupt)")
-            raise Interrupted(f"interrupted; cancelled {breakpoint_id}") from None
-        raise Interrupted(
-            f"interrupted; {breakpoint_id} is still waiting "
-            f"(`bpm cancel {breakpoint_id}` cancels it)"
-        ) from None
-    return result_of(breakpoint_id, status)
+        raise interrupted(breakpoint_id, cancelled=False) from None
+    return report(result_of(breakpoint_id, status), as_json)
+
+
+def still_waiting(breakpoint_id: str, error: WaitTimeout) -> StillWaiting:
+    return StillWaiting(
+        f"still waiting after {error.timeout:g} s: {breakpoint_id} "
+        f"(`bpm wait {breakpoint_id}` waits again)"
+    )
+
+
+def interrupted(breakpoint_id: str | None, *, cancelled: bool) -> Interrupted:
+    if breakpoint_id is None:
+        return Interrupted("interrupted before the breakpoint was created")
+    if cancelled:
+        return Interrupted(f"interrupted; cancelled {breakpoint_id}")
+    return Interrupted(
+        f"interrupted; {breakpoint_id} is still waiting (`bpm cancel {breakpoint_id}` cancels it)"
+    )
 
 
 def report(result: BreakpointResult, as_json: bool) -> int:
