@@ -12,12 +12,12 @@ Precedence, highest first (babysitter's table):
 """
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from breakpoints.actors import Actor, is_admin
 from breakpoints.choices import Status
@@ -29,6 +29,7 @@ from breakpoints.limits import (
     NO_AUTO_APPROVE_THRESHOLD,
 )
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, RuleAction
+from breakpoints.naming import FALLBACK_KEY
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
 from config.exceptions import Forbidden, InvalidInput, NotFound
@@ -184,6 +185,8 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
     if limit < 1:
         return 0
     decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+    if key == FALLBACK_KEY:  # only the breakpoints that chose this key, not the unnamed ones
+        decided = decided.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
     if agent_id is not None:
         decided = decided.filter(agent_id=agent_id)
     decisions = (
@@ -207,20 +210,27 @@ def evaluate(
     experts: Iterable[str] = (),
     auto_approve_after_n: int = NO_AUTO_APPROVE_THRESHOLD,
     agent_id: str | None = None,
+    explicit_key: bool = True,
 ) -> Verdict:
     """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
 
     `agent_id` scopes the consecutive approvals to that agent's breakpoints; creation always
     passes it. Without it (admins asking about a key) they are counted across all agents.
+    A breakpoint without an explicit key (`explicit_key` false: the fallback key every
+    unnamed breakpoint shares) has no decision history: nothing is counted for it.
     """
     tags, experts = list(tags), list(experts)
     threshold = (
         auto_approve_after_n
-        if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N
+        if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N and explicit_key
         else NO_AUTO_APPROVE_THRESHOLD
     )
-    streak = consecutive_approvals(
-        key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+    streak = (
+        consecutive_approvals(
+            key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+        )
+        if explicit_key
+        else 0
     )
     never, auto = _matching_rules(key, tags, experts)
     if never is not None:
@@ -290,9 +300,20 @@ def check_key(key: Any) -> str:
     return key.strip()
 
 
-def offers_always_approve(payload: Mapping[str, Any]) -> bool:
-    """payload.presentAlwaysApprove, true unless the agent said false."""
-    return payload.get("presentAlwaysApprove") is not False
+def always_approve_refusal(bp: Breakpoint) -> str | None:
+    """Why "Always approve" is not offered for `bp`, or None when it is.
+
+    Not when the agent sent presentAlwaysApprove: false, nor when the key is the fallback
+    every unnamed breakpoint shares (a rule for it would approve unrelated questions).
+    """
+    if (bp.payload or {}).get("presentAlwaysApprove") is False:
+        return "The agent set presentAlwaysApprove to false."
+    if not bp.key_is_explicit:
+        return (
+            "This breakpoint has no key of its own (no breakpointId or title): a rule for "
+            f"'{bp.key}' would approve unrelated questions."
+        )
+    return None
 
 
 # --- history ---------------------------------------------------------------------------

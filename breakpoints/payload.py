@@ -35,11 +35,11 @@ from breakpoints.limits import (
     MIN_REMIND_EVERY_SECONDS,
     NO_AUTO_APPROVE_THRESHOLD,
 )
+from breakpoints.naming import FALLBACK_KEY
 from breakpoints.storable import storable_problem
 from config.exceptions import InvalidInput
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
-FALLBACK_KEY = "untitled"
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
@@ -297,14 +297,42 @@ def auto_approve_after_n_problem(value: Any) -> str | None:
     )
 
 
-def derive_key(payload: Mapping[str, Any], title: str | None) -> str:
-    """payload.breakpointId, else the slug of the title ('Review Design Doc' -> 'review-design-doc')."""
+def _explicit_key(payload: Mapping[str, Any], title: str | None) -> str:
+    """payload.breakpointId, else the slug of the title ('Review Design Doc' ->
+    'review-design-doc'), else "" (the agent named nothing)."""
     explicit = payload.get("breakpointId")
     if isinstance(explicit, str) and explicit:
         return explicit
     # slugify keeps "_" and can leave "--"; a key is kebab-case like payload.breakpointId.
-    slug = re.sub(r"[-_]+", "-", slugify(title or ""))[:MAX_KEY_LENGTH].strip("-")
-    return slug or FALLBACK_KEY
+    return re.sub(r"[-_]+", "-", slugify(title or ""))[:MAX_KEY_LENGTH].strip("-")
+
+
+def derive_key(payload: Mapping[str, Any], title: str | None) -> str:
+    """The breakpoint's key: the explicit one, else FALLBACK_KEY (shared by all unnamed ones)."""
+    return _explicit_key(payload, title) or FALLBACK_KEY
+
+
+def key_is_explicit(payload: Mapping[str, Any], title: str | None) -> bool:
+    """Whether the key names this question (a breakpointId, or a title that slugs to one).
+
+    Only such a key carries auto-approval history: autoApproveAfterN counts decisions per
+    key, and "Always approve" writes a rule for the key; FALLBACK_KEY would lump together
+    every unnamed question of an agent.
+    """
+    return bool(_explicit_key(payload, title))
+
+
+def _check_auto_approval_key(payload: Mapping[str, Any], title: str | None) -> None:
+    """autoApproveAfterN needs an explicit key: refused (400) without one, never ignored."""
+    after_n = payload.get("autoApproveAfterN")
+    counts = isinstance(after_n, int) and after_n >= MIN_AUTO_APPROVE_AFTER_N
+    if counts and not key_is_explicit(payload, title):
+        message = (
+            "autoApproveAfterN needs a key that names this question: set "
+            "payload.breakpointId (e.g. 'deploy.production') or a title. Without one, "
+            "approvals of unrelated questions would count together."
+        )
+        raise InvalidInput(message, {"payload.autoApproveAfterN": [message]})
 
 
 def resolve_fields(
@@ -313,6 +341,7 @@ def resolve_fields(
     """Top-level title and tags win over the payload's; the key follows the winning title."""
     validate_payload(payload)
     effective_title = title if title is not None else payload.get("title")
+    _check_auto_approval_key(payload, effective_title)
     errors: dict[str, list[str]] = {}
     effective_tags = (
         validate_tags(errors, "tags", tags)

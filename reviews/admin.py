@@ -219,7 +219,8 @@ class BreakpointAdmin(admin.ModelAdmin):
 
     @admin.display(description="Breakpoint")
     def summary(self, bp: Breakpoint) -> str:
-        question = Truncator(bp.question or "").chars(160)
+        # Without a title the question is the name: shown once, as the title.
+        question = Truncator(bp.question or "").chars(160) if bp.title else ""
         unresolved = getattr(bp, "unresolved_experts", None)
         warning = (
             format_html(
@@ -231,7 +232,7 @@ class BreakpointAdmin(admin.ModelAdmin):
         )
         return format_html(
             '<span class="bpm-title">{}{}</span><span class="bpm-question">{}</span>',
-            bp.title or bp.key,
+            Truncator(bp.display_name).chars(160),
             warning,
             question,
         )
@@ -372,9 +373,7 @@ class FeedbackAdmin(ReviewerReadOnly, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return (
-            super()
-            .get_queryset(request)
-            .defer(*(f"breakpoint__{field}" for field in (*HEAVY_FIELDS, "question")))
+            super().get_queryset(request).defer(*(f"breakpoint__{field}" for field in HEAVY_FIELDS))
         )
 
     @admin.display(description="Comment")
@@ -385,4 +384,4 @@ class FeedbackAdmin(ReviewerReadOnly, admin.ModelAdmin):
     def on(self, feedback: Feedback) -> str:
         bp = feedback.breakpoint
         url = reverse("admin:breakpoints_breakpoint_change", args=[quote(bp.pk)])
-        return format_html('<a href="{}">{}</a>', url, bp.title or bp.key)
+        return format_html('<a href="{}">{}</a>', url, Truncator(bp.display_name).chars(120))

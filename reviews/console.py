@@ -149,7 +149,7 @@ class _Screen:
             return self.back()
         messages.success(
             self.request,
-            f"Released “{bp.title or bp.key}”: {released} "
+            f"Released “{bp.display_name}”: {released} "
             "The agent receives the result on its next poll.",
         )
         return HttpResponseRedirect(self.url("changelist"))
@@ -194,7 +194,7 @@ def review_view(
         form=form if can_release else None,
         can_release=can_release,
         can_decide=can_decide,
-        can_always_approve=can_decide and autoapproval.offers_always_approve(payload),
+        can_always_approve=can_decide and autoapproval.always_approve_refusal(bp) is None,
         release_note=release_note,
         can_expire=bp.is_waiting and model_admin.has_expire_permission(request),
         can_cancel=bp.is_waiting and model_admin.has_cancel_permission(request),
@@ -333,8 +333,9 @@ def always_approve_view(model_admin: "BreakpointAdmin", request: HttpRequest, ob
     bp = _releasable(screen)
     if isinstance(bp, HttpResponse):
         return bp
-    if not autoapproval.offers_always_approve(bp.payload):
-        return screen.back("The agent asked not to offer “Always approve” here.")
+    refusal = autoapproval.always_approve_refusal(bp)
+    if refusal is not None:
+        return screen.back(f"“Always approve” is not offered here. {refusal}")
     form = CommentForm(request.POST)
     if not form.is_valid():
         return review_view(model_admin, request, object_id)
@@ -372,7 +373,7 @@ def _end_view(screen: _Screen, *, action: str, service: Any, done: str) -> HttpR
             service(breakpoint_id=bp.pk, actor=screen.actor, reason=form.cleaned_data["reason"])
         except DomainError as exc:
             return screen.failed(exc, already=ALREADY)
-        messages.success(screen.request, f"{done.capitalize()} “{bp.title or bp.key}”.")
+        messages.success(screen.request, f"{done.capitalize()} “{bp.display_name}”.")
         return screen.back()
     return screen.confirm(
         f"{action}_confirm.html",

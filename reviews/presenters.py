@@ -187,7 +187,7 @@ def review_page(
     timeline, deliveries = split_notifications(events)
     feedback = list(bp.feedback.all())
     return {
-        "title": bp.title or bp.key,
+        "title": bp.display_name,
         "subtitle": None,
         "bp": bp,
         "original": bp,

@@ -1,5 +1,6 @@
 """Strict serializer fields: agents' JSON is untrusted, so no silent type coercion."""
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,13 +48,38 @@ class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""
 
 
+def _normalized(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def close_match(name: str, known: set[str]) -> str | None:
+    """The known field `name` most likely meant: the same but for case, `_` or `-`
+    (agent_id -> agentId), else the one it starts (ttl -> ttlSeconds), else a near spelling."""
+    by_normal = {_normalized(field): field for field in sorted(known)}
+    wanted = _normalized(name)
+    if not wanted:
+        return None
+    if wanted in by_normal:
+        return by_normal[wanted]
+    started = [field for normal, field in by_normal.items() if normal.startswith(wanted)]
+    if len(started) == 1:
+        return started[0]
+    near = difflib.get_close_matches(wanted, list(by_normal), n=1, cutoff=0.75)
+    return by_normal[near[0]] if near else None
+
+
 def unknown_keys(data: Any, known: set[str], prefix: str = "") -> dict[str, list[str]]:
+    """The error for keys of `data` outside `known`, naming each (and what it may have meant)."""
     if not isinstance(data, Mapping):
         return {}
     unknown = sorted(str(key)[:40] for key in set(data) - known)
     if not unknown:
         return {}
-    listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+    named = []
+    for key in unknown[:5]:
+        meant = close_match(key, known)
+        named.append(f"{key} (did you mean {meant}?)" if meant else key)
+    listed = ", ".join(named) + (", …" if len(unknown) > 5 else "")
     allowed = ", ".join(sorted(known)) or "none"
     field = prefix or "non_field_errors"
     return {field: [f"Unknown field(s): {listed}. Allowed: {allowed}."]}

@@ -7,6 +7,7 @@ from audit.models import Event
 from breakpoints import limits, representation
 from breakpoints.api.fields import (
     JSONObjectField,
+    StrictBody,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -261,7 +262,10 @@ class TagInputField(TagListField):
     pass
 
 
-class BreakpointCreateSerializer(serializers.Serializer):
+class BreakpointCreateSerializer(StrictBody):
+    """Unknown top-level keys are refused (a misspelt ttlSeconds must not mean "never
+    expires"); the payload stays free-form."""
+
     agentId = StrictCharField(required=False, max_length=limits.MAX_AGENT_ID_LENGTH)
     runId = StrictCharField(required=False, allow_null=True, max_length=limits.MAX_RUN_ID_LENGTH)
     title = StrictCharField(
@@ -277,7 +281,9 @@ class BreakpointCreateSerializer(serializers.Serializer):
     )
 
 
-class FeedbackCreateSerializer(serializers.Serializer):
+class FeedbackCreateSerializer(StrictBody):
+    """Unknown keys are refused: a misspelt `approved` must not approve by default."""
+
     comment = StrictCharField(
         required=False, allow_blank=True, default="", max_length=limits.MAX_COMMENT_LENGTH
     )

@@ -30,6 +30,7 @@ from breakpoints.channels.email_links import decision_urls
 from breakpoints.choices import Status
 from breakpoints.markup import compact_duration, render_context_file
 from breakpoints.models import WebhookDelivery
+from breakpoints.naming import display_name
 from reviews.models import Feedback
 
 ANNOUNCING: dict[str, str] = {
@@ -133,7 +134,7 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _title(data: dict[str, Any]) -> str:
-    return str(data.get("title") or data.get("key") or data.get("breakpointId") or "Breakpoint")
+    return display_name(data)
 
 
 def _dict(value: Any) -> dict[str, Any]:

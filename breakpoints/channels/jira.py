@@ -27,6 +27,7 @@ from breakpoints.channels.base import Sent, console_url
 from breakpoints.choices import Channel, Via
 from breakpoints.fileformats import file_format
 from breakpoints.models import DeliveryStatus, WebhookDelivery
+from breakpoints.naming import display_name
 from reviews.models import Feedback
 
 API = "/rest/api/2"
@@ -289,8 +290,7 @@ def _jql_string(value: str) -> str:
 
 
 def _summary(data: dict[str, Any]) -> str:
-    summary = _one_line(data.get("title")) or _one_line(data.get("key"))
-    summary = summary or f"Breakpoint {data['breakpointId']}"
+    summary = display_name(data)
     return summary if len(summary) <= SUMMARY_MAX else summary[: SUMMARY_MAX - 1] + "…"
 
 

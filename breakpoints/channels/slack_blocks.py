@@ -11,6 +11,7 @@ from typing import Any
 from audit.models import EventType
 from breakpoints import fileformats
 from breakpoints.channels.base import console_url
+from breakpoints.naming import display_name
 from breakpoints.payload import options_of
 
 APPROVE, REJECT, CONSOLE = "bpm_approve", "bpm_reject", "bpm_console"
@@ -69,7 +70,7 @@ def _context(text: str) -> Block:
 
 
 def _header(data: dict[str, Any]) -> Block:
-    title = data.get("title") or data.get("key") or "Breakpoint"
+    title = display_name(data)
     return {"type": "header", "text": {"type": "plain_text", "text": plain(title, HEADER_MAX)}}
 
 
@@ -194,8 +195,8 @@ def _actions(data: dict[str, Any]) -> list[Block]:
 
 
 def _fallback(prefix: str, data: dict[str, Any]) -> str:
-    title = data.get("title") or data.get("key") or "Breakpoint"
-    return mrkdwn(f"{prefix}{title}: {data.get('question') or ''}", FALLBACK_MAX)
+    question = f": {data['question']}" if data.get("title") and data.get("question") else ""
+    return mrkdwn(f"{prefix}{display_name(data)}{question}", FALLBACK_MAX)
 
 
 def announcement(
@@ -261,7 +262,7 @@ def outcome(data: dict[str, Any], event_type: str) -> tuple[str, list[Block]]:
 
 def reject_modal(data: dict[str, Any], *, private_metadata: str) -> Block:
     """The modal Reject opens: the breakpoint, and the feedback the agent will read."""
-    title = mrkdwn(data.get("title") or data.get("key") or "Breakpoint", 300)
+    title = mrkdwn(display_name(data), 300)
     question = mrkdwn(data.get("question") or "", 1500)
     return {
         "type": "modal",

@@ -285,7 +285,7 @@ def _form_page(
 ) -> HttpResponse:
     context = {
         "bp": bp,
-        "title": bp.title or bp.key,
+        "title": bp.display_name,
         "question": bp.question or "",
         "tags": [str(tag) for tag in bp.tags or []],
         "time_left": time_left(bp.expires_at.isoformat() if bp.expires_at else None),

@@ -175,7 +175,7 @@ def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpo
     release_preview(bp=bp, actor=Actor.for_user(user), approved=False, comment="", option=None)
     metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}
     view = slack_blocks.reject_modal(
-        {"title": bp.title, "key": bp.key, "question": bp.question},
+        {"title": bp.title, "key": bp.key, "question": bp.question, "breakpointId": bp.pk},
         private_metadata=json.dumps(metadata),
     )
     try:

@@ -8,9 +8,10 @@ from django.db import models
 from django.db.models import Case, F, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from breakpoints import limits
+from breakpoints import limits, naming
 from breakpoints.actors import AgentPrincipal, is_reviewer
 from breakpoints.choices import OnTimeout, Status, Strategy
+from breakpoints.payload import key_is_explicit
 
 
 def new_breakpoint_id() -> str:
@@ -163,7 +164,24 @@ class Breakpoint(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.title or self.key} ({self.status})"
+        return f"{self.display_name} ({self.status})"
+
+    @property
+    def display_name(self) -> str:
+        """What people see it called: its title, else its question (breakpoints.naming)."""
+        return naming.display_name(
+            {
+                "title": self.title,
+                "question": self.question,
+                "key": self.key,
+                "breakpointId": self.pk,
+            }
+        )
+
+    @property
+    def key_is_explicit(self) -> bool:
+        """Whether its key names this question (a breakpointId or a title), not the fallback."""
+        return key_is_explicit(self.payload or {}, self.title)
 
     @property
     def is_waiting(self) -> bool:

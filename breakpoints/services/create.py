@@ -136,6 +136,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
                 "autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD
             ),
             agent_id=bp.agent_id,
+            explicit_key=bp.key_is_explicit,
         )
         now = timezone.now()
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None

@@ -226,14 +226,16 @@ def breakpoint_always_approve(
 
     The rule matches exactly this breakpoint's key and records the reviewer as its
     author; an identical existing rule is reused. Refused when the agent sent
-    presentAlwaysApprove: false.
+    presentAlwaysApprove: false, or when the key is not the breakpoint's own
+    (autoapproval.always_approve_refusal).
     """
     with transaction.atomic():
         bp = lock(breakpoint_id)
-        if not autoapproval.offers_always_approve(bp.payload):
+        refusal = autoapproval.always_approve_refusal(bp)
+        if refusal is not None:
             raise InvalidInput(
-                "This breakpoint does not offer Always approve (presentAlwaysApprove is false).",
-                {"presentAlwaysApprove": ["The agent set this to false."]},
+                f"This breakpoint does not offer Always approve. {refusal}",
+                {"alwaysApprove": [refusal]},
             )
         feedback, bp = feedback_add(
             breakpoint_id=breakpoint_id,

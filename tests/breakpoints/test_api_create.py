@@ -527,7 +527,7 @@ def test_lists_at_their_caps_are_accepted(agent_client):
 
 
 def test_auto_approve_after_n_at_its_cap_is_stored_and_one_over_is_400(agent_client):
-    at_cap = {"payload": {"question": "Ship?", "autoApproveAfterN": 1_000}}
+    at_cap = {"payload": {"question": "Ship?", "breakpointId": "ship", "autoApproveAfterN": 1_000}}
     over = {"payload": {"question": "Ship?", "autoApproveAfterN": 10**30}}
 
     created = agent_client.post("/api/breakpoints", at_cap, format="json")
@@ -537,3 +537,58 @@ def test_auto_approve_after_n_at_its_cap_is_stored_and_one_over_is_400(agent_cli
     assert created.json()["payload"]["autoApproveAfterN"] == 1_000
     assert refused.status_code == 400
     assert "payload.autoApproveAfterN" in refused.json()["error"]["details"]
+
+
+# --- unknown top-level keys (issue 18 item 3) -----------------------------------------------
+
+
+def test_an_unknown_top_level_key_is_a_400_naming_it_and_the_close_match(agent_client):
+    response = agent_client.post(
+        "/api/breakpoints", {"payload": {"question": "Deploy?"}, "ttl": 60}, format="json"
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert "ttl (did you mean ttlSeconds?)" in str(error["details"])
+    assert not Breakpoint.objects.exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "key, meant",
+    [("agent_id", "agentId"), ("Title", "title"), ("tag", "tags"), ("paylod", "payload")],
+)
+def test_close_matches_are_suggested(agent_client, key, meant):
+    response = agent_client.post(
+        "/api/breakpoints", {"payload": {"question": "?"}, key: "x"}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert f"{key} (did you mean {meant}?)" in str(response.json()["error"]["details"])
+
+
+def test_the_payload_stays_free_form(agent_client):
+    payload = {"question": "Deploy?", "ttl": 60, "anything": {"nested": [1, 2]}}
+
+    response = agent_client.post("/api/breakpoints", {"payload": payload}, format="json")
+
+    assert response.status_code == 201
+    assert response.json()["payload"] == payload
+
+
+def test_an_unknown_feedback_key_is_refused_before_anything_is_decided(
+    agent_client, reviewer_client
+):
+    bp_id = agent_client.post(
+        "/api/breakpoints", {"payload": {"question": "Deploy?"}}, format="json"
+    ).json()["breakpointId"]
+
+    response = reviewer_client.post(
+        f"/api/breakpoints/{bp_id}/feedback",
+        {"comment": "no", "release": True, "aproved": False},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "aproved (did you mean approved?)" in str(response.json()["error"]["details"])
+    assert Breakpoint.objects.get(pk=bp_id).status == "waiting"
