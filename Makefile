@@ -19,7 +19,10 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 
 install: $(STAMP)
 
+# A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
+# allows, else one line that says what to do.
 migrate: install
+	@$(BIN)/python -m config.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).

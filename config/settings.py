@@ -206,7 +206,8 @@ BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
 # --- Channels: Slack, email, JIRA (breakpoints/channels/) ----------------------------
 # Links in messages and mails point here (the console's address as people reach it).
-BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", "http://127.0.0.1:8000")
+# Unset, it follows BPM_PORT (the port `make run` serves on).
+BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", f"http://127.0.0.1:{env_int('BPM_PORT', 8000)}")
 SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN")  # empty: Slack is off
 SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET")
 # slack-sdk's base URL; tests and demos point it at a stand-in on 127.0.0.1.

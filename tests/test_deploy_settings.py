@@ -66,3 +66,25 @@ def test_production_web_server_refuses_to_start_without_secret_key():
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def _public_url(env: dict[str, str]) -> str:
+    unset = {"BPM_PORT", "BPM_PUBLIC_URL"}
+    base = {k: v for k, v in os.environ.items() if k not in unset}
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.BPM_PUBLIC_URL)"],
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_links_follow_the_port_make_run_serves_on_unless_a_public_url_is_set():
+    assert _public_url({}) == "http://127.0.0.1:8000"
+    assert _public_url({"BPM_PORT": "8600"}) == "http://127.0.0.1:8600"
+    public = {"BPM_PORT": "8600", "BPM_PUBLIC_URL": "https://bpm.example.com"}
+    assert _public_url(public) == "https://bpm.example.com"
