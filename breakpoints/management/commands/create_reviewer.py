@@ -4,10 +4,10 @@ and API account (with --update: created, or an existing one brought up to date).
 import getpass
 import sys
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from breakpoints.accounts import reviewer_create
 from breakpoints.actors import is_admin
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         update: bool,
         **options,
     ):
-        started = timezone.now()
+        existed = get_user_model().objects.filter(username=username.strip()).exists()
         password = self._read_password()
         try:
             validate_password(password)
@@ -69,7 +69,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from exc
         role = "admin" if is_admin(user) else "reviewer"
         joined = f" in {', '.join(group)}" if group else ""
-        done = "Updated" if user.date_joined < started else "Created"
+        done = "Updated" if existed else "Created"
         self.stdout.write(f"{done} {role} {user.get_username()!r}{joined}.")
 
     def _read_password(self) -> str:
