@@ -9,7 +9,11 @@ RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 
-.PHONY: install run web migrate test lint format schema clean
+.PHONY: help install run web migrate test lint docs format schema clean
+
+# `make help` lists every target that has a `## text` comment on its line.
+help: ## List the targets, one line each
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,28 +21,28 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]" -e "./clients/python[mcp]"
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) ## Create .venv and install the project and its dev tools
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
 # allows, else one line that says what to do.
-migrate: install
+migrate: install ## Apply the database migrations (creating a missing PostgreSQL database)
 	@$(BIN)/python -m config.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
 # config/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
 # exec, so that a SIGTERM to make reaches it.
-run: migrate
+run: migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000
 	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev
 
 # Only the web process, for working on the API or console.
-web: migrate
+web: migrate ## Serve only the web process (port 8000)
 	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000
 
-test: install
+test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install docs ## ruff, mypy, import layers, migrations, OpenAPI, the docs build
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(TEST_ENV) $(BIN)/mypy
@@ -46,11 +50,17 @@ lint: install
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 
-format: install
+# The guides (docs/, mkdocs.yml) built with --strict: a broken link or anchor fails.
+# The site goes to a temporary folder, removed afterwards (nothing to commit).
+docs: install ## Build the guides in docs/ with mkdocs --strict (into a temporary folder)
+	@site=$$(mktemp -d) && $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"; \
+		status=$$?; rm -rf "$$site"; exit $$status
+
+format: install ## Fix what ruff can and format the code
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-schema: install
+schema: install ## Write the OpenAPI schema to schema.yml
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --file schema.yml
 
 # Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
@@ -62,7 +72,7 @@ BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
 BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
 
 .PHONY: bench
-bench: install
+bench: install ## Seed a PostgreSQL bench database and print the benchmarks' figures
 	@if [ -z "$$DATABASE_URL" ]; then \
 		psql -h 127.0.0.1 -U postgres -d postgres -tAc \
 			"SELECT 1 FROM pg_database WHERE datname = 'bpm_bench'" | grep -q 1 \
@@ -73,5 +83,5 @@ bench: install
 	$(BENCH_ENV) $(BIN)/python benchmarks/http_bench.py $(BENCH_HTTP_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
 
-clean:
+clean: ## Remove .venv, the SQLite database, var/ and collected static files
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache

@@ -44,10 +44,14 @@ def reviewer_create(
     email: str = "",
     admin: bool = False,
     groups: list[str] | None = None,
+    update: bool = False,
 ) -> AbstractBaseUser:
     """A staff user (so the console lets them in) in group `reviewers`, or `admins` too.
 
     `groups` adds expert groups (created if missing) that payload.expert can route to.
+    With `update`, an existing user of that name is brought up to date instead of refused:
+    the password, the email when one is given, the groups added (an admin stays an admin).
+    A superuser's account is not touched this way (Django's own commands manage it).
     """
     User = get_user_model()
     username = username.strip()
@@ -58,16 +62,30 @@ def reviewer_create(
         raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters.")
     if {REVIEWERS_GROUP, ADMINS_GROUP} & set(expert_groups):
         raise InvalidInput("Roles are not expert groups: use --admin to make an admin.")
-    if User.objects.filter(username=username).exists():
+    existing = User.objects.filter(username=username).first()
+    if existing is not None and not update:
         raise InvalidInput(f"A user named {username!r} already exists.")
     with transaction.atomic():
-        user = User.objects.create_user(
-            username=username, email=email, password=password, is_staff=True
-        )
+        if existing is None:
+            user = User.objects.create_user(
+                username=username, email=email, password=password, is_staff=True
+            )
+        else:
+            user = _reviewer_refresh(existing, email=email, password=password)
         roles = [REVIEWERS_GROUP, ADMINS_GROUP] if admin else [REVIEWERS_GROUP]
         for name in [*roles, *expert_groups]:
             group, _ = Group.objects.get_or_create(name=name)
             user.groups.add(group)
+    return user
+
+
+def _reviewer_refresh(user: Any, *, email: str, password: str) -> Any:
+    if user.is_superuser:
+        raise InvalidInput(f"{user.get_username()!r} is a superuser: not updated.")
+    user.set_password(password)
+    user.email = email or user.email
+    user.is_staff = True
+    user.save(update_fields=["password", "email", "is_staff"])
     return user
 
 

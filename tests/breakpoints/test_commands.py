@@ -215,3 +215,81 @@ def test_expire_breakpoints_runs_the_sweep_once(make_breakpoint):
     }
     assert Breakpoint.objects.get(pk=waiting.pk).status == "waiting"
     assert run("expire_breakpoints")[0].strip() == "Expired 0 breakpoint(s)."
+
+
+def test_create_reviewer_update_sets_the_email_of_an_existing_reviewer(db, monkeypatch):
+    # The docs' flows (a Slack click, an expert's mail) need the email; before --update an
+    # existing reviewer could not be given one from the command line.
+    ReviewerFactory(username="alice", email="")
+
+    out, _ = run(
+        "create_reviewer",
+        "alice",
+        "--update",
+        "--email",
+        "alice@example.com",
+        "--group",
+        "tech-lead",
+        stdin=STRONG_PASSWORD,
+        monkeypatch=monkeypatch,
+    )
+
+    user = get_user_model().objects.get(username="alice")
+    assert "Updated reviewer 'alice'" in out
+    assert user.email == "alice@example.com"
+    assert user.check_password(STRONG_PASSWORD)
+    assert {"reviewers", "tech-lead"} <= set(user.groups.values_list("name", flat=True))
+    assert get_user_model().objects.filter(username="alice").count() == 1
+
+
+def test_create_reviewer_update_keeps_the_email_and_the_admin_role_when_not_given(db, monkeypatch):
+    run(
+        "create_reviewer",
+        "root",
+        "--admin",
+        "--email",
+        "root@example.com",
+        stdin=STRONG_PASSWORD,
+        monkeypatch=monkeypatch,
+    )
+
+    out, _ = run(
+        "create_reviewer", "root", "--update", stdin=STRONG_PASSWORD, monkeypatch=monkeypatch
+    )
+
+    user = get_user_model().objects.get(username="root")
+    assert "Updated admin 'root'" in out
+    assert user.email == "root@example.com"
+    assert set(user.groups.values_list("name", flat=True)) == {"reviewers", "admins"}
+
+
+def test_create_reviewer_update_creates_a_missing_user(db, monkeypatch):
+    out, _ = run(
+        "create_reviewer",
+        "tina",
+        "--update",
+        "--email",
+        "tina@example.com",
+        stdin=STRONG_PASSWORD,
+        monkeypatch=monkeypatch,
+    )
+
+    assert "Created reviewer 'tina'" in out
+    assert get_user_model().objects.get(username="tina").email == "tina@example.com"
+
+
+def test_create_reviewer_update_leaves_a_superuser_alone(db, monkeypatch):
+    get_user_model().objects.create_superuser("boss", "boss@example.com", STRONG_PASSWORD)
+
+    with pytest.raises(CommandError, match="superuser"):
+        run(
+            "create_reviewer",
+            "boss",
+            "--update",
+            "--email",
+            "x@example.com",
+            stdin="another-Harbor-48-loudly",
+            monkeypatch=monkeypatch,
+        )
+    boss = get_user_model().objects.get(username="boss")
+    assert boss.email == "boss@example.com" and boss.check_password(STRONG_PASSWORD)

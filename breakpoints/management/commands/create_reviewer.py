@@ -1,13 +1,16 @@
-"""manage.py create_reviewer USERNAME [--email E] [--admin] [--group G]: a console and API account."""
+"""manage.py create_reviewer USERNAME [--email E] [--admin] [--group G]... [--update]: a console
+and API account (with --update: created, or an existing one brought up to date)."""
 
 import getpass
 import sys
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from breakpoints.accounts import reviewer_create
+from breakpoints.actors import is_admin
 from config.exceptions import DomainError
 
 
@@ -29,8 +32,25 @@ class Command(BaseCommand):
             help="Also join group G (created if missing), e.g. an expert group such as "
             "tech-lead that payload.expert routes to. Repeatable.",
         )
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="If USERNAME exists, update it instead of refusing: set the password (and "
+            "the email, when given), add the groups, make an admin with --admin (an admin "
+            "stays one). Without it an existing name is refused.",
+        )
 
-    def handle(self, *args, username: str, email: str, admin: bool, group: list[str], **options):
+    def handle(
+        self,
+        *args,
+        username: str,
+        email: str,
+        admin: bool,
+        group: list[str],
+        update: bool,
+        **options,
+    ):
+        existed = get_user_model().objects.filter(username=username.strip()).exists()
         password = self._read_password()
         try:
             validate_password(password)
@@ -38,13 +58,19 @@ class Command(BaseCommand):
             raise CommandError("Password refused: " + " ".join(exc.messages)) from exc
         try:
             user = reviewer_create(
-                username=username, email=email, password=password, admin=admin, groups=group
+                username=username,
+                email=email,
+                password=password,
+                admin=admin,
+                groups=group,
+                update=update,
             )
         except DomainError as exc:
             raise CommandError(exc.message) from exc
-        role = "admin" if admin else "reviewer"
+        role = "admin" if is_admin(user) else "reviewer"
         joined = f" in {', '.join(group)}" if group else ""
-        self.stdout.write(f"Created {role} {user.get_username()!r}{joined}.")
+        done = "Updated" if existed else "Created"
+        self.stdout.write(f"{done} {role} {user.get_username()!r}{joined}.")
 
     def _read_password(self) -> str:
         if sys.stdin is None or not sys.stdin.isatty():
