@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
@@ -19,6 +20,8 @@ docs_view = SpectacularSwaggerView.as_view(
 )
 
 urlpatterns = [
+    # People who open the service's address land in the console (its login when signed out).
+    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
     path("api/schema", schema_view, name="schema"),
     path("api/schema/", schema_view),
     path("api/docs", docs_view, name="docs"),
