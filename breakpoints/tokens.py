@@ -34,7 +34,7 @@ _RANDOM_LENGTH = 43  # 62**43 > 2**256
 _CHECKSUM_LENGTH = 6  # 62**6 > 2**32
 _CURRENT = re.compile(
     "(?:{})[0-9A-Za-z]{{{}}}".format(
-        "|".join(TOKEN_PREFIXES.values()), _RANDOM_LENGTH + _CHECKSUM_LENGTH
+        "|".join(map(re.escape, TOKEN_PREFIXES.values())), _RANDOM_LENGTH + _CHECKSUM_LENGTH
     )
 )
 _LEGACY = re.compile(re.escape(LEGACY_PREFIX) + r"[0-9A-Za-z_-]{43}")
@@ -52,12 +52,6 @@ def _checksum(body: str) -> str:
     return "".join(reversed(digits))
 
 
-def token_generate(kind: TokenKind) -> str:
-    """A new raw token of `kind` (not stored: see token_create_for_*)."""
-    body = TOKEN_PREFIXES[kind] + "".join(secrets.choice(_BASE62) for _ in range(_RANDOM_LENGTH))
-    return body + _checksum(body)
-
-
 def token_well_formed(raw: str) -> bool:
     """Whether `raw` could be a token this service issued, decided without any lookup:
     the current form with a matching checksum, or the legacy form."""
@@ -67,7 +61,8 @@ def token_well_formed(raw: str) -> bool:
 
 
 def _mint(kind: TokenKind) -> tuple[str, str, str]:
-    raw = token_generate(kind)
+    body = TOKEN_PREFIXES[kind] + "".join(secrets.choice(_BASE62) for _ in range(_RANDOM_LENGTH))
+    raw = body + _checksum(body)
     return raw, raw[:PREFIX_LENGTH], hash_token(raw)
 
 
