@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from breakpoints.actors import AgentPrincipal
 from breakpoints.choices import TokenKind
 from breakpoints.models import ApiToken
-from breakpoints.ratelimits import auth_failure_record, auth_failures_wait, client_address
-from breakpoints.tokens import token_authenticate, token_cached
+from breakpoints.ratelimits import auth_failure_record, client_address
+from breakpoints.tokens import token_authenticate, token_well_formed
 from config.exceptions import NotAuthenticated, RateLimited
 
 KEYWORD = "Bearer"
@@ -29,24 +29,24 @@ def bearer_credentials(header: str) -> str | None:
 def verify_bearer(raw: str, address: str) -> ApiToken:
     """The token for a Bearer credential, or NotAuthenticated (401) / RateLimited (429).
 
-    An address that sent BPM_AUTH_FAILURES_PER_MINUTE bad tokens this minute is refused
-    before any lookup; a token this process verified moments ago is never held back.
+    A token that verifies is always accepted. One that is not well formed (wrong shape or
+    checksum) is a 401 that cost no lookup and is not counted. One that was looked up and
+    did not verify counts against its address: past BPM_AUTH_FAILURES_PER_MINUTE in a
+    minute, those are answered 429 until the minute ends.
     """
     if not raw:
         raise NotAuthenticated(MISSING_TOKEN)
-    token = token_cached(raw)
+    if not token_well_formed(raw):
+        raise NotAuthenticated(INVALID_TOKEN)
+    token = token_authenticate(raw)
     if token is not None:
         return token
-    wait = auth_failures_wait(address)
+    wait = auth_failure_record(address)
     if wait is not None:
         raise RateLimited(
             f"Too many invalid tokens from this address; retry in {wait} s.", retry_after=wait
         )
-    token = token_authenticate(raw)
-    if token is None:
-        auth_failure_record(address)
-        raise NotAuthenticated(INVALID_TOKEN)
-    return token
+    raise NotAuthenticated(INVALID_TOKEN)
 
 
 def principal_for_token(token: ApiToken) -> Any:

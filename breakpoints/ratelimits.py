@@ -21,27 +21,25 @@ def _failures_key(address: str, window: int) -> str:
     return f"bpm:authfail:{address}:{window}"
 
 
-def auth_failures_wait(address: str) -> int | None:
-    """Seconds until `address` may try a token again, or None if it may now."""
-    window = int(time.time()) // WINDOW_SECONDS
-    try:
-        failures = cache.get(_failures_key(address, window), 0)
-    except Exception:  # noqa: BLE001 - fail open
-        logger.warning("Rate-limit cache unreachable", exc_info=True)
-        return None
-    if failures < settings.BPM_AUTH_FAILURES_PER_MINUTE:
-        return None
-    return (window + 1) * WINDOW_SECONDS - int(time.time()) or 1
+def auth_failure_record(address: str) -> int | None:
+    """Count one more token from `address` that did not verify, in the current minute.
 
-
-def auth_failure_record(address: str) -> None:
-    """One more bad token from `address` in the current minute."""
-    key = _failures_key(address, int(time.time()) // WINDOW_SECONDS)
+    Returns the seconds until that minute ends once the address has sent more than
+    BPM_AUTH_FAILURES_PER_MINUTE of them (its next failures are answered 429), else None.
+    Only tokens that cost a lookup are counted: a valid token is never held back by it.
+    """
+    now = int(time.time())
+    window = now // WINDOW_SECONDS
+    key = _failures_key(address, window)
     try:
         cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
-        cache.incr(key)
+        failures = cache.incr(key)  # atomic: Redis INCR, or under the local cache's lock
     except Exception:  # noqa: BLE001 - fail open
         logger.warning("Rate-limit cache unreachable", exc_info=True)
+        return None
+    if failures <= settings.BPM_AUTH_FAILURES_PER_MINUTE:
+        return None
+    return (window + 1) * WINDOW_SECONDS - now  # 1 to 60
 
 
 def address_of(remote: str, forwarded: str) -> str:

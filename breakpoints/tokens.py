@@ -1,8 +1,17 @@
-"""API tokens: minting (shown once), hashing, lookup and revocation."""
+"""API tokens: minting (shown once), hashing, lookup and revocation.
+
+A token is `bpma_` (agent) or `bpmu_` (personal user token), 43 random base62 characters
+(256 bits) and 6 base62 characters of CRC32 over everything before them, as GitHub's are:
+a mistyped, truncated or made-up token is refused by token_well_formed() without a lookup.
+Tokens minted before that (`bpm_` and 43 URL-safe base64 characters) are still looked up.
+"""
 
 import hashlib
+import re
 import secrets
+import string
 import time
+import zlib
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,17 +24,45 @@ from breakpoints.limits import MAX_AGENT_ID_LENGTH
 from breakpoints.models import ApiToken
 from config.exceptions import InvalidInput, NotFound
 
-TOKEN_PREFIX = "bpm_"
-PREFIX_LENGTH = 12
+TOKEN_PREFIXES = {TokenKind.AGENT: "bpma_", TokenKind.USER: "bpmu_"}
+LEGACY_PREFIX = "bpm_"
+PREFIX_LENGTH = 12  # the stored, printed prefix: enough to tell tokens apart, not to use one
 LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+_RANDOM_LENGTH = 43  # 62**43 > 2**256
+_CHECKSUM_LENGTH = 6  # 62**6 > 2**32
+_CURRENT = re.compile(
+    "(?:{})[0-9A-Za-z]{{{}}}".format(
+        "|".join(map(re.escape, TOKEN_PREFIXES.values())), _RANDOM_LENGTH + _CHECKSUM_LENGTH
+    )
+)
+_LEGACY = re.compile(re.escape(LEGACY_PREFIX) + r"[0-9A-Za-z_-]{43}")
 
 
 def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _mint() -> tuple[str, str, str]:
-    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+def _checksum(body: str) -> str:
+    number, digits = zlib.crc32(body.encode()), []
+    for _ in range(_CHECKSUM_LENGTH):
+        number, digit = divmod(number, 62)
+        digits.append(_BASE62[digit])
+    return "".join(reversed(digits))
+
+
+def token_well_formed(raw: str) -> bool:
+    """Whether `raw` could be a token this service issued, decided without any lookup:
+    the current form with a matching checksum, or the legacy form."""
+    if _CURRENT.fullmatch(raw):
+        return raw[-_CHECKSUM_LENGTH:] == _checksum(raw[:-_CHECKSUM_LENGTH])
+    return _LEGACY.fullmatch(raw) is not None
+
+
+def _mint(kind: TokenKind) -> tuple[str, str, str]:
+    body = TOKEN_PREFIXES[kind] + "".join(secrets.choice(_BASE62) for _ in range(_RANDOM_LENGTH))
+    raw = body + _checksum(body)
     return raw, raw[:PREFIX_LENGTH], hash_token(raw)
 
 
@@ -36,7 +73,7 @@ def token_create_for_agent(*, agent_id: str, name: str = "") -> tuple[ApiToken, 
         raise InvalidInput(
             f"agentId must be 1 to {MAX_AGENT_ID_LENGTH} characters.", {"agentId": ["Invalid."]}
         )
-    raw, prefix, digest = _mint()
+    raw, prefix, digest = _mint(TokenKind.AGENT)
     token = ApiToken.objects.create(
         kind=TokenKind.AGENT, agent_id=agent_id, name=name, prefix=prefix, token_hash=digest
     )
@@ -44,7 +81,7 @@ def token_create_for_agent(*, agent_id: str, name: str = "") -> tuple[ApiToken, 
 
 
 def token_create_for_user(*, user: User, name: str = "") -> tuple[ApiToken, str]:
-    raw, prefix, digest = _mint()
+    raw, prefix, digest = _mint(TokenKind.USER)
     token = ApiToken.objects.create(
         kind=TokenKind.USER, user=user, name=name, prefix=prefix, token_hash=digest
     )
@@ -54,11 +91,12 @@ def token_create_for_user(*, user: User, name: str = "") -> tuple[ApiToken, str]
 def token_revoke(*, prefix_or_id: str) -> ApiToken:
     """Revoke by database id or by the printed prefix (or the whole token)."""
     value = prefix_or_id.strip()
-    query = Q(prefix=value[:PREFIX_LENGTH]) if value.startswith(TOKEN_PREFIX) else Q()
+    looks_like_token = value.startswith((LEGACY_PREFIX, *TOKEN_PREFIXES.values()))
+    query = Q(prefix=value[:PREFIX_LENGTH]) if looks_like_token else Q()
     if value.isdigit():
         query |= Q(pk=int(value))
     matches = list(ApiToken.objects.filter(query)[:2]) if query else []
-    if value.startswith(TOKEN_PREFIX) and len(value) > PREFIX_LENGTH:
+    if looks_like_token and len(value) > PREFIX_LENGTH:
         matches = [t for t in matches if t.token_hash == hash_token(value)]
     if not matches:
         raise NotFound(f"No token matches {value!r}.")
@@ -77,11 +115,6 @@ _verified: dict[str, tuple[float, ApiToken]] = {}
 _VERIFIED_MAX = 10_000
 
 
-def token_cached(raw: str) -> ApiToken | None:
-    """The token for `raw` if this process verified it within BPM_TOKEN_CACHE_SECONDS."""
-    return _verified_token(hash_token(raw))
-
-
 def _verified_token(digest: str) -> ApiToken | None:
     cached = _verified.get(digest)
     return cached[1] if cached is not None and cached[0] > time.monotonic() else None
@@ -90,11 +123,12 @@ def _verified_token(digest: str) -> ApiToken | None:
 def token_authenticate(raw: str) -> ApiToken | None:
     """The active token for `raw`, or None.
 
-    One indexed lookup by hash, then trusted for BPM_TOKEN_CACHE_SECONDS in this process,
-    so a poll costs one query: a revocation elsewhere takes effect within that bound (in
-    the revoking process at once). Only verified tokens are kept; misses always ask.
+    A token that is not well formed is refused without a lookup. Otherwise one indexed
+    lookup by hash, then trusted for BPM_TOKEN_CACHE_SECONDS in this process, so a poll
+    costs one query: a revocation elsewhere takes effect within that bound (in the
+    revoking process at once). Only verified tokens are kept; misses always ask.
     """
-    if not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
+    if not token_well_formed(raw):
         return None
     digest = hash_token(raw)
     cached = _verified_token(digest)

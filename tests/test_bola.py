@@ -26,16 +26,12 @@ from breakpoints.actors import Actor
 from breakpoints.autoapproval import rule_create
 from breakpoints.channels.routes import route_add
 from breakpoints.models import AutoApprovalRule, Breakpoint, NotificationRoute, WebhookDelivery
-from breakpoints.tokens import (
-    TOKEN_PREFIX,
-    token_create_for_agent,
-    token_create_for_user,
-    token_revoke,
-)
+from breakpoints.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from reviews.models import Feedback
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.factories import UserFactory
+from tests.token_forms import well_formed_token
 from triggers.models import EventSource, ExternalEvent, TriggerRule
 from triggers.services import rule_add, source_add
 
@@ -476,7 +472,7 @@ def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
             ADMIN: token_create_for_user(user=admin_user)[1],
             NO_ROLE: token_create_for_user(user=UserFactory(username="nobody"))[1],
             ANONYMOUS: None,
-            INVALID_TOKEN: TOKEN_PREFIX + "x" * 43,
+            INVALID_TOKEN: well_formed_token(),
             REVOKED_TOKEN: revoked,
         },
     )

@@ -61,8 +61,9 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An agent token (create_agent_token) or a personal token "
-            "(create_user_token): `Authorization: Bearer bpm_…`.",
+            "description": "An agent token (create_agent_token, `bpma_…`) or a personal "
+            "token (create_user_token, `bpmu_…`): `Authorization: Bearer <token>`. Tokens "
+            "issued before the checksummed form (`bpm_…`) keep working.",
         }
 
 

@@ -36,7 +36,7 @@ def test_create_agent_token_prints_the_token_alone_on_the_last_line(db):
     out, err = run("create_agent_token", "agent-7", "--name", "ci runner")
 
     token = last_line(out)
-    assert token.startswith("bpm_")
+    assert token.startswith("bpma_")
     assert token == token.strip() and " " not in token
     stored = ApiToken.objects.get()
     assert stored.agent_id == "agent-7"
@@ -167,7 +167,7 @@ def test_create_user_token_prints_a_working_personal_token_last(reviewer, make_b
     out, _ = run("create_user_token", "alice")
 
     token = last_line(out)
-    assert token.startswith("bpm_")
+    assert token.startswith("bpmu_")
     stored = ApiToken.objects.get(token_hash=hash_token(token))
     assert stored.user == reviewer
     response = bearer_client(token).get("/api/breakpoints")

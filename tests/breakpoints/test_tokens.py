@@ -1,6 +1,7 @@
 """Bearer tokens: minted once, stored as a hash, revocable; sessions for reviewers with CSRF."""
 
 import hashlib
+import zlib
 from datetime import timedelta
 
 import pytest
@@ -15,10 +16,12 @@ from breakpoints.tokens import (
     token_create_for_agent,
     token_create_for_user,
     token_revoke,
+    token_well_formed,
 )
 from config.exceptions import InvalidInput, NotFound
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory
+from tests.token_forms import BASE62, legacy_token, well_formed_token, with_bad_checksum
 
 LIST = "/api/breakpoints"
 
@@ -35,7 +38,7 @@ def test_only_a_hash_of_the_token_is_stored(db):
     token, raw = token_create_for_agent(agent_id="agent-a", name="ci")
 
     stored = ApiToken.objects.get(pk=token.pk)
-    assert raw.startswith("bpm_")
+    assert raw.startswith("bpma_")
     assert len(raw) > 40
     assert stored.token_hash == hashlib.sha256(raw.encode()).hexdigest()
     assert stored.prefix == raw[:12]
@@ -57,6 +60,31 @@ def test_agent_token_needs_a_sensible_agent_id(db, agent_id):
     with pytest.raises(InvalidInput):
         token_create_for_agent(agent_id=agent_id)
     assert ApiToken.objects.count() == 0
+
+
+# --- format -----------------------------------------------------------------------------------
+
+
+def test_tokens_say_their_kind_and_end_in_a_crc32_checksum(db):
+    agent_raw = token_create_for_agent(agent_id="agent-a")[1]
+    user_raw = token_create_for_user(user=ReviewerFactory())[1]
+
+    assert agent_raw.startswith("bpma_") and user_raw.startswith("bpmu_")
+    for raw in (agent_raw, user_raw):
+        assert len(raw) == 5 + 43 + 6
+        assert set(raw[5:]) <= set(BASE62)
+        tail = 0
+        for character in raw[-6:]:
+            tail = tail * 62 + BASE62.index(character)
+        assert tail == zlib.crc32(raw[:-6].encode())
+
+
+def test_well_formed_is_decided_by_shape_and_checksum_alone():
+    assert token_well_formed(well_formed_token("bpma_"))
+    assert token_well_formed(well_formed_token("bpmu_"))
+    assert token_well_formed("bpm_" + "x" * 43)  # the legacy form: only a lookup can tell
+    assert not token_well_formed(with_bad_checksum(well_formed_token()))
+    assert not token_well_formed(well_formed_token("bpmx_"))
 
 
 # --- authentication ----------------------------------------------------------------------------
@@ -87,8 +115,49 @@ def test_revoked_token_is_401(db):
     assert_401(client.get(LIST))
 
 
-def test_unknown_token_is_401(db):
-    assert_401(bearer_client("bpm_" + "x" * 43).get(LIST))
+@pytest.mark.parametrize("raw", [well_formed_token(), "bpm_" + "x" * 43], ids=["current", "legacy"])
+def test_unknown_token_is_401(db, raw):
+    assert_401(bearer_client(raw).get(LIST))
+
+
+TAMPERED = {
+    "bad checksum": with_bad_checksum,
+    "random part changed": lambda raw: raw[:9] + ("0" if raw[9] != "0" else "1") + raw[10:],
+    "other kind's prefix": lambda raw: "bpmu_" + raw[5:],
+    "truncated": lambda raw: raw[:-1],
+    "one character more": lambda raw: raw + "0",
+    "not base62": lambda raw: raw[:20] + "-" + raw[21:],
+    "legacy prefix, wrong length": lambda raw: "bpm_" + raw[5:],
+    "no known prefix": lambda raw: "ghp_" + raw[5:],
+}
+
+
+@pytest.mark.parametrize("tamper", TAMPERED.values(), ids=TAMPERED.keys())
+def test_a_malformed_token_is_401_without_a_query(agent_token, tamper, django_assert_num_queries):
+    client = bearer_client(tamper(agent_token))
+
+    with django_assert_num_queries(0):
+        response = client.get(LIST)
+
+    assert_401(response)
+
+
+def test_a_legacy_agent_token_still_authenticates_and_revokes_by_its_prefix(make_breakpoint):
+    mine = make_breakpoint(agent_id="agent-a")
+    make_breakpoint(agent_id="agent-b")
+    raw = legacy_token(kind=TokenKind.AGENT, agent_id="agent-a")
+    client = bearer_client(raw)
+
+    assert [r["breakpointId"] for r in client.get(LIST).json()["results"]] == [mine.pk]
+    token_revoke(prefix_or_id=raw[:12])
+    assert_401(client.get(LIST))
+
+
+def test_a_legacy_personal_token_still_authenticates(reviewer, make_breakpoint):
+    make_breakpoint(agent_id="agent-b")
+    client = bearer_client(legacy_token(kind=TokenKind.USER, user=reviewer))
+
+    assert len(client.get(LIST).json()["results"]) == 1
 
 
 def test_token_without_the_bpm_prefix_is_401(db):
@@ -172,7 +241,7 @@ def test_revoking_twice_keeps_the_first_revocation_time(db):
     assert second == first
 
 
-@pytest.mark.parametrize("value", ["bpm_nothing", "999999", "garbage"])
+@pytest.mark.parametrize("value", ["bpm_nothing", "bpma_nothing", "999999", "garbage"])
 def test_revoking_an_unknown_token_is_not_found(db, value):
     token_create_for_agent(agent_id="a")
 

@@ -18,7 +18,7 @@ def test_admin_creates_an_agent_token_shown_once(admin_browser):
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     raw = response.context["raw_token"]
-    assert raw.startswith("bpm_") and raw in response.content.decode()
+    assert raw.startswith("bpma_") and raw in response.content.decode()
     token = ApiToken.objects.get(agent_id="agent-42")
     assert token.name == "ci" and token.token_hash != raw
     assert token_authenticate(raw) == token

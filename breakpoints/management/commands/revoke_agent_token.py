@@ -7,7 +7,7 @@ from config.exceptions import DomainError
 
 
 class Command(BaseCommand):
-    help = "Revoke an API token by its id, its printed prefix (bpm_xxxxxxxx) or the token itself."
+    help = "Revoke an API token by its id, its printed prefix (bpma_xxxxxxx) or the token itself."
 
     def add_arguments(self, parser):
         parser.add_argument("token", metavar="TOKEN_PREFIX_OR_ID")
