@@ -26,6 +26,14 @@ def bearer_credentials(header: str) -> str | None:
     return raw.strip()
 
 
+def wrong_scheme(header: str) -> str:
+    """The 401 message for an Authorization header that is not Bearer (never echoing it)."""
+    scheme, space, _ = header.strip().partition(" ")
+    named = f"the scheme '{scheme}'" if space and scheme.isalpha() and len(scheme) <= 20 else None
+    got = named or "a value with no scheme"
+    return f"Send the token as 'Authorization: Bearer <token>' (got {got})."
+
+
 def verify_bearer(raw: str, address: str) -> ApiToken:
     """The token for a Bearer credential, or NotAuthenticated (401) / RateLimited (429).
 
@@ -62,9 +70,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
-        raw = bearer_credentials(header) if header else None
+        if not header:
+            return None  # no credentials: another authenticator, or "not provided"
+        raw = bearer_credentials(header)
         if raw is None:
-            return None
+            raise exceptions.AuthenticationFailed(wrong_scheme(header))
         try:
             token = verify_bearer(raw, client_address(request))
         except NotAuthenticated as exc:

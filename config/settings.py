@@ -241,6 +241,10 @@ BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
 BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
 # "json" (one object per line) or "plain"; JSON by default when DEBUG is off.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
+# config/supervisor.py (make run) stamps every line itself: LOG_TIMESTAMPS=0 there.
+PLAIN_LOG_FORMAT = (
+    "%(asctime)s " if env_bool("LOG_TIMESTAMPS", True) else ""
+) + "%(levelname)s %(name)s [%(request_id)s] %(message)s"
 if LOG_FORMAT not in ("json", "plain"):
     raise ImproperlyConfigured("LOG_FORMAT must be json or plain.")
 
@@ -337,7 +341,8 @@ if REDIS_URL:
     }
 else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
-    CELERY_BROKER_URL = "filesystem://"
+    # A host named, or kombu warns "No hostname was supplied" at every start (it is unused).
+    CELERY_BROKER_URL = "filesystem://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -384,7 +389,7 @@ LOGGING = {
         "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
     },
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "plain": {"format": PLAIN_LOG_FORMAT},
         "json": {"()": "config.logging.JSONFormatter"},
     },
     "handlers": {
@@ -395,4 +400,13 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # A line per task received, run and scheduled (sweeps every few seconds): failures
+        # and retries are still logged (WARNING and ERROR); LOG_LEVEL_TASKS=INFO shows all.
+        **{
+            name: {"level": env_str("LOG_LEVEL_TASKS", "WARNING")}
+            for name in ("celery.worker.strategy", "celery.app.trace", "celery.beat")
+        },
+        "axes.apps": {"level": "WARNING"},  # "AXES: BEGIN ..." at every process start
+    },
 }

@@ -126,6 +126,7 @@ class Supervisor:
         bin_dir = os.path.dirname(sys.executable)
         env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", os.defpath)])
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env.setdefault("LOG_TIMESTAMPS", "0")  # each line is stamped here already
         return env
 
     def child_setup(self) -> Callable[[], None]:

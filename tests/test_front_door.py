@@ -1,5 +1,7 @@
 """What a newcomer meets first: the service's address, and a wrong Authorization scheme."""
 
+import pytest
+
 
 def test_the_root_address_leads_to_the_console_login(client, db):
     response = client.get("/", follow=True)
@@ -7,3 +9,29 @@ def test_the_root_address_leads_to_the_console_login(client, db):
     assert response.redirect_chain[0] == ("/admin/", 302)
     assert response.status_code == 200
     assert response.request["PATH_INFO"] == "/admin/login/"
+
+
+@pytest.mark.parametrize(
+    "header, got",
+    [
+        ("Token {token}", "the scheme 'Token'"),
+        ("{token}", "a value with no scheme"),
+        ("Basic dXNlcjpwYXNz", "the scheme 'Basic'"),
+    ],
+)
+def test_a_wrong_scheme_says_to_use_bearer_without_echoing_the_token(
+    client, agent_token, header, got
+):
+    response = client.get("/api/breakpoints", HTTP_AUTHORIZATION=header.format(token=agent_token))
+
+    assert response.status_code == 401
+    message = response.json()["error"]["message"]
+    assert "Authorization: Bearer <token>" in message
+    assert got in message
+    assert agent_token not in response.content.decode()
+
+
+def test_the_right_scheme_in_any_case_still_works(client, agent_token):
+    response = client.get("/api/breakpoints", HTTP_AUTHORIZATION=f"bearer {agent_token}")
+
+    assert response.status_code == 200
