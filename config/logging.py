@@ -97,6 +97,28 @@ class RedactSecretsFilter(logging.Filter):
         return True
 
 
+class RoutineTaskLinesFilter(logging.Filter):
+    """Drops the per-task lines below `level`: "Task … received", "Task … succeeded" and
+    beat's "Sending due task" (sweeps run every few seconds: ~60 lines a minute while idle).
+    Failures and retries (WARNING and up) and every other line pass."""
+
+    PER_TASK = ("celery.worker.strategy", "celery.app.trace")
+    SCHEDULED = "Scheduler: Sending due task"
+
+    def __init__(self, level: str = "WARNING") -> None:
+        super().__init__()
+        self.level = logging.getLevelName(level.upper())
+        if not isinstance(self.level, int):
+            self.level = logging.WARNING
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level:
+            return True
+        if record.name in self.PER_TASK:
+            return False
+        return not (record.name == "celery.beat" and str(record.msg).startswith(self.SCHEDULED))
+
+
 def redact_server_access_logs() -> None:
     """The web servers' access loggers write through their own handlers, not ours."""
     for name in ("uvicorn.access", "gunicorn.access", "uvicorn.error", "gunicorn.error"):

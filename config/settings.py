@@ -347,6 +347,9 @@ else:
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "control_folder": str(BROKER_DIR / "control"),
+        # How often an idle worker looks at the folder (kombu's default is 1 s): the
+        # worker notices a stop request only between looks, so Ctrl-C ends it sooner.
+        "polling_interval": 0.1,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
@@ -387,6 +390,11 @@ LOGGING = {
     "filters": {
         "request_id": {"()": "config.logging.RequestIDFilter"},
         "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
+        # LOG_LEVEL_TASKS=INFO shows a line for every task run and scheduled.
+        "routine_task_lines": {
+            "()": "config.logging.RoutineTaskLinesFilter",
+            "level": env_str("LOG_LEVEL_TASKS", "WARNING"),
+        },
     },
     "formatters": {
         "plain": {"format": PLAIN_LOG_FORMAT},
@@ -396,17 +404,9 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["request_id", "redact_secrets"],
+            "filters": ["request_id", "redact_secrets", "routine_task_lines"],
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {
-        # A line per task received, run and scheduled (sweeps every few seconds): failures
-        # and retries are still logged (WARNING and ERROR); LOG_LEVEL_TASKS=INFO shows all.
-        **{
-            name: {"level": env_str("LOG_LEVEL_TASKS", "WARNING")}
-            for name in ("celery.worker.strategy", "celery.app.trace", "celery.beat")
-        },
-        "axes.apps": {"level": "WARNING"},  # "AXES: BEGIN ..." at every process start
-    },
+    "loggers": {"axes.apps": {"level": "WARNING"}},  # "AXES: BEGIN ..." at every start
 }

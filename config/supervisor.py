@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-GRACE_SECONDS = 5.0
+GRACE_SECONDS = 10.0
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 COLOURS = ("36", "33", "32", "35", "34", "31")

@@ -11,6 +11,7 @@ running in the project folder.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,11 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from config.supervisor import GRACE_SECONDS
 from tests.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env, http, manage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOT_TIMEOUT_SECONDS = 90
-STOP_DEADLINE_SECONDS = 10
+# The supervisor's grace before SIGKILL, and a little for the kill itself.
+STOP_DEADLINE_SECONDS = GRACE_SECONDS + 3
 WORKER_READY = "ready."
 BEAT_READY = "beat: Starting"
 
@@ -205,6 +208,11 @@ def test_stopping_make_run_leaves_no_process_behind(project, tmp_path, how):
             )
             assert make.poll() is not None
             assert not running_in(project), running_in(project)
+            output = log.read_text(errors="replace")
+            if how in ("ctrl-c", "closed-terminal", "sigterm"):
+                # Every process stopped on its own: no SIGKILL, the worker included.
+                assert "sending SIGKILL" not in output, output
+            assert_quiet(output)
         finally:
             for pid, start in tree.items():
                 if pid != os.getpid() and alive(pid, start):
@@ -216,6 +224,15 @@ def test_stopping_make_run_leaves_no_process_behind(project, tmp_path, how):
             make.wait(timeout=10)
             if waiter is not None:
                 waiter.join(timeout=45)
+
+
+def assert_quiet(output: str) -> None:
+    """make run's output: one timestamp a line, no banner or warning that says nothing,
+    no line per routine task (sweeps run every few seconds)."""
+    for noise in ("No hostname was supplied", "AXES: BEGIN", "Sending due task", "succeeded in"):
+        assert noise not in output, f"{noise!r} in:\n{output}"
+    stamped_twice = re.compile(r"^\d\d:\d\d:\d\d \S+\s+\| \d{4}-\d\d-\d\d", re.MULTILINE)
+    assert not stamped_twice.search(output), output
 
 
 def _ignore_errors(function, *args, **kwargs) -> None:
