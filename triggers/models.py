@@ -6,6 +6,7 @@ script signing with HMAC); each accepted delivery is stored once as an ExternalE
 TriggerRules, which release, cancel or create breakpoints, or forward the event.
 """
 
+import base64
 import secrets
 
 from django.conf import settings
@@ -14,12 +15,23 @@ from django.db.models import Q
 
 from breakpoints import limits
 
+STANDARD_WEBHOOKS_PREFIX = "whsec_"
+
 
 def new_event_id() -> str:
     return "evt_" + secrets.token_urlsafe(16)
 
 
-def new_source_secret() -> str:
+def new_source_secret(kind: str = "") -> str:
+    """A random secret in the form its kind expects.
+
+    Standard Webhooks: the spec's `whsec_` + standard base64 of 32 random bytes (its
+    libraries and the openssl recipe use the decoded bytes as the key; a secret without the
+    prefix is still verified, as its UTF-8 bytes). GitHub, GitLab and generic HMAC use the
+    text itself as the key or token: URL-safe characters, pasted anywhere unchanged.
+    """
+    if kind == SourceKind.STANDARD_WEBHOOKS:
+        return STANDARD_WEBHOOKS_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
     return secrets.token_urlsafe(32)
 
 

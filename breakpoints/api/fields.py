@@ -7,12 +7,21 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 
 class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers, booleans and objects instead of stringifying them."""
+    """A CharField that refuses numbers, booleans and objects instead of stringifying them,
+    and text longer than max_length before trimming it."""
 
     default_error_messages = {"not_a_string": "Must be a string."}
+
+    def run_validation(self, data=empty):
+        # The length as sent, as the schema's maxLength says: DRF checks it after trimming,
+        # and text that trims to nothing never reaches a check at all.
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().run_validation(data)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

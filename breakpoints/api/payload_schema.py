@@ -17,21 +17,22 @@ def text_schema(max_length: int) -> dict:
     return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_length}
 
 
-# escalateTo is required (a name, not null) with escalateAfterSeconds or onTimeout:
-# escalate; the payload and a route's defaults say it the same way.
-NEEDS_ESCALATE_TO = {
-    "anyOf": [
-        {
-            "required": ["escalateAfterSeconds"],
-            "properties": {"escalateAfterSeconds": {"type": "integer"}},
-        },
-        {"required": ["onTimeout"], "properties": {"onTimeout": {"enum": [OnTimeout.ESCALATE]}}},
-    ]
+# Rules that tie one key to another are said in words (and enforced with a 400 by
+# breakpoints.payload), never as anyOf/oneOf/not: code generators cannot express those
+# and drop or mangle the object's own properties (openapi-python-client did).
+ESCALATE_TO_DESCRIPTION = (
+    "An expert name. Required (a name, not null) when escalateAfterSeconds is set or "
+    "onTimeout is escalate; without it such a request is refused with 400."
+)
+# -1 (never auto-approve) or MIN..MAX: one integer range, 0 refused in words and with a 400.
+AUTO_APPROVE_AFTER_N_SCHEMA = {
+    "type": "integer",
+    "minimum": limits.NO_AUTO_APPROVE_THRESHOLD,
+    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
+    "description": f"Auto-approve after this many consecutive manual approvals of the same "
+    f"key: {limits.MIN_AUTO_APPROVE_AFTER_N}-{limits.MAX_AUTO_APPROVE_AFTER_N}, or "
+    f"{limits.NO_AUTO_APPROVE_THRESHOLD} for never; 0 is refused with 400.",
 }
-ESCALATE_TO_RULE = [
-    {"required": ["escalateTo"], "properties": {"escalateTo": {"type": "string"}}},
-    {"not": NEEDS_ESCALATE_TO},
-]
 
 FORMAT_DESCRIPTION = (
     "How the console shows the file. When omitted (or null) it is inferred from the path's "
@@ -56,16 +57,7 @@ PAYLOAD_SCHEMA = {
         },
         "strategy": {"type": "string", "enum": list(Strategy.values)},
         "attempt": {"type": "integer", "minimum": 1},
-        "autoApproveAfterN": {
-            "anyOf": [
-                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
-                {
-                    "type": "integer",
-                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
-                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
-                },
-            ]
-        },
+        "autoApproveAfterN": AUTO_APPROVE_AFTER_N_SCHEMA,
         "presentAlwaysApprove": {"type": "boolean"},
         "onTimeout": {
             "type": "string",
@@ -83,7 +75,9 @@ PAYLOAD_SCHEMA = {
             "maximum": limits.MAX_TTL_SECONDS,
             "description": "After this long, route it also to escalateTo (audited `escalated`).",
         },
-        "escalateTo": _nullable(text_schema(limits.MAX_EXPERT_NAME_LENGTH)),
+        "escalateTo": _nullable(
+            {**text_schema(limits.MAX_EXPERT_NAME_LENGTH), "description": ESCALATE_TO_DESCRIPTION}
+        ),
         "remindEverySeconds": {
             "type": "integer",
             "nullable": True,
@@ -181,5 +175,4 @@ PAYLOAD_SCHEMA = {
             }
         ),
     },
-    "anyOf": ESCALATE_TO_RULE,
 }

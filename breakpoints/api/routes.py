@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from breakpoints import limits
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField
-from breakpoints.api.payload_schema import ESCALATE_TO_RULE
+from breakpoints.api.payload_schema import ESCALATE_TO_DESCRIPTION
 from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.rules import RulePatternField
 from breakpoints.api.schema import NOT_BLANK
@@ -101,8 +101,7 @@ DEFAULTS_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "description": "Filled into a matching breakpoint whose payload leaves them out (the "
-    "first matching route by name wins per key). escalateTo is required with "
-    "escalateAfterSeconds or onTimeout: escalate.",
+    "first matching route by name wins per key).",
     "properties": {
         "onTimeout": {"type": "string", "enum": list(OnTimeout.values)},
         "escalateAfterSeconds": {
@@ -110,14 +109,13 @@ DEFAULTS_SCHEMA = {
             "minimum": 1,
             "maximum": limits.MAX_TTL_SECONDS,
         },
-        "escalateTo": _text(limits.MAX_EXPERT_NAME_LENGTH, "An expert name."),
+        "escalateTo": _text(limits.MAX_EXPERT_NAME_LENGTH, ESCALATE_TO_DESCRIPTION),
         "remindEverySeconds": {
             "type": "integer",
             "minimum": limits.MIN_REMIND_EVERY_SECONDS,
             "maximum": limits.MAX_TTL_SECONDS,
         },
     },
-    "anyOf": ESCALATE_TO_RULE,
 }
 
 

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from breakpoints import autoapproval, limits
 from breakpoints.actors import actor_for_request_user
 from breakpoints.api.fields import StrictCharField, StrictIntegerField
+from breakpoints.api.payload_schema import AUTO_APPROVE_AFTER_N_SCHEMA
 from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.schema import NOT_BLANK
 from breakpoints.api.serializers import AutoApprovalSerializer
@@ -125,17 +126,9 @@ EVALUATE_PARAMETERS = [
     ),
     OpenApiParameter(
         "autoApproveAfterN",
-        {
-            "anyOf": [
-                {"type": "integer", "enum": [limits.NO_AUTO_APPROVE_THRESHOLD]},
-                {
-                    "type": "integer",
-                    "minimum": limits.MIN_AUTO_APPROVE_AFTER_N,
-                    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
-                },
-            ]
-        },
-        description="The breakpoint's threshold of consecutive manual approvals (-1: none).",
+        AUTO_APPROVE_AFTER_N_SCHEMA,
+        description="The breakpoint's threshold of consecutive manual approvals (-1: none; "
+        "0 is refused).",
     ),
     OpenApiParameter(
         "agentId",

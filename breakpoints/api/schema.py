@@ -114,14 +114,13 @@ def strip_trailing_slashes(result, generator, request, public):
 
 
 def declare_input_rules(result: dict) -> None:
-    """Input rules the serializers cannot say by themselves."""
+    """Input rules the serializers cannot say by themselves.
+
+    A rule that ties one field to another (a comment unless release is true) is said in
+    the field's description and answered with a 400, never as anyOf/oneOf: generators such
+    as openapi-python-client cannot express such unions and drop the operation.
+    """
     schemas = result.get("components", {}).get("schemas", {})
-    # A feedback's comment may be blank only when release is true (services.feedback_add).
-    if "FeedbackCreateRequest" in schemas:
-        schemas["FeedbackCreateRequest"]["anyOf"] = [
-            {"required": ["release"], "properties": {"release": {"enum": [True]}}},
-            {"required": ["comment"], "properties": {"comment": {"pattern": NOT_BLANK}}},
-        ]
     feedback = result["paths"].get("/api/breakpoints/{id}/feedback", {}).get("post", {})
     if "requestBody" in feedback:
         feedback["requestBody"]["required"] = True  # a comment, or release: true

@@ -285,9 +285,17 @@ class FeedbackCreateSerializer(StrictBody):
     """Unknown keys are refused: a misspelt `approved` must not approve by default."""
 
     comment = StrictCharField(
-        required=False, allow_blank=True, default="", max_length=limits.MAX_COMMENT_LENGTH
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=limits.MAX_COMMENT_LENGTH,
+        help_text="Required, not blank, unless release is true (else 400).",
     )
-    release = StrictBooleanField(required=False, default=False)
+    release = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="true decides the breakpoint (see approved); false adds a comment only.",
+    )
     # Left out it is None: the chosen option's verdict decides, else true (approve).
     approved = StrictBooleanField(
         required=False,

@@ -34,7 +34,9 @@ from breakpoints.waiting.query import parse_status_query
 from config.exceptions import InvalidInput, NotFound
 
 
-def _errors(*codes: int) -> dict:
+def _errors(*codes: int, invalid: str = "") -> dict:
+    """Error responses of an operation; `invalid` names the input rules its 400 enforces
+    that the request schema states only in words (rules between fields)."""
     descriptions = {
         400: "validation_error",
         401: "not_authenticated",
@@ -45,6 +47,8 @@ def _errors(*codes: int) -> dict:
         429: "throttled (with Retry-After)",
         503: "unavailable (with Retry-After)",
     }
+    if invalid:
+        descriptions[400] = f"validation_error, among others when {invalid}"
     return {
         code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes
     }
@@ -97,7 +101,15 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         responses={
             201: BreakpointSerializer,
             200: OpenApiResponse(BreakpointSerializer, description="Idempotent replay."),
-            **_errors(400, 401, 403, 409, 413),
+            **_errors(
+                400,
+                401,
+                403,
+                409,
+                413,
+                invalid="payload.escalateTo is missing or null while payload.escalateAfterSeconds "
+                "is set or payload.onTimeout is escalate, or payload.autoApproveAfterN is 0.",
+            ),
         },
     )
     def create(self, request: Request) -> Response:
@@ -205,7 +217,18 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         description="Reviewers and admins. `comment` may be empty only when `release` is "
         "true; `option` must be one of `payload.options` when those exist.",
         request=FeedbackCreateSerializer,
-        responses={201: FeedbackCreatedSerializer, **_errors(400, 401, 403, 404, 409)},
+        responses={
+            201: FeedbackCreatedSerializer,
+            **_errors(
+                400,
+                401,
+                403,
+                404,
+                409,
+                invalid="comment is blank and release is not true, option is not one of "
+                "payload.options, or approved disagrees with the option's verdict.",
+            ),
+        },
     )
     @action(detail=True, methods=["post"], permission_classes=[IsReviewer], filterset_class=None)
     def feedback(self, request: Request, pk: str) -> Response:

@@ -1,6 +1,7 @@
 """OpenAPI: /api/schema is a valid OpenAPI 3 document covering the contract; /api/docs serves."""
 
 import json
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -191,3 +192,31 @@ def test_rule_pattern_regex_agrees_with_the_parser():
         except PatternError:
             parsed = False
         assert bool(re.match(RULE_PATTERN_REGEX, text)) == parsed, text
+
+
+def _objects(node, path: str = "#") -> Iterator[tuple[str, dict]]:
+    """Every JSON object of the document, with its JSON pointer."""
+    if isinstance(node, dict):
+        yield path, node
+        children = node.items()
+    else:
+        children = enumerate(node) if isinstance(node, list) else []
+    for key, value in children:
+        yield from _objects(value, f"{path}/{key}")
+
+
+def test_no_rule_between_fields_is_written_as_a_union(schema):
+    """Code generators build a model from `properties` or from a union, not both: an
+    anyOf/oneOf beside an object's properties, a branch that only adds `required`, a `not`
+    or a boolean enum lost whole operations and fields (openapi-python-client). Rules between
+    fields are in descriptions and the 400s; a union only offers complete alternatives."""
+    problems = []
+    for path, node in _objects(schema):
+        branches = node.get("anyOf", []) + node.get("oneOf", [])
+        if "not" in node or (branches and "properties" in node):
+            problems.append(path)
+        elif any("type" not in branch and "$ref" not in branch for branch in branches):
+            problems.append(path)
+        elif isinstance(node.get("enum"), list) and any(v is True for v in node["enum"]):
+            problems.append(path)
+    assert problems == []

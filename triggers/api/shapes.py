@@ -49,22 +49,21 @@ EXPRESSION = {
     "description": "A JMESPath expression over the event's payload; it holds when its value "
     "is not false, null, empty text, [] or {}.",
 }
-SELECTOR_KEYS = ("key", "runId", "agentId", "tags")
 SELECTOR = {
     "type": "object",
     "additionalProperties": False,
+    # "At least one, not empty" is said in words and enforced with a 400 (not as anyOf of
+    # partial schemas, which generators turn into models that lose these properties).
+    "minProperties": 1,
     "description": "Which waiting breakpoints (at most 100, oldest first): all it names must "
-    "match. key is a rule pattern: deploy.*, wait-for-ci(tags contains 'ci').",
+    "match; it names at least one of key, runId, agentId (not empty) or tags (not an empty "
+    "list), else 400. key is a rule pattern: deploy.*, wait-for-ci(tags contains 'ci').",
     "properties": {
         "key": TEMPLATE,
         "runId": TEMPLATE,
         "agentId": TEMPLATE,
         "tags": {"type": "array", "items": TEMPLATE},
     },
-    "anyOf": [
-        {"required": [key], "properties": {key: {"minLength": 1}}} for key in SELECTOR_KEYS[:3]
-    ]
-    + [{"required": ["tags"], "properties": {"tags": {"minItems": 1}}}],
 }
 
 
@@ -191,12 +190,25 @@ def params_problems(action: str, params: Any) -> dict[str, list[str]]:
     return errors
 
 
-def _by_action(action: str) -> dict[str, Any]:
-    branch: dict[str, Any] = {
-        "title": f"A {action} rule",
-        "properties": {"action": {"enum": [action]}, "params": PARAMS[action]},
+def _params_schema() -> dict[str, Any]:
+    """Every action's params as one object. Which keys an action takes is said in words and
+    refused with a 400, not as a oneOf by action: generators (openapi-python-client) make
+    of such branches models without the body's other fields."""
+    properties: dict[str, Any] = {}
+    for shape in PARAMS.values():
+        for key, value in shape["properties"].items():
+            # No default: a generated client would send approved: true with every action.
+            properties.setdefault(key, {k: v for k, v in value.items() if k != "default"})
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+        "description": "By action; a key the action does not take is refused with 400. "
+        "release: selector (required), approved (default true), feedback; cancel: selector "
+        "(required), reason; create: question (required), title, tags, expert, ttlSeconds, "
+        "breakpointId, agentId, runId; forward: none (leave params out). Text values are "
+        "templates.",
     }
-    return {**branch, "required": ["params"]} if action in PARAMS_REQUIRED else branch
 
 
 TRIGGER_CREATE_SCHEMA = {
@@ -224,14 +236,8 @@ TRIGGER_CREATE_SCHEMA = {
             "description": "Every one must hold: \"workflow_run.conclusion == 'success'\".",
         },
         "action": {"type": "string", "enum": list(TriggerAction.values)},
-        "params": {
-            "type": "object",
-            "description": "By action. release: selector, approved, feedback; cancel: "
-            "selector, reason; create: question, title, tags, expert, ttlSeconds, "
-            "breakpointId, agentId, runId; forward: none. Text values are templates.",
-        },
+        "params": _params_schema(),
     },
-    "oneOf": [_by_action(action) for action in TriggerAction.values],
 }
 
 

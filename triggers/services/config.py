@@ -16,7 +16,13 @@ from breakpoints.limits import (
 )
 from config.exceptions import Conflict, InvalidInput, NotFound
 from triggers.expressions import check_expression, check_template
-from triggers.models import EventSource, SourceKind, TriggerAction, TriggerRule
+from triggers.models import (
+    EventSource,
+    SourceKind,
+    TriggerAction,
+    TriggerRule,
+    new_source_secret,
+)
 from triggers.selection import selector_problem
 
 NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
@@ -57,9 +63,12 @@ def source_add(*, actor: Actor, name: Any, kind: Any, secret: Any = None) -> Eve
     ):
         errors["secret"] = [f"16 to {MAX_WEBHOOK_SECRET_LENGTH} characters."]
     _raise_if(errors)
-    fields = {"name": name, "kind": kind, "created_by": actor.name}
-    if secret:
-        fields["secret"] = secret
+    fields = {
+        "name": name,
+        "kind": kind,
+        "created_by": actor.name,
+        "secret": secret or new_source_secret(kind),
+    }
     try:
         with transaction.atomic():
             return EventSource.objects.create(**fields)
