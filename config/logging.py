@@ -152,4 +152,13 @@ class JSONFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # The whole line: extras such as Django's `request` (its repr prints the path),
+        # exception texts and stacks may carry a URL secret too.
+        return redact(json.dumps(entry, ensure_ascii=False, default=str))
+
+
+class PlainFormatter(logging.Formatter):
+    """The development format, redacted as a whole line like the JSON one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))

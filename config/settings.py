@@ -397,7 +397,7 @@ LOGGING = {
         },
     },
     "formatters": {
-        "plain": {"format": PLAIN_LOG_FORMAT},
+        "plain": {"()": "config.logging.PlainFormatter", "fmt": PLAIN_LOG_FORMAT},
         "json": {"()": "config.logging.JSONFormatter"},
     },
     "handlers": {
