@@ -37,7 +37,7 @@ run: migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8
 
 # Only the web process, for working on the API or console.
 web: migrate ## Serve only the web process (port 8000)
-	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000
+	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000 --no-proxy-headers
 
 test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -20,6 +20,7 @@ from config.env import (
     env_origins,
     env_str,
 )
+from config.logging import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -241,10 +242,6 @@ BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
 BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
 # "json" (one object per line) or "plain"; JSON by default when DEBUG is off.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
-# config/supervisor.py (make run) stamps every line itself: LOG_TIMESTAMPS=0 there.
-PLAIN_LOG_FORMAT = (
-    "%(asctime)s " if env_bool("LOG_TIMESTAMPS", True) else ""
-) + "%(levelname)s %(name)s [%(request_id)s] %(message)s"
 if LOG_FORMAT not in ("json", "plain"):
     raise ImproperlyConfigured("LOG_FORMAT must be json or plain.")
 
@@ -280,6 +277,7 @@ AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
+AXES_LOCKOUT_CALLABLE = "reviews.lockout.locked_out"  # the page, with Retry-After
 AXES_CLIENT_IP_CALLABLE = "breakpoints.ratelimits.client_address"
 
 # --- REST API ----------------------------------------------------------------
@@ -384,29 +382,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_TIMEZONE = TIME_ZONE
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {
-        "request_id": {"()": "config.logging.RequestIDFilter"},
-        "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
-        # LOG_LEVEL_TASKS=INFO shows a line for every task run and scheduled.
-        "routine_task_lines": {
-            "()": "config.logging.RoutineTaskLinesFilter",
-            "level": env_str("LOG_LEVEL_TASKS", "WARNING"),
-        },
-    },
-    "formatters": {
-        "plain": {"()": "config.logging.PlainFormatter", "fmt": PLAIN_LOG_FORMAT},
-        "json": {"()": "config.logging.JSONFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_id", "redact_secrets", "routine_task_lines"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"axes.apps": {"level": "WARNING"}},  # "AXES: BEGIN ..." at every start
-}
+LOGGING = logging_settings(
+    log_format=LOG_FORMAT,
+    timestamps=env_bool("LOG_TIMESTAMPS", True),  # config/supervisor.py (make run) stamps lines
+    level=env_str("LOG_LEVEL", "INFO"),
+    task_level=env_str("LOG_LEVEL_TASKS", "WARNING"),  # INFO: a line per task run and scheduled
+)
