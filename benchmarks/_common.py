@@ -76,6 +76,25 @@ def guard_database(force: bool) -> None:
     )
 
 
+def database_ensure() -> None:
+    """Create the PostgreSQL database DATABASE_URL names when it does not exist yet.
+
+    Call after guard_database (so only a benchmark database is ever created). Goes through
+    the server's maintenance database, as Django's test runner does, on a connection of its
+    own that is closed at once.
+    """
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    name = connection.settings_dict["NAME"]
+    with connection._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+            print(f"created database {name}")
+
+
 def percentile(values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile of `values` (pct in 0..100)."""
     if not values:

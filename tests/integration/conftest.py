@@ -7,7 +7,9 @@ free port per test module, so tests can stop and restart it without touching any
 Redis on the machine.
 
 Skipped (with a reason) only when the database is not PostgreSQL or `redis-server` is not
-on PATH; CI runs them.
+on PATH; CI runs them. tests/clients uses the same system and needs no PostgreSQL: on the
+embedded default its processes share the test database as a SQLite file (see
+`sqlite_file_for_live_servers` in tests/conftest.py).
 """
 
 import os
@@ -46,12 +48,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _missing_requirement() -> str | None:
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+def _missing_requirement(*, postgres: bool = True) -> str | None:
+    """Why the system cannot run here, or None. `postgres=False`: a SQLite test database
+    will do, if it is a file the subprocesses can open (not an in-memory one)."""
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if postgres and engine != "django.db.backends.postgresql":
         return (
             "integration tests need PostgreSQL: web, worker and beat subprocesses share the "
             "test database (set DATABASE_URL=postgres://...)"
         )
+    if engine == "django.db.backends.sqlite3" and not _sqlite_file():
+        return "the live server needs the SQLite test database in a file, not in memory"
     if shutil.which("redis-server") is None:
         return "integration tests need `redis-server` on PATH (a dedicated one is started)"
     return None
@@ -223,8 +230,16 @@ def format_logs(processes: list[Process] | None) -> str:
     )
 
 
+def _sqlite_file() -> str | None:
+    """The SQLite test database's file (None when it is in memory)."""
+    name = str(connection.settings_dict["NAME"])
+    return None if "mode=memory" in name or name == ":memory:" else name
+
+
 def _database_url() -> str:
     db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{_sqlite_file()}"
     user = quote(db.get("USER") or "", safe="")
     password = quote(db.get("PASSWORD") or "", safe="")
     credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
