@@ -109,3 +109,36 @@ class LogContextMiddleware:
             request.log_breakpoint_id = view_kwargs["pk"]  # type: ignore[attr-defined]
         elif name.startswith("breakpoints_breakpoint_") and "object_id" in view_kwargs:
             request.log_breakpoint_id = view_kwargs["object_id"]  # type: ignore[attr-defined]
+
+
+# The console and the emailed decision pages show what agents sent: only our own scripts
+# run, nothing is loaded from elsewhere, no page may frame them. Context files in HTML are
+# shown in a sandboxed srcdoc iframe, which inherits this policy (no remote images either).
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",  # Django admin's own templates use style=""
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+CSP_PATHS = ("/admin/", "/decide/")
+
+
+class ContentSecurityPolicyMiddleware:
+    """Content-Security-Policy on the console's and the decision links' HTML pages."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        is_html = response.get("Content-Type", "").startswith("text/html")
+        if is_html and request.path.startswith(CSP_PATHS):
+            response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
