@@ -111,8 +111,11 @@ def markdown_rendering(content: str, deadline: float) -> Rendered:
         return Rendered(render_text(content), complete=False)
     if _too_deep(tokens) or _raw_html_tags(tokens) > MAX_MARKDOWN_HTML_TAGS:
         return Rendered(render_text(content), complete=True)
+    html = MARKDOWN.renderer.render(tokens, MARKDOWN.options, env)
+    if time.monotonic() > deadline:  # nh3 cannot be stopped: start it only in time
+        return Rendered(render_text(content), complete=False)
     clean = nh3.clean(
-        MARKDOWN.renderer.render(tokens, MARKDOWN.options, env),
+        html,
         tags=set(MARKDOWN_TAGS),
         url_schemes=set(MARKDOWN_URL_SCHEMES),
         link_rel="noopener noreferrer nofollow",

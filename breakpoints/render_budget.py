@@ -44,9 +44,9 @@ class Rendered(NamedTuple):
 class RenderBudget:
     """The time one page may spend on rich renderings, and its cache reads and writes."""
 
-    def __init__(self, seconds: float | None = None) -> None:
+    def __init__(self, seconds: float | None = None, file_seconds: float | None = None) -> None:
         total = settings.BPM_RENDER_BUDGET_SECONDS if seconds is None else seconds
-        self.file_seconds = total / 2
+        self.file_seconds = total / 2 if file_seconds is None else file_seconds
         self.deadline = time.monotonic() + total
         self._cached: dict[str, str] = {}
         self._fresh: dict[bool, dict[str, str]] = {True: {}, False: {}}

@@ -37,6 +37,11 @@ CRAFTED_FILES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _production_budget(settings):
+    settings.BPM_RENDER_BUDGET_SECONDS = 0.5  # the default (tests/conftest.py raises it)
+
+
 @pytest.fixture(params=list(CRAFTED_FILES))
 def heavy_breakpoint(request, make_breakpoint):
     crafted = CRAFTED_FILES[request.param]
