@@ -174,6 +174,9 @@ X_FRAME_OPTIONS = "DENY"
 BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
 BPM_TTL_SWEEP_SECONDS = env_int("BPM_TTL_SWEEP_SECONDS", 10)
 BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
+# Seconds one page (review page, decision page, email) may spend converting markdown and
+# highlighting code; each file gets half. What runs out is shown as escaped text.
+BPM_RENDER_BUDGET_SECONDS = env_float("BPM_RENDER_BUDGET_SECONDS", 0.5)
 BPM_WEBHOOK_ALLOWED_HOSTS = env_list("BPM_WEBHOOK_ALLOWED_HOSTS")
 BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)

@@ -200,6 +200,13 @@ def make_receiver():
 
 
 @pytest.fixture(autouse=True)
+def _unhurried_rendering(settings):
+    """Markdown and code render whole even on a loaded machine: a test that asserts rendered
+    HTML must not meet the page's time budget. Tests of the budget set their own."""
+    settings.BPM_RENDER_BUDGET_SECONDS = 30.0
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limit_counters(settings):
     """Each test starts with empty counters, in this process's memory (never a shared Redis)."""
     from django.core.cache import cache
