@@ -13,9 +13,11 @@ from breakpoints.limits import (
     MAX_EXPRESSION_STEPS,
     MAX_FUNCTION_NESTING,
 )
+from config.celery import app
 from triggers import services
 from triggers.expressions import check_expression
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule
+from triggers.tasks import evaluate_event
 
 TRIGGERS = "/api/triggers"
 DOUBLINGS = "|".join(["[@,@]"] * MAX_EXPRESSION_FANOUT)  # 2**16 copies, within the limits
@@ -141,3 +143,8 @@ def test_the_worker_records_the_budget_error_and_the_other_rules_act(admin, admi
     assert OVER_BUDGET in by_rule["costly"]["error"]
     assert TOO_DEEP in by_rule["old"]["error"]
     assert "error" not in by_rule["fine"] and by_rule["fine"]["matched"] is True
+
+
+def test_no_task_runs_without_a_time_limit():
+    assert 0 < app.conf.task_soft_time_limit < app.conf.task_time_limit
+    assert 0 < evaluate_event.soft_time_limit < evaluate_event.time_limit
