@@ -359,6 +359,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded
+# (an outbox row stays pending for its sweep, an event counts a failed attempt), past the
+# hard one its process is replaced. Deliveries time out sooner (10 s per HTTP request).
+CELERY_TASK_SOFT_TIME_LIMIT = 120
+CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
