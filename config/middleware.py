@@ -1,4 +1,4 @@
-"""Request-wide concerns: correlation ids and the request body size limit."""
+"""Request-wide concerns: correlation ids, the request body size limit, database outages."""
 
 import re
 import uuid
@@ -7,8 +7,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config import health, metrics
-from config.errors import error_response
+from config import health, metrics, outage
+from config.errors import error_response, unavailable_response
 from config.logging import current_request, current_request_id
 
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -109,6 +109,20 @@ class LogContextMiddleware:
             request.log_breakpoint_id = view_kwargs["pk"]  # type: ignore[attr-defined]
         elif name.startswith("breakpoints_breakpoint_") and "object_id" in view_kwargs:
             request.log_breakpoint_id = view_kwargs["object_id"]  # type: ignore[attr-defined]
+
+
+class DatabaseOutageMiddleware:
+    """Answer 503 at once, without trying, while this process fails fast after the pool
+    could not hand out a connection (config.outage). The failures themselves become 503s
+    in config.errors.handler500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if outage.failing_fast():
+            return unavailable_response(request)
+        return self.get_response(request)
 
 
 # The console and the emailed decision pages show what agents sent: only our own scripts

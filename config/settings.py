@@ -7,11 +7,11 @@ without SECRET_KEY.
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
+    database_settings,
     email_settings,
     env_bool,
     env_float,
@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After the probes (/readyz checks the database itself) and static files (no database).
+    "config.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -106,27 +108,13 @@ TEMPLATES = [
     },
 ]
 
+# PostgreSQL through a bounded per-process pool (or SQLite): see config/env.py.
 DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=0,
-        # With the pool this would cost a round trip per checkout (each request, each
-        # status poll); a connection found broken is discarded by the pool instead.
-        conn_health_checks=False,
-    )
+    "default": database_settings(env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Concurrent web + worker processes on one SQLite file: wait for locks instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
-else:
-    # Under ASGI every request runs its sync work on a thread of its own, so persistent
-    # per-thread connections would leak: a bounded per-process pool hands each request a
-    # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": env_int("DATABASE_POOL_MIN", 1),
-        "max_size": env_int("DATABASE_POOL_MAX", 12),
-        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0),
-    }
+# After the pool could not hand out a connection, a web process answers 503 at once for
+# this long instead of each request waiting DATABASE_POOL_TIMEOUT (config/outage.py).
+BPM_DATABASE_FAIL_FAST_SECONDS = env_float("BPM_DATABASE_FAIL_FAST_SECONDS", 2.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -30,7 +30,7 @@ from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
-from config import asgi_http
+from config import asgi_http, outage
 from config.errors import envelope, http_status
 from config.exceptions import DomainError, RateLimited
 from config.logging import current_request_id
@@ -91,6 +91,9 @@ class WaitingApp:
         wait = [v for k, v in params if k == "wait"]
         poll_rate.hit()
         count_status_request(many=many)
+        if outage.failing_fast():  # as Django's paths (config.middleware)
+            await _unavailable(send, request_id)
+            return
         try:
             principal, query, rows = await run_sync(
                 reads.begin,
@@ -118,10 +121,10 @@ class WaitingApp:
             await _respond(send, http_status(exc), body, request_id, retry_after=retry_after)
         except TooManyWaiters as exc:
             await _too_many(send, exc, request_id)
-        except (DatabaseError, PoolTimeout):
+        except (DatabaseError, PoolTimeout) as exc:
             logger.warning("Status request failed on the database", exc_info=True)
-            body = envelope("unavailable", "The database is not reachable; retry shortly.")
-            await _respond(send, 503, body, request_id)
+            outage.record_failure(exc)
+            await _unavailable(send, request_id)
         except Exception:
             logger.exception("Status request failed")
             body = envelope("server_error", "Internal server error.")
@@ -203,6 +206,16 @@ async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
     else:
         body = envelope("unavailable", "This server holds too many waits; retry shortly.")
         await _respond(send, 503, body, request_id)
+
+
+async def _unavailable(send: Any, request_id: str) -> None:
+    retry_after = outage.retry_after_seconds()
+    body = envelope(
+        "unavailable",
+        "The database is not reachable; retry shortly.",
+        {"retryAfter": retry_after},
+    )
+    await _respond(send, 503, body, request_id, retry_after=retry_after)
 
 
 async def _respond(

@@ -236,15 +236,16 @@ def _sqlite_file() -> str | None:
     return None if "mode=memory" in name or name == ":memory:" else name
 
 
-def _database_url() -> str:
+def database_url(via_port: int | None = None) -> str:
+    """The test database's URL for the subprocesses; `via_port`: through 127.0.0.1 there."""
     db = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{_sqlite_file()}"
     user = quote(db.get("USER") or "", safe="")
     password = quote(db.get("PASSWORD") or "", safe="")
     credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = quote(db.get("HOST") or "localhost", safe="")
-    port = f":{db['PORT']}" if db.get("PORT") else ""
+    host = "127.0.0.1" if via_port else quote(db.get("HOST") or "localhost", safe="")
+    port = f":{via_port or db.get('PORT') or ''}".rstrip(":")
     return f"postgres://{credentials}{host}{port}/{quote(db['NAME'], safe='')}"
 
 
@@ -272,7 +273,7 @@ class System:
             "DEBUG": "0",
             "SECRET_KEY": "integration-test-only-key",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": redis_server.url,
             "BPM_VAR_DIR": str(var_dir),
             "BPM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
