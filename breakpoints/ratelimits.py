@@ -6,11 +6,14 @@ DRF's throttles (breakpoints/api/throttling.py) use the same cache.
 """
 
 import logging
+import math
 import time
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+
+from config.exceptions import RateLimited
 
 logger = logging.getLogger(__name__)
 
@@ -95,3 +98,29 @@ def client_address(request: Any) -> str:
     """address_of() for a Django (or DRF) request."""
     meta = request.META
     return address_of(meta.get("REMOTE_ADDR", ""), meta.get("HTTP_X_FORWARDED_FOR", ""))
+
+
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int] | None:
+    """'120/min' -> (120, 60), as DRF writes rates; None for "off" or empty."""
+    if rate in ("", "off"):
+        return None
+    count, _, period = rate.partition("/")
+    return int(count), PERIODS[period.strip()[:1].lower()]
+
+
+def rate_limit(key: str, rate: str, what: str) -> None:
+    """RateLimited (429 + Retry-After) when `key` is past `rate`; fails open like the rest."""
+    parsed = parse_rate(rate)
+    if parsed is None:
+        return
+    try:
+        wait = rate_hit(key, *parsed)
+    except Exception:  # noqa: BLE001 - an unreachable cache must not refuse or hang
+        logger.warning("Rate-limit cache unreachable", exc_info=True)
+        return
+    if wait is not None:
+        seconds = max(1, math.ceil(wait))
+        raise RateLimited(f"Too many {what}; retry in {seconds} s.", retry_after=seconds)

@@ -262,6 +262,8 @@ CACHES = {
 # request rate: it is the cheap path; its waits are capped by BPM_MAX_WAITS_PER_TOKEN.
 BPM_THROTTLE_TOKEN_RATE = env_str("BPM_THROTTLE_TOKEN_RATE", "1200/min")  # per token or login
 BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per address, no token
+# Verified event deliveries, per source (refused ones count per address, as anonymous calls).
+BPM_THROTTLE_EVENT_SOURCE_RATE = env_str("BPM_THROTTLE_EVENT_SOURCE_RATE", "1200/min")
 BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
 BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
 AXES_FAILURE_LIMIT = env_int("BPM_LOGIN_FAILURE_LIMIT", 5)
