@@ -160,6 +160,10 @@ X_FRAME_OPTIONS = "DENY"
 
 # --- Breakpoint Manager ------------------------------------------------------
 BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
+# Bodies are read before Django takes a thread (config/asgi_body.py): 408 past the deadline,
+# 429 beyond the bodies one address may have arriving at once (per web process).
+BPM_BODY_READ_SECONDS = env_float("BPM_BODY_READ_SECONDS", 10.0)
+BPM_MAX_UPLOADS_PER_ADDRESS = env_int("BPM_MAX_UPLOADS_PER_ADDRESS", 4)
 BPM_TTL_SWEEP_SECONDS = env_int("BPM_TTL_SWEEP_SECONDS", 10)
 BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
 # Seconds one page (review page, decision page, email) may spend converting markdown and

@@ -23,7 +23,6 @@ from psycopg_pool import PoolTimeout
 
 from breakpoints.authentication import WWW_AUTHENTICATE, bearer_credentials
 from breakpoints.choices import Status
-from breakpoints.ratelimits import address_of
 from breakpoints.tokens import hash_token
 from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
@@ -98,7 +97,7 @@ class WaitingApp:
             principal, query, rows = await run_sync(
                 reads.begin,
                 raw_token,
-                address=_client_address(scope),
+                address=asgi_http.scope_address(scope),
                 ids=ids,
                 wait=wait,
                 many=many,
@@ -187,11 +186,6 @@ def _until_due(rows: Rows) -> float:
     now = timezone.now()
     due = [(row["expires_at"] - now).total_seconds() for row in rows.values() if row["expires_at"]]
     return max(0.0, min(due)) + 0.01 if due else float("inf")
-
-
-def _client_address(scope: Scope) -> str:
-    remote = (scope.get("client") or ("", 0))[0]
-    return address_of(remote, asgi_http.header(scope, b"x-forwarded-for") or "")
 
 
 def _bearer(scope: Scope) -> str | None:
