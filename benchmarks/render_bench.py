@@ -24,12 +24,16 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
-from _common import AGENT_PREFIX, bootstrap, database_label, guard_database, print_table
+from _common import (
+    AGENT_PREFIX,
+    add_database_arguments,
+    database_label,
+    print_table,
+    standalone_database,
+)
 
 TARGET_SECONDS = 1.0
 AGENT_ID = f"{AGENT_PREFIX}render"
@@ -140,30 +144,13 @@ def measure(name: str, item: dict, pages: Pages) -> tuple[tuple, bool]:
     return row, passed and review_status == decide_status == 200
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--use-database-url",
-        action="store_true",
-        help="use DATABASE_URL (its name must contain 'bench') instead of a temporary SQLite",
-    )
-    parser.add_argument("--force", action="store_true", help="allow a database without 'bench'")
-    args = parser.parse_args()
-
-    workdir = None
-    if not args.use_database_url:
-        workdir = tempfile.TemporaryDirectory(prefix="bpm-render-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / 'render_bench.sqlite3'}"
-    bootstrap()
-    guard_database(args.force)
-
+def run() -> bool:
+    """Measure every crafted file; True when one missed its target."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from breakpoints.models import Breakpoint
 
-    call_command("migrate", verbosity=0)  # after the guard, as seed.py does
     logging.getLogger("axes").setLevel(logging.WARNING)  # one line per force_login
     budget = settings.BPM_RENDER_BUDGET_SECONDS
     print(f"database {database_label()}; render budget {budget} s a page; times in seconds")
@@ -183,11 +170,15 @@ def main() -> None:
     finally:
         Breakpoint.objects.filter(agent_id=AGENT_ID).delete()
         get_user_model().objects.filter(username=REVIEWER_NAME).delete()
-        if workdir is not None:
-            from django.db import connections
+    return failed
 
-            connections.close_all()
-            workdir.cleanup()
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_database_arguments(parser)
+    args = parser.parse_args()
+    with standalone_database(args, "render"):
+        failed = run()
     sys.exit(1 if failed else 0)
 
 
