@@ -178,6 +178,9 @@ BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
+# Attempts in flight at once to one subscription (or one channel): a slow receiver holds
+# at most this many worker slots (breakpoints/webhooks/targets.py).
+BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env_int("BPM_WEBHOOK_TARGET_CONCURRENCY", 1))
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
