@@ -4,6 +4,7 @@ Development defaults apply only when DEBUG is on; production refuses to start
 without SECRET_KEY.
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +357,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Pool processes of a worker. Deliveries wait on the network: with one process, one slow
+# receiver's attempt would hold every other target's delivery back (however few attempts
+# its target may have in flight), so never fewer than 4 by default.
+CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

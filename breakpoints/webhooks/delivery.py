@@ -3,8 +3,8 @@
 A worker claims a row with a short lease before the HTTP call, so one delivery is never
 sent twice at once; the `webhook-id` stays the same on every retry for receivers to
 deduplicate. Failures are retried with backoff up to MAX_ATTEMPTS, by the outbox sweep.
-The claim also keeps each target to its cap of attempts in flight, and a success hands
-the target's next due delivery to the workers (breakpoints.webhooks.targets).
+The claim also keeps each target to its cap of attempts in flight, and a success is
+followed by the target's next due delivery (delivery_turn, breakpoints.webhooks.targets).
 """
 
 import json
@@ -40,6 +40,7 @@ MAX_ATTEMPTS = 8
 MAX_BACKOFF_SECONDS = 8 * 60 * 60
 REQUEST_TIMEOUT_SECONDS = 10  # each read and write; connecting gets CONNECT_TIMEOUT_SECONDS
 CONNECT_TIMEOUT_SECONDS = 3
+TURN_SECONDS = 1.0  # how long one task keeps sending to one target (delivery_turn)
 
 
 @dataclass(frozen=True)
@@ -212,17 +213,28 @@ def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> 
                 actor=WEBHOOK_ACTOR if delivery.channel == Channel.WEBHOOK else CHANNELS_ACTOR,
                 metadata=metadata,
             )
-    if outcome.status == "delivered":
-        _hand_off(delivery)
     return outcome
 
 
-def _hand_off(delivery: WebhookDelivery) -> None:
-    """Give the target's next due delivery to the workers, at the back of the queue
-    (after a failure nothing is handed off: the sweep sends the target's next ones)."""
-    next_id = targets.next_due(delivery, timezone.now())
-    if next_id is not None:
-        outbox.publish_deliveries([next_id])
+def delivery_turn(delivery_id: str) -> AttemptOutcome:
+    """A worker's turn with one message: attempt the delivery, then, while its target
+    succeeds and TURN_SECONDS last, the target's next due deliveries; the one after that
+    goes to the back of the queue, behind other targets' deliveries. So a fast target is
+    drained quickly and a slow one takes turns with the others. After a failure nothing
+    follows: the sweep sends the target's next ones (backoff per target)."""
+    turn_ends = time.monotonic() + TURN_SECONDS
+    outcome = first = delivery_attempt(delivery_id)
+    sent = delivery_id
+    while outcome.status == "delivered":
+        following = targets.next_due(sent, timezone.now())
+        if following is None:
+            break
+        if time.monotonic() >= turn_ends:
+            outbox.publish_deliveries([following])
+            break
+        sent = following
+        outcome = delivery_attempt(sent)
+    return first
 
 
 def _destination(delivery: WebhookDelivery) -> dict[str, Any]:

@@ -7,10 +7,12 @@ so a killed worker's slot frees itself when its lease runs out. A delivery that 
 target full is not attempted: its task ends at once, the worker slot goes to the next
 message (another target's), and the row stays pending and due.
 
-The target's next delivery is handed to the workers when an attempt to it succeeds: it
-joins the back of the queue, behind the other targets' deliveries, so targets take turns.
-After a failure there is no hand-off: the target's deliveries wait for the outbox sweep,
-which sends at most the target's cap of them per sweep (backoff per target).
+When an attempt succeeds, the same task goes on with the target's next due delivery for
+up to TURN_SECONDS (delivery.delivery_turn), then hands the next one to the workers: it
+joins the back of the queue, behind the other targets' deliveries, so a fast target is
+drained at once and a slow one takes turns with the others. After a failure nothing
+follows: the target's deliveries wait for the outbox sweep, which gets at most the
+target's cap of them through per sweep (backoff per target).
 """
 
 from datetime import datetime
@@ -49,8 +51,9 @@ def target_full(delivery: WebhookDelivery, now: datetime) -> bool:
     return in_flight.count() >= settings.BPM_WEBHOOK_TARGET_CONCURRENCY
 
 
-def next_due(delivery: WebhookDelivery, now: datetime) -> str | None:
-    """The target's oldest due delivery that no worker holds (to hand off), if any."""
+def next_due(delivery_id: str, now: datetime) -> str | None:
+    """The oldest due delivery to the target of `delivery_id` that no worker holds."""
+    delivery = WebhookDelivery.objects.only("channel", "webhook_id").get(pk=delivery_id)
     return (
         WebhookDelivery.objects.filter(
             same_target(delivery), sendable(), status=DeliveryStatus.PENDING

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from breakpoints import webhooks
 from breakpoints.models import Webhook, WebhookDelivery
-from breakpoints.webhooks import outbox
+from breakpoints.webhooks import delivery, outbox
 from breakpoints.webhooks.delivery import claim
 
 pytestmark = pytest.mark.django_db
@@ -93,27 +93,45 @@ def test_a_lease_that_ran_out_frees_the_targets_slot(make_receiver, make_breakpo
     assert [r.webhook_id for r in receiver.received] == [waiting.pk]
 
 
-def test_a_success_hands_off_the_targets_next_due_delivery(
+def test_a_turn_goes_on_with_the_targets_due_deliveries_while_it_succeeds(
     make_receiver, make_breakpoint, handed_off
 ):
     receiver, other = make_receiver(), make_receiver()
     webhook = subscribe(receiver.url)
     subscribe(other.url)
+    for _ in range(4):
+        make_breakpoint()
+    first, second, third, later = deliveries(webhook)
+    WebhookDelivery.objects.filter(pk=later.pk).update(
+        next_attempt_at=timezone.now() + timedelta(minutes=5)  # in backoff: not its turn
+    )
+
+    assert webhooks.delivery_turn(first.pk).status == "delivered"
+
+    assert sorted(r.webhook_id for r in receiver.received) == sorted(
+        [first.pk, second.pk, third.pk]
+    )
+    assert other.received == []  # the turn is this target's only
+    assert handed_off == []
+
+
+def test_when_the_turn_is_over_the_next_delivery_goes_back_to_the_queue(
+    make_receiver, make_breakpoint, handed_off, monkeypatch
+):
+    monkeypatch.setattr(delivery, "TURN_SECONDS", 0.0)
+    receiver = make_receiver()
+    webhook = subscribe(receiver.url)
     for _ in range(3):
         make_breakpoint()
     first, second, third = deliveries(webhook)
-    WebhookDelivery.objects.filter(pk=third.pk).update(
-        next_attempt_at=timezone.now() + timedelta(minutes=5)  # in backoff: not handed off
-    )
 
-    assert webhooks.delivery_attempt(first.pk).status == "delivered"
+    assert webhooks.delivery_turn(first.pk).status == "delivered"
+
+    assert [r.webhook_id for r in receiver.received] == [first.pk]
     assert handed_off == [second.pk]
 
-    assert webhooks.delivery_attempt(second.pk).status == "delivered"
-    assert handed_off == [second.pk]  # the third is not due yet
 
-
-def test_a_failure_hands_off_nothing(make_receiver, make_breakpoint, handed_off):
+def test_after_a_failure_nothing_follows(make_receiver, make_breakpoint, handed_off):
     """Backoff per target: after a failed attempt the target's next deliveries wait for
     the sweep instead of following at once."""
     receiver = make_receiver(statuses=[503])
@@ -121,7 +139,8 @@ def test_a_failure_hands_off_nothing(make_receiver, make_breakpoint, handed_off)
     make_breakpoint(), make_breakpoint()
     first, second = deliveries(webhook)
 
-    assert webhooks.delivery_attempt(first.pk).status == "retry"
+    assert webhooks.delivery_turn(first.pk).status == "retry"
 
+    assert [r.webhook_id for r in receiver.received] == [first.pk]
     assert handed_off == []
     assert webhooks.deliveries_due() == [second.pk]  # the sweep sends it
