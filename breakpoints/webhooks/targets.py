@@ -11,8 +11,8 @@ When an attempt succeeds, the same task goes on with the target's next due deliv
 up to TURN_SECONDS (delivery.delivery_turn), then hands the next one to the workers: it
 joins the back of the queue, behind the other targets' deliveries, so a fast target is
 drained at once and a slow one takes turns with the others. After a failure nothing
-follows: the target's deliveries wait for the outbox sweep, which gets at most the
-target's cap of them through per sweep (backoff per target).
+follows: the target's deliveries wait for the outbox sweep, and then still go at most
+the cap at a time (backoff per target: usually one attempt per sweep while it fails).
 """
 
 from datetime import datetime
