@@ -4,6 +4,7 @@ Development defaults apply only when DEBUG is on; production refuses to start
 without SECRET_KEY.
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,9 @@ BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
+# Attempts in flight at once to one subscription (or one channel): a slow receiver holds
+# at most this many worker slots (breakpoints/webhooks/targets.py).
+BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env_int("BPM_WEBHOOK_TARGET_CONCURRENCY", 1))
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
@@ -351,6 +355,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Pool processes of a worker. Deliveries wait on the network: with one process, one slow
+# receiver's attempt would hold every other target's delivery back (however few attempts
+# its target may have in flight), so never fewer than 4 by default.
+CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded

@@ -258,9 +258,14 @@ class System:
     """Web, worker and beat against the dedicated Redis and the test database."""
 
     def __init__(
-        self, redis_server: RedisServer, tmp_path: Path, env: dict[str, str] | None = None
+        self,
+        redis_server: RedisServer,
+        tmp_path: Path,
+        env: dict[str, str] | None = None,
+        worker_concurrency: int = 1,
     ):
         self.redis = redis_server
+        self.worker_concurrency = worker_concurrency
         self.tmp_path = tmp_path
         self.web_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.web_port}"
@@ -329,7 +334,7 @@ class System:
                 "--loglevel",
                 "INFO",
                 "--concurrency",
-                "1",
+                str(self.worker_concurrency),
                 "--pool",
                 "prefork",
                 "--without-mingle",
@@ -462,8 +467,15 @@ def make_system(
     """Start the system (torn down before the test database is flushed)."""
     started: list[System] = []
 
-    def make(*, beat: bool = True, env: dict[str, str] | None = None) -> System:
-        system = System(redis_server, tmp_path, {"STATIC_ROOT": str(static_root), **(env or {})})
+    def make(
+        *, beat: bool = True, env: dict[str, str] | None = None, worker_concurrency: int = 1
+    ) -> System:
+        system = System(
+            redis_server,
+            tmp_path,
+            {"STATIC_ROOT": str(static_root), **(env or {})},
+            worker_concurrency=worker_concurrency,
+        )
         started.append(system)
         return system.start(beat=beat)
 
