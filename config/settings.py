@@ -369,27 +369,20 @@ CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
+_TTL, _OUTBOX = float(BPM_TTL_SWEEP_SECONDS), float(BPM_OUTBOX_SWEEP_SECONDS)
 CELERY_BEAT_SCHEDULE = {
-    "expire-due-breakpoints": {
-        "task": "breakpoints.tasks.expire_due_breakpoints",
-        "schedule": float(BPM_TTL_SWEEP_SECONDS),
-    },
-    "nudge-waiting-breakpoints": {
-        "task": "breakpoints.tasks.nudge_waiting_breakpoints",
-        "schedule": float(BPM_TTL_SWEEP_SECONDS),
-    },
-    "dispatch-due-webhooks": {
-        "task": "breakpoints.tasks.dispatch_due_webhooks",
-        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
-    },
-    "dispatch-due-events": {
-        "task": "triggers.tasks.dispatch_due_events",
-        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
-    },
-    "purge-finished-breakpoints": {
-        "task": "breakpoints.tasks.purge_finished_breakpoints",
-        "schedule": crontab(hour=3, minute=17),
-    },
+    name: {"task": task, "schedule": schedule}
+    for name, task, schedule in [
+        ("expire-due-breakpoints", "breakpoints.tasks.expire_due_breakpoints", _TTL),
+        ("nudge-waiting-breakpoints", "breakpoints.tasks.nudge_waiting_breakpoints", _TTL),
+        ("dispatch-due-webhooks", "breakpoints.tasks.dispatch_due_webhooks", _OUTBOX),
+        ("dispatch-due-events", "triggers.tasks.dispatch_due_events", _OUTBOX),
+        (
+            "purge-finished-breakpoints",
+            "breakpoints.tasks.purge_finished_breakpoints",
+            crontab(hour=3, minute=17),
+        ),
+    ]
 }
 CELERY_TIMEZONE = TIME_ZONE
 
