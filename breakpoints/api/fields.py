@@ -4,6 +4,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -116,3 +117,15 @@ class StrictBody(serializers.Serializer):
         if errors:
             raise serializers.ValidationError(errors)
         return values
+
+
+class StrictBodyScheme(OpenApiSerializerExtension):
+    """A StrictBody takes no key but its fields: `additionalProperties: false` says so, so
+    that clients and fuzzers know an unknown key is refused (400), not ignored."""
+
+    target_class = StrictBody
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        return {**schema, "additionalProperties": False}

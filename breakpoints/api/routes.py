@@ -9,7 +9,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -233,9 +232,9 @@ def _route_id(pk: str) -> int:
     return int(pk)
 
 
-def _route_body(request: Request, route_id: int | None = None) -> dict[str, Any]:
+def _route_body(body: Any, route_id: int | None = None) -> dict[str, Any]:
     """The validated body of a route write (`route_id`: the route it replaces)."""
-    serializer = RouteWriteSerializer(data=request.data, context={"route_id": route_id})
+    serializer = RouteWriteSerializer(data=body, context={"route_id": route_id})
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -275,7 +274,7 @@ class RouteViewSet(AdminViewSet):
         responses={201: RouteSerializer, **_errors(400, 401, 403, 409)},
     )
     def create(self, request: Request) -> Response:
-        data = _route_body(request)
+        data = _route_body(request.data)
         route = route_add(actor=actor_for_request_user(request.user), **data)
         return Response(RouteSerializer(route).data, status=status.HTTP_201_CREATED)
 
@@ -296,8 +295,9 @@ class RouteViewSet(AdminViewSet):
         responses={200: RouteSerializer, **_errors(400, 401, 403, 404, 409)},
     )
     def update(self, request: Request, pk: str) -> Response:
+        body = request.data  # a body that is not JSON is a 415, whatever the id
         route_id = _route_id(pk)
-        data = _route_body(request, route_id)
+        data = _route_body(body, route_id)
         route = route_update(actor=actor_for_request_user(request.user), route_id=route_id, **data)
         return Response(RouteSerializer(route).data)
 
@@ -309,13 +309,3 @@ class RouteViewSet(AdminViewSet):
     def destroy(self, request: Request, pk: str) -> Response:
         route_remove(actor=actor_for_request_user(request.user), route_id=_route_id(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class RouteWriteScheme(OpenApiSerializerExtension):
-    """The request body takes no key but its fields (unknown ones are refused)."""
-
-    target_class = "breakpoints.api.routes.RouteWriteSerializer"
-
-    def map_serializer(self, auto_schema, direction):
-        schema = auto_schema._map_basic_serializer(self.target, direction)
-        return {**schema, "additionalProperties": False}
