@@ -38,6 +38,11 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 SWEEP_SECONDS = 1  # BPM_OUTBOX_SWEEP_SECONDS and BPM_TTL_SWEEP_SECONDS in the subprocesses
 LEASE_SECONDS = 3  # BPM_WEBHOOK_LEASE_SECONDS in the subprocesses
+# One pool process, none of the worker-to-worker chatter: quick to start, easy to reason about.
+QUICK_WORKER = ["--concurrency", "1", "--without-mingle", "--without-gossip", "--without-heartbeat"]
+# As the Procfile runs it on a 2-core host: two pool processes; mingle, gossip and heartbeat
+# on (their broker channels take part in a reconnect).
+PROCFILE_WORKER = ["--concurrency", "2"]
 
 
 def free_port() -> int:
@@ -179,6 +184,12 @@ class RedisServer:
         self.process.stop()
         assert not self.ping(), "redis-server still answers after stop"
 
+    def kill(self) -> None:
+        """SIGKILL, as a crashed or OOM-killed Redis: no shutdown, nothing saved."""
+        self.process.kill()
+        self.process.stop()  # closes the log; the process is gone already
+        assert not self.ping(), "redis-server still answers after SIGKILL"
+
     def ensure_running(self) -> None:
         if not self.process.alive:
             self.start()
@@ -242,9 +253,14 @@ class System:
     """Web, worker and beat against the dedicated Redis and the test database."""
 
     def __init__(
-        self, redis_server: RedisServer, tmp_path: Path, env: dict[str, str] | None = None
+        self,
+        redis_server: RedisServer,
+        tmp_path: Path,
+        env: dict[str, str] | None = None,
+        worker_options: list[str] | None = None,
     ):
         self.redis = redis_server
+        self.worker_options = QUICK_WORKER if worker_options is None else worker_options
         self.tmp_path = tmp_path
         self.web_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.web_port}"
@@ -312,13 +328,9 @@ class System:
                 "worker",
                 "--loglevel",
                 "INFO",
-                "--concurrency",
-                "1",
                 "--pool",
                 "prefork",
-                "--without-mingle",
-                "--without-gossip",
-                "--without-heartbeat",
+                *self.worker_options,
                 "--hostname",
                 f"worker{number}@%h",
             ],
@@ -446,8 +458,15 @@ def make_system(
     """Start the system (torn down before the test database is flushed)."""
     started: list[System] = []
 
-    def make(*, beat: bool = True, env: dict[str, str] | None = None) -> System:
-        system = System(redis_server, tmp_path, {"STATIC_ROOT": str(static_root), **(env or {})})
+    def make(
+        *, beat: bool = True, env: dict[str, str] | None = None, worker_options=None
+    ) -> System:
+        system = System(
+            redis_server,
+            tmp_path,
+            {"STATIC_ROOT": str(static_root), **(env or {})},
+            worker_options=worker_options,
+        )
         started.append(system)
         return system.start(beat=beat)
 
@@ -459,8 +478,14 @@ def make_system(
 
 
 @pytest.fixture
-def system(make_system) -> System:
-    return make_system()
+def worker_options() -> list[str]:
+    """The worker options of `system` (a test may parametrize it, e.g. PROCFILE_WORKER)."""
+    return QUICK_WORKER
+
+
+@pytest.fixture
+def system(make_system, worker_options) -> System:
+    return make_system(worker_options=worker_options)
 
 
 @pytest.fixture

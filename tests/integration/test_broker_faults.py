@@ -1,17 +1,21 @@
-"""Faults: the broker down at commit time, a worker killed mid-delivery. Nothing is lost."""
+"""Faults: the broker down at commit time or killed mid-delivery, a worker killed. Nothing is lost."""
 
 import time
+from collections import Counter
 
 import pytest
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
 from breakpoints.models import WebhookDelivery
-from tests.integration.conftest import LEASE_SECONDS, SWEEP_SECONDS
+from tests.integration.conftest import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CREATE_BOUND_SECONDS = 10.0  # generous: a hang on the broker is the bug
+BATCH = 12  # deliveries in flight when the broker is killed
+HOLD_SECONDS = 1.0  # the receiver answers each one after this: the worker is always busy
+OUTAGE_SECONDS = 10.0
 
 
 def create(agent_http, question: str) -> tuple[dict, float]:
@@ -132,3 +136,51 @@ def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
     assert (event.metadata["outcome"], event.metadata["statusCode"]) == ("delivered", 200)
     # The killed send used up an attempt too.
     assert (stored.attempts, event.metadata["attempt"]) == (2, 2)
+
+
+@pytest.mark.parametrize("worker_options", [PROCFILE_WORKER])
+def test_broker_killed_mid_delivery_leaves_the_worker_running_and_delivers_all_once(
+    system, agent_http, make_receiver, subscribe, redis_server
+):
+    """kill -9 on Redis while the worker delivers, back 10 s later: no restart, none lost.
+
+    The worker runs as the Procfile's does: two pool processes (the consumer also waits on
+    Redis for the next message while a task, acknowledged late, runs), gossip and heartbeat on.
+    """
+    receiver = make_receiver(hold_first=10 * BATCH, hold_seconds=HOLD_SECONDS)
+    subscribe(receiver.url, ["created"])
+    bps = [create(agent_http, f"Batch item {n}?")[0] for n in range(BATCH)]
+    expected = {created_delivery(bp["breakpointId"]).pk for bp in bps}
+    worker = system.worker
+    system.wait_until(lambda: len(receiver.received) >= 2, what="the batch to start arriving")
+
+    redis_server.kill()  # mid-request: the worker's task is unacknowledged (acks_late)
+    killed_at = time.monotonic()
+    sent_before = len(receiver.received)
+    time.sleep(OUTAGE_SECONDS)
+    # The worker waited for the broker rather than exiting (a supervisor is not needed).
+    assert worker.alive, f"the worker died with the broker:\n{worker.output()}"
+    redis_server.start()  # same port, empty: every queued message is gone
+
+    system.wait_until(
+        lambda: {r.webhook_id for r in receiver.received} >= expected,
+        what="every delivery of the batch after the broker came back",
+        timeout=120,
+    )
+    system.wait_until(
+        lambda: (
+            set(WebhookDelivery.objects.filter(pk__in=expected).values_list("status", flat=True))
+            == {"delivered"}
+        ),
+        what="every delivery row to be marked delivered",
+    )
+    print(
+        f"\n{sent_before}/{BATCH} sent before the kill; all delivered "
+        f"{time.monotonic() - killed_at:.1f}s after it"
+    )
+    time.sleep(3 * SWEEP_SECONDS)  # more sweeps: nothing is sent twice
+    assert Counter(r.webhook_id for r in receiver.received) == dict.fromkeys(expected, 1)
+    assert worker is system.worker and worker.alive  # the same worker, never restarted
+    assert "Unrecoverable error" not in worker.output(last=500_000)
+    assert system.beat.alive
+    assert agent_http.get("/readyz").status_code == 200
