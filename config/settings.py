@@ -338,6 +338,9 @@ if REDIS_URL:
         "visibility_timeout": 3600,
         "socket_connect_timeout": 2,
         "socket_timeout": 5,
+        # A connection idle this long is pinged before use: a restarted Redis is noticed at
+        # once, not by the first command that fails on the dead socket.
+        "health_check_interval": 10,
     }
 else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
@@ -358,6 +361,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker that loses the broker waits for it however long it takes (Celery's default gives
+# up after 100 tries, about 47 minutes, and the worker exits). docs/operations.md: faults.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
 CELERY_BEAT_SCHEDULE = {
