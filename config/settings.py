@@ -333,14 +333,12 @@ SPECTACULAR_SETTINGS = {
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # kombu's, surviving a Redis drop
     # Short socket timeouts: publishing from a request must never hang on Redis.
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": 3600,
         "socket_connect_timeout": 2,
         "socket_timeout": 5,
-        # A connection idle this long is pinged before use: a restarted Redis is noticed at
-        # once, not by the first command that fails on the dead socket.
-        "health_check_interval": 10,
     }
 else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
