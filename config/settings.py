@@ -359,9 +359,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A worker that loses the broker waits for it however long it takes (Celery's default gives
-# up after 100 tries, about 47 minutes, and the worker exits). docs/operations.md: faults.
-CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # wait for a lost broker (not exit after ~47 min)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
 CELERY_BEAT_SCHEDULE = {
