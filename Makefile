@@ -13,7 +13,7 @@ TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ run: migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8
 
 # Only the web process, for working on the API or console.
 web: migrate ## Serve only the web process (port 8000)
-	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000
+	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000 --no-proxy-headers
 
 test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -64,24 +64,40 @@ schema: install ## Write the OpenAPI schema to schema.yml
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --file schema.yml
 
 # Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
-# PostgreSQL database bpm_bench on 127.0.0.1, created when missing; seed.py refuses a
-# database whose name lacks "bench", migrates it and seeds BENCH_COUNT rows once
+# PostgreSQL database bpm_bench on 127.0.0.1; seed.py refuses a database whose name lacks
+# "bench", creates it when missing, migrates it and seeds BENCH_COUNT rows once
 # (BENCH_SEED_ARGS=--reset seeds again).
 BENCH_COUNT ?= 1000000
 BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
-BENCH_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
+BENCH_COMMON_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
+BENCH_ENV := $(BENCH_COMMON_ENV) DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)}
 
-.PHONY: bench
+.PHONY: bench bench-smoke
 bench: install ## Seed a PostgreSQL bench database and print the benchmarks' figures
-	@if [ -z "$$DATABASE_URL" ]; then \
-		psql -h 127.0.0.1 -U postgres -d postgres -tAc \
-			"SELECT 1 FROM pg_database WHERE datname = 'bpm_bench'" | grep -q 1 \
-		|| createdb -h 127.0.0.1 -U postgres bpm_bench; \
-	fi
 	$(BENCH_ENV) $(BIN)/python benchmarks/seed.py --count $(BENCH_COUNT) $(BENCH_SEED_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/api_hot_paths.py $(BENCH_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/http_bench.py $(BENCH_HTTP_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
+
+# The same scripts in a tiny mode (a few thousand rows, well under two minutes), so a
+# schema change cannot break the benchmarks unnoticed: `.ci/run` runs it. It has its own
+# database (not DATABASE_URL, which CI points at the suite's), created when missing and
+# reseeded (--reset) every time; its figures mean nothing at this size.
+BENCH_SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bpm_bench_smoke
+BENCH_SMOKE_ENV := $(BENCH_COMMON_ENV) DATABASE_URL=$(BENCH_SMOKE_DATABASE_URL)
+
+bench-smoke: install ## The benchmarks in a tiny mode (CI runs it)
+	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/seed.py --count 3000 --batch 1000 --reset
+	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/api_hot_paths.py --poll-iterations 50 \
+		--iterations 3 --sample 1
+	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/http_bench.py --seconds 1 --warmup 0 \
+		--connections 4 --client-procs 1 --workers 1 --sync-workers 1 --wsgi-workers 1 \
+		--wsgi-threads 2 --pool-max 2 --poll-rows 50 --wakes 5 --waiters 10 --capacity 50 \
+		--capacity-timeout 30 --probes 5
+	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/lists_at_scale.py --due 200 --creates 10 \
+		--iterations 3 --case-seconds 2
 
 clean: ## Remove .venv, the SQLite database, var/ and collected static files
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache

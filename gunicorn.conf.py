@@ -24,3 +24,10 @@ def child_exit(server, worker) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+# The client's address is the peer's: the app alone reads X-Forwarded-For, trusting exactly
+# BPM_NUM_PROXIES hops (breakpoints.ratelimits.address_of). uvicorn would otherwise rewrite
+# the peer from X-Forwarded-For for connections from 127.0.0.1 (its default), so anyone on
+# the host could pick their address and escape the login lockout and per-address limits.
+forwarded_allow_ips = ""

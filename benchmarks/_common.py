@@ -3,14 +3,17 @@
 Benchmarks print figures; they never assert on time (the suite does not time anything).
 """
 
+import argparse
+import contextlib
 import logging
 import os
 import re
 import resource
 import statistics
 import sys
+import tempfile
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +77,25 @@ def guard_database(force: bool) -> None:
         "Point DATABASE_URL at a benchmark database (e.g. "
         "postgres://postgres@127.0.0.1:5432/bpm_bench) or pass --force."
     )
+
+
+def database_ensure() -> None:
+    """Create the PostgreSQL database DATABASE_URL names when it does not exist yet.
+
+    Call after guard_database (so only a benchmark database is ever created). Goes through
+    the server's maintenance database, as Django's test runner does, on a connection of its
+    own that is closed at once.
+    """
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    name = connection.settings_dict["NAME"]
+    with connection._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+            print(f"created database {name}")
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -183,3 +205,35 @@ def peak_rss_mib() -> float:
     """Peak resident set size of this process (ru_maxrss: KiB on Linux, bytes on macOS)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def add_database_arguments(parser: argparse.ArgumentParser) -> None:
+    """--use-database-url and --force, for a script that runs on its own SQLite otherwise."""
+    parser.add_argument(
+        "--use-database-url",
+        action="store_true",
+        help="use DATABASE_URL (its name must contain 'bench') instead of a temporary SQLite",
+    )
+    parser.add_argument("--force", action="store_true", help="allow a database without 'bench'")
+
+
+@contextlib.contextmanager
+def standalone_database(args: argparse.Namespace, name: str) -> Iterator[None]:
+    """Django set up on DATABASE_URL (with --use-database-url, guarded) or on a temporary
+    SQLite file named after the script, migrated; the temporary one is removed after."""
+    workdir = None
+    if not args.use_database_url:
+        workdir = tempfile.TemporaryDirectory(prefix=f"bpm-{name}-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / f'{name}_bench.sqlite3'}"
+    bootstrap()
+    guard_database(args.force)
+    from django.core.management import call_command
+    from django.db import connections
+
+    call_command("migrate", verbosity=0)  # after the guard, as seed.py does
+    try:
+        yield
+    finally:
+        if workdir is not None:
+            connections.close_all()
+            workdir.cleanup()

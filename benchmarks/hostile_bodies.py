@@ -20,21 +20,18 @@ breakpoints the accepted bodies created).
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from _common import (
     AGENT_PREFIX,
     TOKEN_NAME,
-    bootstrap,
+    add_database_arguments,
     database_label,
-    guard_database,
     print_table,
+    standalone_database,
 )
 
 URL = "/api/breakpoints"
@@ -102,34 +99,26 @@ def _pad_to(size: int) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="requests per body")
-    parser.add_argument(
-        "--use-database-url",
-        action="store_true",
-        help="use DATABASE_URL (its name must contain 'bench') instead of a temporary SQLite",
-    )
-    parser.add_argument("--force", action="store_true", help="allow a database without 'bench'")
+    add_database_arguments(parser)
     args = parser.parse_args()
+    with standalone_database(args, "hostile"):
+        failed = run(args.repeat)
+    sys.exit(1 if failed else 0)
 
-    workdir = None
-    if not args.use_database_url:
-        workdir = tempfile.TemporaryDirectory(prefix="bpm-hostile-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / 'hostile_bench.sqlite3'}"
-    bootstrap()
-    guard_database(args.force)
 
+def run(repeat: int) -> bool:
+    """Post every hostile body `repeat` times; True when one missed its target."""
     from django.conf import settings
-    from django.core.management import call_command
     from django.test import Client
 
     from breakpoints.limits import MAX_CONTENT_LENGTH
     from breakpoints.models import ApiToken, Breakpoint
     from breakpoints.tokens import token_create_for_agent
 
-    call_command("migrate", verbosity=0)  # after the guard, as seed.py does
     limit = settings.BPM_MAX_BODY_BYTES
     token, raw_token = token_create_for_agent(agent_id=AGENT_ID, name=TOKEN_NAME)
     client = Client(headers={"authorization": f"Bearer {raw_token}"})
-    print(f"database {database_label()}; body limit {limit:,} bytes; {args.repeat} requests each")
+    print(f"database {database_label()}; body limit {limit:,} bytes; {repeat} requests each")
     print()
     failed = False
     try:
@@ -138,7 +127,7 @@ def main() -> None:
         for name, build in bodies(limit, MAX_CONTENT_LENGTH).items():
             raw = build()
             walls, cpus, statuses = [], [], set()
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 wall, cpu = time.perf_counter(), time.process_time()
                 response = client.generic("POST", URL, raw, content_type="application/json")
                 walls.append(time.perf_counter() - wall)
@@ -163,12 +152,7 @@ def main() -> None:
     finally:
         Breakpoint.objects.filter(agent_id=AGENT_ID).delete()
         ApiToken.objects.filter(pk=token.pk).delete()
-        if workdir is not None:
-            from django.db import connections
-
-            connections.close_all()
-            workdir.cleanup()
-    sys.exit(1 if failed else 0)
+    return failed
 
 
 if __name__ == "__main__":

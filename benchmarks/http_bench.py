@@ -1102,6 +1102,7 @@ def main() -> None:
     dsn = os.environ["DATABASE_URL"]
     fx = Fixtures()
     loader = None
+    incomplete = []
     started_at = time.monotonic()
     try:
         fx.setup_reviewer()
@@ -1121,6 +1122,7 @@ def main() -> None:
                     parts[name]()
                 except Exception as error:  # the other parts still run; cleanup still happens
                     traceback.print_exc()
+                    incomplete.append(name)
                     verdict(
                         f"{name}: did not complete", f"{type(error).__name__}: {error}", "-", False
                     )
@@ -1133,6 +1135,8 @@ def main() -> None:
         fx.delete()
     print(f"\n=== targets ({time.monotonic() - started_at:.0f} s) ===")
     print_table(("", "figure", "value", "target"), VERDICTS)
+    if incomplete:  # figures are not asserted on, but a part that broke fails the run
+        sys.exit(f"did not complete: {', '.join(incomplete)}")
 
 
 if __name__ == "__main__":

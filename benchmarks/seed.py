@@ -5,7 +5,8 @@
 
 Rows belong to agents `bench-agent-*` (so --reset finds exactly them); the reviewer
 `bench-reviewer` and the groups experts are routed to are created when missing. The
-database's name must contain "bench" unless --force. Migrates first (after that check).
+database's name must contain "bench" unless --force. Creates the database when it does not
+exist (PostgreSQL) and migrates it first (after that check).
 Without --reset, an already seeded database is left as it is.
 
 On PostgreSQL the rows go in with COPY in one transaction, the tables' secondary indexes
@@ -23,6 +24,7 @@ from _common import (
     REVIEWER,
     TOKEN_NAME,
     bootstrap,
+    database_ensure,
     database_label,
     guard_database,
     peak_rss_mib,
@@ -43,6 +45,7 @@ def main() -> None:
 
     bootstrap()
     guard_database(args.force)
+    database_ensure()
 
     from django.core.management import call_command
 
@@ -104,35 +107,54 @@ def benchmark_rows_delete() -> int:
     """Delete the benchmark agents' breakpoints with their children, in set-based DELETEs.
 
     (QuerySet.delete() would first load every breakpoint, payload included, to cascade.)
+    The children are every model with a foreign key to Breakpoint, found from the models,
+    so a table added later is not missed.
     """
     from django.db import connection, transaction
 
-    from audit.models import Event
-    from breakpoints.models import ApiToken, Breakpoint, WebhookDelivery
-    from reviews.models import Feedback
+    from breakpoints.models import ApiToken, Breakpoint
 
-    mine = {"breakpoint__agent_id__startswith": AGENT_PREFIX}
+    children = breakpoint_children()
     others = Breakpoint.objects.exclude(agent_id__startswith=AGENT_PREFIX).exists()
     if connection.vendor == "postgresql" and not others:
         # Only benchmark rows: TRUNCATE leaves no dead tuples behind to skew the next plans.
         deleted = Breakpoint.objects.count()
-        tables = ", ".join(
-            connection.ops.quote_name(m._meta.db_table)
-            for m in (Event, Feedback, WebhookDelivery, Breakpoint)
-        )
+        models = [model for model, _ in children] + [Breakpoint]
+        tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models)
         with connection.cursor() as cursor:
             cursor.execute(f"TRUNCATE {tables}")
         ApiToken.objects.filter(name=TOKEN_NAME).delete()
         return deleted
     with transaction.atomic():
-        for model in (Event, Feedback, WebhookDelivery):
-            model.objects.filter(**mine).delete()
+        for model, field in children:
+            model.objects.filter(**{f"{field}__agent_id__startswith": AGENT_PREFIX}).delete()
         with connection.cursor() as cursor:
             table = connection.ops.quote_name(Breakpoint._meta.db_table)
             cursor.execute(f"DELETE FROM {table} WHERE agent_id LIKE %s", [AGENT_PREFIX + "%"])
             deleted = cursor.rowcount
         ApiToken.objects.filter(name=TOKEN_NAME).delete()
     return deleted
+
+
+def breakpoint_children() -> list[tuple[type, str]]:
+    """(model, foreign key name) of every model that references Breakpoint.
+
+    Their rows go with their breakpoint (on_delete=CASCADE); a reference that would outlive
+    it (SET_NULL, PROTECT, ...) stops the reset with its name rather than being guessed at.
+    """
+    from django.db.models import CASCADE
+
+    from breakpoints.models import Breakpoint
+
+    children = []
+    for relation in Breakpoint._meta.related_objects:
+        if relation.on_delete is not CASCADE:
+            raise SystemExit(
+                f"{relation.related_model._meta.label}.{relation.field.name} references "
+                "Breakpoint without on_delete=CASCADE: teach benchmarks/seed.py to reset it."
+            )
+        children.append((relation.related_model, relation.field.name))
+    return children
 
 
 def seed(*, count: int, batch: int, rng: random.Random) -> dict[str, int]:

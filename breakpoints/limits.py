@@ -67,5 +67,12 @@ MAX_EVENT_TYPE_LENGTH = 100
 MAX_DELIVERY_ID_LENGTH = 200
 MAX_CONDITIONS = 20
 MAX_EXPRESSION_LENGTH = 1000  # a JMESPath condition or a template
+# A JMESPath expression's shape, checked when a rule is saved (and again when it runs).
+MAX_EXPRESSION_DEPTH = 32  # levels of its parse tree
+MAX_EXPRESSION_FANOUT = 16  # projections, filters, flattens and multi-selects
+MAX_FUNCTION_NESTING = 8  # function calls inside function calls
+# The work one expression may do on one event: a step per node visited, per value built,
+# compared or turned into text (and per 16 characters of text).
+MAX_EXPRESSION_STEPS = 1_000_000
 MAX_SELECTED_BREAKPOINTS = 100  # a release or cancel acts on at most this many
 EVENT_TOLERANCE_SECONDS = 5 * 60  # signed timestamps older or newer than this are refused

@@ -5,12 +5,31 @@ absurd nesting (re-encoding would hit the recursion limit), no more values than 
 could read (MAX_PAYLOAD_VALUES).
 """
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from breakpoints.limits import MAX_NESTING, MAX_PAYLOAD_VALUES
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def storable_text(text: str) -> bool:
+    """No NUL (PostgreSQL refuses it) and no lone surrogate (UTF-8 cannot encode one)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def storable_document(document: Mapping[str, Any] | list) -> bool:
+    """storable_problem finds nothing, and no text anywhere holds a lone surrogate."""
+    if storable_problem(document) is not None:
+        return False
+    return storable_text(json.dumps(document, ensure_ascii=False))  # NUL comes out escaped
 
 
 def storable_problem(document: Mapping[str, Any] | list) -> str | None:

@@ -15,8 +15,9 @@ logger = logging.getLogger(__name__)
     name=webhooks.DELIVER_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True
 )
 def deliver_webhook(delivery_id: str) -> str:
-    """One delivery attempt; retries are scheduled in the outbox and sent by the sweep."""
-    outcome = webhooks.delivery_attempt(delivery_id)
+    """One delivery attempt, and its target's next ones while it answers quickly (a turn);
+    retries are scheduled in the outbox and sent by the sweep."""
+    outcome = webhooks.delivery_turn(delivery_id)
     if outcome.status in ("retry", "failed"):
         logger.info("Webhook delivery %s: %s (%s)", delivery_id, outcome.status, outcome.error)
     return outcome.status

@@ -1,11 +1,13 @@
 """The small pieces of HTTP that the project's own ASGI code speaks (the status handler,
-the chunked-body reader): headers, the request id, and JSON answers in the envelope."""
+the body reader): headers, the client address, the request id, and JSON answers in the
+envelope."""
 
 import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from breakpoints.ratelimits import address_of
 from config.middleware import valid_request_id
 
 Scope = dict[str, Any]
@@ -25,6 +27,12 @@ def header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def scope_address(scope: Scope) -> str:
+    """address_of() for an ASGI scope: the same client address every limit uses."""
+    remote = (scope.get("client") or ("", 0))[0]
+    return address_of(remote, header(scope, b"x-forwarded-for") or "")
 
 
 def request_id(scope: Scope) -> str:

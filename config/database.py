@@ -7,6 +7,8 @@ SQLite needs nothing: Django creates the file.
 
 import os
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import dj_database_url
 import psycopg
@@ -20,7 +22,7 @@ class DatabaseProblem(Exception):
     """Why the database cannot be used, in one line for a person."""
 
 
-def _connect(config: dict, dbname: str) -> psycopg.Connection:
+def _connect(config: Mapping[str, Any], dbname: str) -> psycopg.Connection:
     return psycopg.connect(
         host=config.get("HOST") or None,
         port=config.get("PORT") or None,
@@ -32,11 +34,11 @@ def _connect(config: dict, dbname: str) -> psycopg.Connection:
     )
 
 
-def _where(config: dict) -> str:
+def _where(config: Mapping[str, Any]) -> str:
     return f"{config.get('HOST') or 'localhost'}:{config.get('PORT') or 5432}"
 
 
-def _create(config: dict, name: str) -> None:
+def _create(config: Mapping[str, Any], name: str) -> None:
     try:
         with _connect(config, "postgres") as server:
             server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -1,8 +1,10 @@
-"""Small typed readers for environment variables."""
+"""Small typed readers for environment variables, and the settings built from URLs."""
 
 import os
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -83,3 +85,41 @@ def email_settings(url: str) -> dict[str, object]:
         "EMAIL_USE_SSL": parts.scheme == "smtps",
         "EMAIL_USE_TLS": query.get("starttls", ["0"])[0] in _TRUE,
     }
+
+
+def database_settings(url: str) -> dict[str, Any]:
+    """DATABASES["default"] for DATABASE_URL, with the DATABASE_POOL_* and timeouts."""
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(
+            url,
+            conn_max_age=0,
+            # With the pool this would cost a round trip per checkout (each request, each
+            # status poll); a connection found broken is discarded by the pool instead.
+            conn_health_checks=False,
+        )
+    )
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Concurrent web + worker processes on one SQLite file: wait for locks, not fail.
+        config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+        return config
+    # Under ASGI every request runs its sync work on a thread of its own, so persistent
+    # per-thread connections would leak: a bounded per-process pool hands each request a
+    # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
+    # The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
+    # so a request waits for the pool only while a connection is being opened: a short
+    # timeout is a database that does not answer, and becomes a quick 503 (config/outage.py).
+    pool_timeout = env_float("DATABASE_POOL_TIMEOUT", 2.0)
+    options = config.setdefault("OPTIONS", {})
+    options["pool"] = {
+        "min_size": env_int("DATABASE_POOL_MIN", 1),
+        "max_size": env_int("DATABASE_POOL_MAX", 12),
+        "timeout": pool_timeout,
+        # A failed connect is retried once or twice, then given up: the next request that
+        # needs a connection tries again at once. (psycopg_pool's default keeps retrying
+        # for 5 minutes with a doubling delay, so after a 10 s outage the pool could stay
+        # without connections for 15 s or more after the database was back.)
+        "reconnect_timeout": pool_timeout,
+    }
+    # A host that drops packets must not hold one of the pool's few connecting threads.
+    options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5))
+    return config

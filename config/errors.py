@@ -10,11 +10,13 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from config import outage
 from config.exceptions import DomainError, RateLimited
 
 logger = logging.getLogger(__name__)
@@ -128,6 +130,11 @@ def _wants_json(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
+# Machines read JSON here: the API, and the senders of Slack actions and JIRA webhooks
+# (which retry a 5xx: a 503 during an outage is what makes them try again).
+_MACHINE_PREFIXES = ("/api/", "/integrations/")
+
+
 # It reads nothing and changes nothing, so CSRF has nothing to guard: without the
 # exemption a write method (POST /api/nope) got Django's HTML CSRF 403 page instead.
 @csrf_exempt
@@ -142,7 +149,34 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
     return defaults.page_not_found(request, exception)
 
 
+def unavailable_response(request: HttpRequest) -> HttpResponse:
+    """503 `unavailable` with Retry-After: the envelope for machines, a short page for people.
+
+    Rendered without the request (no context processors): it must not touch the database.
+    """
+    retry_after = outage.retry_after_seconds()
+    response: HttpResponse
+    if request.path.startswith(_MACHINE_PREFIXES):
+        response = error_response(
+            503,
+            "unavailable",
+            "The database is not reachable; retry shortly.",
+            {"retryAfter": retry_after},
+        )
+    else:
+        page = render_to_string("503.html", {"retry_after": retry_after})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def handler500(request: HttpRequest) -> HttpResponse:
+    """Django calls it for an exception anywhere in a request; a database outage is a 503."""
+    failure = outage.current_database_failure()
+    if failure is not None:
+        outage.record_failure(failure)
+        return unavailable_response(request)
     if _wants_json(request):
         return error_response(500, "server_error", "Internal server error.")
     return defaults.server_error(request)

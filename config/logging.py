@@ -152,4 +152,49 @@ class JSONFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # The whole line: extras such as Django's `request` (its repr prints the path),
+        # exception texts and stacks may carry a URL secret too.
+        return redact(json.dumps(entry, ensure_ascii=False, default=str))
+
+
+class PlainFormatter(logging.Formatter):
+    """The development format, redacted as a whole line like the JSON one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def logging_settings(*, log_format: str, timestamps: bool, level: str, task_level: str) -> dict:
+    """settings.LOGGING: one console handler, JSON or plain, redacted, with request ids.
+
+    `timestamps` false leaves the time out of plain lines (make run's supervisor stamps
+    each line itself); `task_level` is what RoutineTaskLinesFilter lets through.
+    """
+    plain = ("%(asctime)s " if timestamps else "") + (
+        "%(levelname)s %(name)s [%(request_id)s] %(message)s"
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {
+            "request_id": {"()": "config.logging.RequestIDFilter"},
+            "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
+            "routine_task_lines": {
+                "()": "config.logging.RoutineTaskLinesFilter",
+                "level": task_level,
+            },
+        },
+        "formatters": {
+            "plain": {"()": "config.logging.PlainFormatter", "fmt": plain},
+            "json": {"()": "config.logging.JSONFormatter"},
+        },
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": log_format,
+                "filters": ["request_id", "redact_secrets", "routine_task_lines"],
+            }
+        },
+        "root": {"handlers": ["console"], "level": level},
+        "loggers": {"axes.apps": {"level": "WARNING"}},  # "AXES: BEGIN ..." at every start
+    }

@@ -1,4 +1,4 @@
-"""Request-wide concerns: correlation ids and the request body size limit."""
+"""Request-wide concerns: correlation ids, the request body size limit, database outages."""
 
 import re
 import uuid
@@ -7,8 +7,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config import health, metrics
-from config.errors import error_response
+from config import health, metrics, outage
+from config.errors import error_response, unavailable_response
 from config.logging import current_request, current_request_id
 
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -109,3 +109,50 @@ class LogContextMiddleware:
             request.log_breakpoint_id = view_kwargs["pk"]  # type: ignore[attr-defined]
         elif name.startswith("breakpoints_breakpoint_") and "object_id" in view_kwargs:
             request.log_breakpoint_id = view_kwargs["object_id"]  # type: ignore[attr-defined]
+
+
+class DatabaseOutageMiddleware:
+    """Answer 503 at once, without trying, while this process fails fast after the pool
+    could not hand out a connection (config.outage). The failures themselves become 503s
+    in config.errors.handler500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if outage.failing_fast():
+            return unavailable_response(request)
+        return self.get_response(request)
+
+
+# The console and the emailed decision pages show what agents sent: only our own scripts
+# run, nothing is loaded from elsewhere, no page may frame them. Context files in HTML are
+# shown in a sandboxed srcdoc iframe, which inherits this policy (no remote images either).
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",  # Django admin's own templates use style=""
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+CSP_PATHS = ("/admin/", "/decide/")
+
+
+class ContentSecurityPolicyMiddleware:
+    """Content-Security-Policy on the console's and the decision links' HTML pages."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        is_html = response.get("Content-Type", "").startswith("text/html")
+        if is_html and request.path.startswith(CSP_PATHS):
+            response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response

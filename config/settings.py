@@ -4,14 +4,15 @@ Development defaults apply only when DEBUG is on; production refuses to start
 without SECRET_KEY.
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
+    database_settings,
     email_settings,
     env_bool,
     env_float,
@@ -20,6 +21,7 @@ from config.env import (
     env_origins,
     env_str,
 )
+from config.logging import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -65,7 +67,10 @@ MIDDLEWARE = [
     "config.middleware.HealthProbeMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After the probes (/readyz checks the database itself) and static files (no database).
+    "config.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -104,27 +109,13 @@ TEMPLATES = [
     },
 ]
 
+# PostgreSQL through a bounded per-process pool (or SQLite): see config/env.py.
 DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=0,
-        # With the pool this would cost a round trip per checkout (each request, each
-        # status poll); a connection found broken is discarded by the pool instead.
-        conn_health_checks=False,
-    )
+    "default": database_settings(env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Concurrent web + worker processes on one SQLite file: wait for locks instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
-else:
-    # Under ASGI every request runs its sync work on a thread of its own, so persistent
-    # per-thread connections would leak: a bounded per-process pool hands each request a
-    # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": env_int("DATABASE_POOL_MIN", 1),
-        "max_size": env_int("DATABASE_POOL_MAX", 12),
-        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0),
-    }
+# After the pool could not hand out a connection, a web process answers 503 at once for
+# this long instead of each request waiting DATABASE_POOL_TIMEOUT (config/outage.py).
+BPM_DATABASE_FAIL_FAST_SECONDS = env_float("BPM_DATABASE_FAIL_FAST_SECONDS", 2.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -170,13 +161,23 @@ X_FRAME_OPTIONS = "DENY"
 
 # --- Breakpoint Manager ------------------------------------------------------
 BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
+# Bodies are read before Django takes a thread (config/asgi_body.py): 408 past the deadline,
+# 429 beyond the bodies one address may have arriving at once (per web process).
+BPM_BODY_READ_SECONDS = env_float("BPM_BODY_READ_SECONDS", 10.0)
+BPM_MAX_UPLOADS_PER_ADDRESS = env_int("BPM_MAX_UPLOADS_PER_ADDRESS", 4)
 BPM_TTL_SWEEP_SECONDS = env_int("BPM_TTL_SWEEP_SECONDS", 10)
 BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
+# Seconds one page (review page, decision page, email) may spend converting markdown and
+# highlighting code; each file gets half. What runs out is shown as escaped text.
+BPM_RENDER_BUDGET_SECONDS = env_float("BPM_RENDER_BUDGET_SECONDS", 0.5)
 BPM_WEBHOOK_ALLOWED_HOSTS = env_list("BPM_WEBHOOK_ALLOWED_HOSTS")
 BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
+# Attempts in flight at once to one subscription (or one channel): a slow receiver holds
+# at most this many worker slots (breakpoints/webhooks/targets.py).
+BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env_int("BPM_WEBHOOK_TARGET_CONCURRENCY", 1))
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
@@ -241,10 +242,6 @@ BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
 BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
 # "json" (one object per line) or "plain"; JSON by default when DEBUG is off.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
-# config/supervisor.py (make run) stamps every line itself: LOG_TIMESTAMPS=0 there.
-PLAIN_LOG_FORMAT = (
-    "%(asctime)s " if env_bool("LOG_TIMESTAMPS", True) else ""
-) + "%(levelname)s %(name)s [%(request_id)s] %(message)s"
 if LOG_FORMAT not in ("json", "plain"):
     raise ImproperlyConfigured("LOG_FORMAT must be json or plain.")
 
@@ -273,6 +270,8 @@ CACHES = {
 # request rate: it is the cheap path; its waits are capped by BPM_MAX_WAITS_PER_TOKEN.
 BPM_THROTTLE_TOKEN_RATE = env_str("BPM_THROTTLE_TOKEN_RATE", "1200/min")  # per token or login
 BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per address, no token
+# Verified event deliveries, per source (refused ones count per address, as anonymous calls).
+BPM_THROTTLE_EVENT_SOURCE_RATE = env_str("BPM_THROTTLE_EVENT_SOURCE_RATE", "1200/min")
 BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
 BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
 AXES_FAILURE_LIMIT = env_int("BPM_LOGIN_FAILURE_LIMIT", 5)
@@ -280,6 +279,7 @@ AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
+AXES_LOCKOUT_CALLABLE = "reviews.lockout.locked_out"  # the page, with Retry-After
 AXES_CLIENT_IP_CALLABLE = "breakpoints.ratelimits.client_address"
 
 # --- REST API ----------------------------------------------------------------
@@ -356,59 +356,41 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Pool processes of a worker. Deliveries wait on the network: with one process, one slow
+# receiver's attempt would hold every other target's delivery back (however few attempts
+# its target may have in flight), so never fewer than 4 by default.
+CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded
+# (an outbox row stays pending for its sweep, an event counts a failed attempt), past the
+# hard one its process is replaced. Deliveries time out sooner (10 s per HTTP request).
+CELERY_TASK_SOFT_TIME_LIMIT = 120
+CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # wait for a lost broker (not exit after ~47 min)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
+_TTL, _OUTBOX = float(BPM_TTL_SWEEP_SECONDS), float(BPM_OUTBOX_SWEEP_SECONDS)
 CELERY_BEAT_SCHEDULE = {
-    "expire-due-breakpoints": {
-        "task": "breakpoints.tasks.expire_due_breakpoints",
-        "schedule": float(BPM_TTL_SWEEP_SECONDS),
-    },
-    "nudge-waiting-breakpoints": {
-        "task": "breakpoints.tasks.nudge_waiting_breakpoints",
-        "schedule": float(BPM_TTL_SWEEP_SECONDS),
-    },
-    "dispatch-due-webhooks": {
-        "task": "breakpoints.tasks.dispatch_due_webhooks",
-        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
-    },
-    "dispatch-due-events": {
-        "task": "triggers.tasks.dispatch_due_events",
-        "schedule": float(BPM_OUTBOX_SWEEP_SECONDS),
-    },
-    "purge-finished-breakpoints": {
-        "task": "breakpoints.tasks.purge_finished_breakpoints",
-        "schedule": crontab(hour=3, minute=17),
-    },
+    name: {"task": task, "schedule": schedule}
+    for name, task, schedule in [
+        ("expire-due-breakpoints", "breakpoints.tasks.expire_due_breakpoints", _TTL),
+        ("nudge-waiting-breakpoints", "breakpoints.tasks.nudge_waiting_breakpoints", _TTL),
+        ("dispatch-due-webhooks", "breakpoints.tasks.dispatch_due_webhooks", _OUTBOX),
+        ("dispatch-due-events", "triggers.tasks.dispatch_due_events", _OUTBOX),
+        (
+            "purge-finished-breakpoints",
+            "breakpoints.tasks.purge_finished_breakpoints",
+            crontab(hour=3, minute=17),
+        ),
+    ]
 }
 CELERY_TIMEZONE = TIME_ZONE
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {
-        "request_id": {"()": "config.logging.RequestIDFilter"},
-        "redact_secrets": {"()": "config.logging.RedactSecretsFilter"},
-        # LOG_LEVEL_TASKS=INFO shows a line for every task run and scheduled.
-        "routine_task_lines": {
-            "()": "config.logging.RoutineTaskLinesFilter",
-            "level": env_str("LOG_LEVEL_TASKS", "WARNING"),
-        },
-    },
-    "formatters": {
-        "plain": {"format": PLAIN_LOG_FORMAT},
-        "json": {"()": "config.logging.JSONFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_id", "redact_secrets", "routine_task_lines"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"axes.apps": {"level": "WARNING"}},  # "AXES: BEGIN ..." at every start
-}
+LOGGING = logging_settings(
+    log_format=LOG_FORMAT,
+    timestamps=env_bool("LOG_TIMESTAMPS", True),  # config/supervisor.py (make run) stamps lines
+    level=env_str("LOG_LEVEL", "INFO"),
+    task_level=env_str("LOG_LEVEL_TASKS", "WARNING"),  # INFO: a line per task run and scheduled
+)

@@ -186,6 +186,8 @@ def review_page(
     result = result_of(bp)
     timeline, deliveries = split_notifications(events)
     feedback = list(bp.feedback.all())
+    budget = rendering.RenderBudget()  # files first: the raw payload is the last resort
+    files = rendering.context_files(payload, budget)
     return {
         "title": bp.display_name,
         "subtitle": None,
@@ -198,9 +200,9 @@ def review_page(
         "experts": as_list(payload.get("expert")),
         "strategy": payload.get("strategy"),
         "options": options_of(payload),
-        "files": rendering.context_files(payload),
-        "payload_html": rendering.render_json(payload),
-        "result_html": rendering.render_json(bp.result) if bp.result is not None else None,
+        "files": files,
+        "payload_html": rendering.render_json(payload, budget),
+        "result_html": rendering.render_json(bp.result, budget) if bp.result is not None else None,
         "feedback": [FeedbackEntry(item, via_label(item.via)) for item in feedback],
         "events": timeline,
         "deliveries": deliveries,

@@ -14,12 +14,12 @@ from django.utils.text import Truncator
 from breakpoints.choices import Status
 from breakpoints.markup import (  # noqa: F401 - re-exported for the console
     CODE_CSS_CLASS,
-    MARKDOWN_EXTENSIONS,
     MARKDOWN_TAGS,
     MARKDOWN_URL_SCHEMES,
     MAX_RICH_CHARS,
     SRCDOC_CSP,
     ContextFile,
+    RenderBudget,
     compact_duration,
     context_files,
     lexer_for,

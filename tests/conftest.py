@@ -117,6 +117,22 @@ def make_breakpoint(db):
     return make
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    request, django_db_modify_db_settings_parallel_suffix, tmp_path_factory
+) -> None:
+    """On SQLite, a test database in a file when a test starts the live system
+    (tests/clients): its web, worker and beat processes open the same file. Otherwise
+    Django's in-memory one, as before."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    live = any({"live", "make_system"} & set(item.fixturenames) for item in request.session.items)
+    if database["ENGINE"] == "django.db.backends.sqlite3" and live:
+        path = tmp_path_factory.mktemp("sqlite") / "test.sqlite3"
+        database.setdefault("TEST", {})["NAME"] = str(path)
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """PBKDF2 costs ~0.3 s per user; tests only need hashing to round-trip."""
@@ -181,6 +197,13 @@ def make_receiver():
     yield make
     for receiver in started:
         receiver.close()
+
+
+@pytest.fixture(autouse=True)
+def _unhurried_rendering(settings):
+    """Markdown and code render whole even on a loaded machine: a test that asserts rendered
+    HTML must not meet the page's time budget. Tests of the budget set their own."""
+    settings.BPM_RENDER_BUDGET_SECONDS = 30.0
 
 
 @pytest.fixture(autouse=True)

@@ -126,6 +126,9 @@ def test_a_body_with_content_length_is_unchanged():
 # --- the middleware alone -------------------------------------------------------------
 
 
+CHUNKED = [(b"transfer-encoding", b"chunked")]
+
+
 def call(messages: list[dict], headers: list[tuple[bytes, bytes]], limit: int = 100) -> dict:
     """Run BufferedBodyApp over `messages`; what the app saw and what was sent."""
     seen: dict[str, Any] = {"called": False, "sent": []}
@@ -165,21 +168,29 @@ def test_the_app_gets_the_whole_body_with_its_length_and_no_transfer_encoding():
 
 
 def test_a_body_of_exactly_the_limit_passes():
-    seen = call([body(b"x" * 60, True), body(b"y" * 40, False)], [], limit=100)
+    seen = call([body(b"x" * 60, True), body(b"y" * 40, False)], CHUNKED, limit=100)
 
     assert seen["first"]["body"] == b"x" * 60 + b"y" * 40
 
 
-def test_a_request_with_content_length_is_passed_through_untouched():
-    headers = [(b"content-length", b"2")]
-    seen = call([body(b"ok", False)], headers)
+def test_a_body_with_content_length_is_read_whole_and_keeps_its_length():
+    headers = [(b"content-length", b"4")]
+    seen = call([body(b"ok", True), body(b"go", False)], headers)
 
     assert seen["headers"] == headers
-    assert seen["first"] == body(b"ok", False)
+    assert seen["first"] == body(b"okgo", False)
+
+
+def test_a_request_without_a_body_is_passed_through_untouched():
+    headers = [(b"host", b"x")]
+    seen = call([body(b"", False)], headers)
+
+    assert seen["headers"] == headers
+    assert seen["first"] == body(b"", False)
 
 
 def test_a_client_that_leaves_mid_body_reaches_no_app():
-    seen = call([body(b"ab", True), {"type": "http.disconnect"}], [])
+    seen = call([body(b"ab", True), {"type": "http.disconnect"}], CHUNKED)
 
     assert seen["called"] is False
     assert seen["sent"] == []

@@ -35,3 +35,17 @@ def test_the_right_scheme_in_any_case_still_works(client, agent_token):
     response = client.get("/api/breakpoints", HTTP_AUTHORIZATION=f"bearer {agent_token}")
 
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/admin/login/", "/decide/not-a-token"])
+def test_console_and_decision_pages_carry_a_content_security_policy(client, db, path):
+    response = client.get(path)
+
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert "object-src 'none'" in policy
+
+
+def test_the_api_docs_page_keeps_its_own_scripts(client, db):
+    assert "Content-Security-Policy" not in client.get("/api/docs")

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from breakpoints.api.views import BreakpointViewSet
 from breakpoints.models import Webhook, WebhookDelivery
@@ -278,3 +279,32 @@ def _get_when_up(url: str, deadline_seconds: float = 60) -> int | None:
         except httpx.TransportError:
             time.sleep(0.2)
     return None
+
+
+@pytest.mark.parametrize(
+    "method, path, secret",
+    [
+        ("put", "/decide/tok-SECRET42", "SECRET42"),  # 405: Django's warning names the request
+        ("get", "/integrations/jira/webhook?secret=JIRASECRET42", "JIRASECRET42"),
+    ],
+)
+@pytest.mark.parametrize("formatter", ["json", "plain"])
+def test_djangos_request_warnings_carry_no_url_secret(
+    db, client, settings, method, path, secret, formatter
+):
+    """django.request logs `extra={"request": request}`, whose repr is the path."""
+    config = settings.LOGGING["formatters"][formatter]
+    factory = {k: v for k, v in config.items() if k != "()"}
+    stream = io.StringIO()
+    probe = logging.StreamHandler(stream)
+    probe.setFormatter(import_string(config["()"])(**factory))
+    logging.getLogger().addHandler(probe)
+    try:
+        response = getattr(client, method)(path)
+    finally:
+        logging.getLogger().removeHandler(probe)
+
+    assert response.status_code >= 400
+    logged = stream.getvalue()
+    assert path.split("?")[0].removesuffix("tok-SECRET42") in logged  # the warning was written
+    assert secret not in logged

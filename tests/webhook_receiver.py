@@ -55,6 +55,7 @@ class WebhookReceiver:
 
     `hold_first=N, hold_seconds=S` delays the answer to the first N requests by S seconds
     (the request is recorded before the delay, so a test can see it arrived).
+    `max_in_flight` is the most requests it was ever handling at the same time.
     """
 
     def __init__(
@@ -71,6 +72,8 @@ class WebhookReceiver:
         self.hold_seconds = hold_seconds
         self._received: list[Received] = []
         self._answered: list[tuple[str, int]] = []
+        self._in_flight = 0
+        self.max_in_flight = 0
         self._condition = threading.Condition()
         self._stop_holding = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -154,15 +157,20 @@ class WebhookReceiver:
     def _next_answer(self, received: Received) -> tuple[int, float]:
         with self._condition:
             self._received.append(received)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
             index = len(self._received)
             status = self._statuses.pop(0) if self._statuses else self.default_status
             self._condition.notify_all()
         delay = self.hold_seconds if index <= self.hold_first else 0.0
         return status, delay
 
-    def _answered_with(self, webhook_id: str, status: int) -> None:
+    def _answered_with(self, webhook_id: str, status: int | None) -> None:
+        """The request is over: answered with `status`, or None when the sender left."""
         with self._condition:
-            self._answered.append((webhook_id, status))
+            self._in_flight -= 1
+            if status is not None:
+                self._answered.append((webhook_id, status))
             self._condition.notify_all()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -180,6 +188,7 @@ class WebhookReceiver:
                 if delay:
                     receiver._stop_holding.wait(delay)
                 answer = json.dumps({"ok": 200 <= status < 300}).encode()
+                answered: int | None = status
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -188,9 +197,9 @@ class WebhookReceiver:
                     self.end_headers()
                     self.wfile.write(answer)
                     self.wfile.flush()
-                except OSError:
-                    return  # the sender went away meanwhile (e.g. its worker was killed)
-                receiver._answered_with(received.webhook_id, status)
+                except OSError:  # the sender went away meanwhile (e.g. its worker was killed)
+                    answered = None
+                receiver._answered_with(received.webhook_id, answered)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

@@ -6,7 +6,14 @@ from triggers import services
 from triggers.services.ingest import EVALUATE_TASK, publish_evaluation
 
 
-@shared_task(name=EVALUATE_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    name=EVALUATE_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    soft_time_limit=60,  # each expression has its own budget: this is for many rules
+    time_limit=90,
+)
 def evaluate_event(event_id: str) -> str:
     """Evaluate one event against the trigger rules (once, whoever runs it)."""
     return services.event_evaluate(event_id)

@@ -27,11 +27,12 @@ from breakpoints.api.payload_schema import ESCALATE_TO_DESCRIPTION
 from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.rules import RulePatternField
 from breakpoints.api.schema import NOT_BLANK
-from breakpoints.api.views import _errors, _validated
+from breakpoints.api.views import _errors
 from breakpoints.channels.routes import (
     DEFAULT_KEYS,
     EXPERTS,
     route_add,
+    route_problems,
     route_remove,
     route_update,
     spec_problem,
@@ -160,10 +161,18 @@ class RouteWriteSerializer(StrictBody):
     enabled = StrictBooleanField(required=False, default=True)
 
     def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
+        """The channels' and defaults' exact shapes; when the body is refused, the service's
+        problems too (a malformed pattern, a taken name), so that one 400 names them all."""
         problems: dict[str, list[str]] = {}
         for key, check in (("channels", channels_problems), ("defaults", defaults_problems)):
             if data.get(key) is not None and key not in errors:
                 problems.update(check(data[key]))
+        if errors or problems:
+            fields = {key: data.get(key) for key in ("name", "pattern", "channels", "defaults")}
+            service = route_problems(**fields, route_id=self.context.get("route_id"))
+            for key, messages in service.items():
+                if key not in errors:
+                    problems.setdefault(key, messages)
         return problems
 
 
@@ -224,6 +233,13 @@ def _route_id(pk: str) -> int:
     return int(pk)
 
 
+def _route_body(request: Request, route_id: int | None = None) -> dict[str, Any]:
+    """The validated body of a route write (`route_id`: the route it replaces)."""
+    serializer = RouteWriteSerializer(data=request.data, context={"route_id": route_id})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 def _route(pk: str) -> NotificationRoute:
     route = NotificationRoute.objects.filter(pk=_route_id(pk)).first()
     if route is None:
@@ -251,14 +267,15 @@ class RouteViewSet(AdminViewSet):
 
     @extend_schema(
         summary="Add a notification route (admins)",
-        description="A taken name, a malformed pattern or a channel spec the service "
-        'refuses is 400, with details by field ("pattern", "channels[1]", '
-        '"defaults.onTimeout").',
+        description="A malformed pattern, a channel spec or a default the service refuses "
+        'is 400, every problem at once with details by field ("name", "pattern", '
+        '"channels[1]", "defaults.onTimeout"); a taken name among them is "name": '
+        '["Already taken."]. A taken name as the only problem is 409 conflict.',
         request=RouteWriteSerializer,
         responses={201: RouteSerializer, **_errors(400, 401, 403, 409)},
     )
     def create(self, request: Request) -> Response:
-        data = _validated(RouteWriteSerializer, request)
+        data = _route_body(request)
         route = route_add(actor=actor_for_request_user(request.user), **data)
         return Response(RouteSerializer(route).data, status=status.HTTP_201_CREATED)
 
@@ -273,15 +290,15 @@ class RouteViewSet(AdminViewSet):
     @extend_schema(
         summary="Replace a notification route (admins)",
         parameters=[ROUTE_ID_PARAMETER],
-        description="The whole route: defaults and enabled left out become {} and true.",
+        description="The whole route: defaults and enabled left out become {} and true. "
+        "Refused as adding one is: 400 with every problem, 409 for a taken name alone.",
         request=RouteWriteSerializer,
         responses={200: RouteSerializer, **_errors(400, 401, 403, 404, 409)},
     )
     def update(self, request: Request, pk: str) -> Response:
-        data = _validated(RouteWriteSerializer, request)
-        route = route_update(
-            actor=actor_for_request_user(request.user), route_id=_route_id(pk), **data
-        )
+        route_id = _route_id(pk)
+        data = _route_body(request, route_id)
+        route = route_update(actor=actor_for_request_user(request.user), route_id=route_id, **data)
         return Response(RouteSerializer(route).data)
 
     @extend_schema(

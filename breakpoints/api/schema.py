@@ -24,6 +24,7 @@ ERROR_CODES = {
     "not_found": 404,
     "method_not_allowed": 405,
     "not_acceptable": 406,
+    "request_timeout": 408,
     "invalid_state": 409,
     "idempotency_conflict": 409,
     "conflict": 409,
@@ -40,10 +41,14 @@ _ANY_OPERATION = {
     "400": "validation_error: invalid input (or a malformed Content-Length).",
     "401": "not_authenticated: no credentials, or a token that is unknown or revoked.",
     "413": "payload_too_large: the request body is over BPM_MAX_BODY_BYTES.",
-    "429": "throttled: too many requests (or bad tokens) for now; retry after Retry-After seconds.",
+    "429": "throttled: too many requests (or bad tokens, or bodies arriving at once from one "
+    "address) for now; retry after Retry-After seconds.",
 }
-# Operations that read a JSON body also refuse another media type.
-_WITH_BODY = {"415": "unsupported_media_type: the body is not application/json."}
+# Operations that read a JSON body also refuse one that is slow to arrive, or not JSON.
+_WITH_BODY = {
+    "408": "request_timeout: the body did not arrive within BPM_BODY_READ_SECONDS.",
+    "415": "unsupported_media_type: the body is not application/json.",
+}
 _RETRY_AFTER = {
     "Retry-After": {
         "schema": {"type": "integer", "minimum": 0},
@@ -147,8 +152,8 @@ def declare_common_errors(result: dict) -> None:
     """Declare, on every API operation, the errors that come from outside its view.
 
     The views declare their own (404, 409…); the middleware and DRF add 400 (Content-Length),
-    413 (body too large), 401, 429 (with Retry-After) and 415 (a body not in JSON) to any of
-    them. Every error uses the envelope (components/schemas/Error).
+    413 (body too large), 401, 429 (with Retry-After), and to those with a body 408 (too slow
+    to arrive) and 415 (not JSON), to any of them. Every error uses the envelope (components/schemas/Error).
     """
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for path, item in result["paths"].items():

@@ -31,6 +31,7 @@ from breakpoints.choices import Status
 from breakpoints.markup import compact_duration, render_context_file
 from breakpoints.models import WebhookDelivery
 from breakpoints.naming import display_name
+from breakpoints.render_budget import RenderBudget
 from reviews.models import Feedback
 
 ANNOUNCING: dict[str, str] = {
@@ -151,7 +152,9 @@ def announce_context(data: dict[str, Any], event: str, target: dict[str, Any]) -
     user_id = target.get("user")
     links = decision_urls(breakpoint_id, user_id) if isinstance(user_id, int) else None
     files = _list(_dict(_dict(data.get("payload")).get("context")).get("files"))
-    shown = [excerpt(item) for item in files[:MAX_EXCERPT_FILES]]
+    budget = RenderBudget()  # one message, one rendering budget
+    shown = [excerpt(item, budget) for item in files[:MAX_EXCERPT_FILES]]
+    budget.save()
     return {
         "heading": ANNOUNCING.get(event, event),
         "title": _title(data),
@@ -182,7 +185,7 @@ def time_left(expires_at: Any) -> str:
     return f"{compact_duration(left)} left" if left.total_seconds() > 0 else "expired"
 
 
-def excerpt(item: Any) -> dict[str, Any]:
+def excerpt(item: Any, budget: RenderBudget | None = None) -> dict[str, Any]:
     """One context file cut to EXCERPT_CHARS: text for the plain part, and for the HTML
     part the console's sanitized rendering (breakpoints.markup) of markdown, code and text.
     HTML files stay escaped text: a mail client has no sandbox to show them in."""
@@ -191,7 +194,9 @@ def excerpt(item: Any) -> dict[str, Any]:
     path = item.get("path")
     file_format = fileformats.file_format(item)[0]
     text = content[:EXCERPT_CHARS] if isinstance(content, str) else ""
-    rendered = render_context_file({**item, "content": text}) if isinstance(content, str) else None
+    rendered = (
+        render_context_file({**item, "content": text}, budget) if isinstance(content, str) else None
+    )
     return {
         "path": path if isinstance(path, str) and path else "(no path)",
         "format": file_format,

@@ -77,12 +77,28 @@ def spec_problem(spec: Any) -> str | None:
     return None
 
 
-def _validated(
-    *, name: Any, pattern: Any, channels: Any, defaults: Any
-) -> tuple[str, str, list[dict], dict]:
+TAKEN = "Already taken."
+
+
+def route_problems(
+    *, name: Any, pattern: Any, channels: Any, defaults: Any, route_id: int | None = None
+) -> dict[str, list[str]]:
+    """Every problem with a route's fields, keyed by field ("name", "pattern",
+    "channels[1]", "defaults.onTimeout"), a name another route holds included."""
+    return _checked(
+        name=name, pattern=pattern, channels=channels, defaults=defaults, route_id=route_id
+    )[2]
+
+
+def _checked(
+    *, name: Any, pattern: Any, channels: Any, defaults: Any, route_id: int | None
+) -> tuple[str | None, dict, dict[str, list[str]]]:
+    """(the canonical pattern, the defaults without nulls, every problem by field)."""
     errors: dict[str, list[str]] = {}
     if not _short_text(name) or len(name) > limits.MAX_ROUTE_NAME_LENGTH:
         errors["name"] = [f"Must be 1 to {limits.MAX_ROUTE_NAME_LENGTH} characters."]
+    elif _name_taken(name.strip(), route_id):
+        errors["name"] = [TAKEN]
     try:
         canonical = str(parse_pattern(pattern)) if isinstance(pattern, str) else None
     except PatternError as exc:
@@ -102,22 +118,44 @@ def _validated(
     else:
         defaults = {key: value for key, value in defaults.items() if value is not None}
         check_timeout_policy(errors, defaults, prefix="defaults")
+    return canonical, defaults, errors
+
+
+def _name_taken(name: str, route_id: int | None) -> bool:
+    """Whether a route other than `route_id` holds `name`."""
+    others = NotificationRoute.objects.filter(name=name)
+    return (others.exclude(pk=route_id) if route_id is not None else others).exists()
+
+
+def _validated(
+    *, name: Any, pattern: Any, channels: Any, defaults: Any, route_id: int | None = None
+) -> tuple[str, str, list[dict], dict]:
+    """The route's fields, cleaned; raises with every problem at once (InvalidInput), or
+    Conflict when a name another route holds is the only one."""
+    canonical, defaults, errors = _checked(
+        name=name, pattern=pattern, channels=channels, defaults=defaults, route_id=route_id
+    )
+    if errors == {"name": [TAKEN]}:
+        raise _taken(name)
     if errors:
         first, messages = next(iter(errors.items()))
         raise InvalidInput(f"{first}: {messages[0]}", errors)
     return name.strip(), str(canonical), channels, defaults
 
 
+def _taken(name: str) -> Conflict:
+    return Conflict(f"A route named {name.strip()!r} exists already.", {"name": [TAKEN]})
+
+
 @contextmanager
 def _unique_name(name: str) -> Iterator[None]:
-    """A write that may collide with another route's name: a clear 400, not a 500."""
+    """A write that collides with a route named meanwhile (after _validated looked): a 409,
+    not a 500."""
     try:
         with transaction.atomic():
             yield
     except IntegrityError:
-        raise Conflict(
-            f"A route named {name!r} exists already.", {"name": ["Already taken."]}
-        ) from None
+        raise _taken(name) from None
 
 
 def route_add(
@@ -129,7 +167,8 @@ def route_add(
     defaults: Any = None,
     enabled: bool = True,
 ) -> NotificationRoute:
-    """A new route; raises InvalidInput on a bad pattern, spec or default, or a taken name."""
+    """A new route. Raises InvalidInput naming every problem (a bad name, pattern, spec or
+    default, and a taken name among them), or Conflict when a taken name is the only one."""
     require_admin(actor, ROUTES_REFUSAL)
     name, pattern, channels, defaults = _validated(
         name=name, pattern=pattern, channels=channels, defaults=defaults
@@ -158,7 +197,7 @@ def route_update(
     """Replace a route's fields (validated as route_add)."""
     require_admin(actor, ROUTES_REFUSAL)
     name, pattern, channels, defaults = _validated(
-        name=name, pattern=pattern, channels=channels, defaults=defaults
+        name=name, pattern=pattern, channels=channels, defaults=defaults, route_id=route_id
     )
     with _unique_name(name):
         updated = NotificationRoute.objects.filter(pk=route_id).update(

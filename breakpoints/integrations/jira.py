@@ -9,7 +9,8 @@ the secret matches. What it means is jira_events' business.
 What we answer, and why. JIRA Cloud retries a webhook on 408, 409, 425, 429, any 5xx, a
 timeout or a failed connection, for about half an hour; Data Center does not retry.
 - 503 while JIRA_WEBHOOK_SECRET is unset: the endpoint is off; a retry may find it on.
-- 401 for a missing or wrong secret, 400 for a body that is not a JSON object: the same
+- 401 for a missing or wrong secret, 400 for a body that is not a JSON object (or whose
+  issue key, labels, user or comment hold a NUL or a lone surrogate): the same
   request would fail the same way, so an answer JIRA does not retry; JIRA's webhook log
   shows it to whoever configured the webhook.
 - 200 for every authentic, well-formed event, whatever came of it: decided, ignored
@@ -75,5 +76,7 @@ def view(request: HttpRequest) -> HttpResponse:
         change = jira_events.status_change(payload)
     except jira_events.Ignored as ignored:
         return _answer(200, "ignored", str(ignored))
+    except jira_events.Malformed as malformed:
+        return _answer(400, "refused", str(malformed))
     handled = jira_events.decide(change)
     return _answer(200, handled.outcome, handled.detail)

@@ -22,6 +22,7 @@ from breakpoints.channels.jira import ISSUE_LABEL_PREFIX
 from breakpoints.choices import Channel, Status, Via
 from breakpoints.models import WebhookDelivery
 from breakpoints.services import feedback_add
+from breakpoints.storable import storable_text
 from config.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from reviews.models import Feedback
 
@@ -35,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 class Ignored(Exception):
     """Nothing to decide: another event, another status, no issue key."""
+
+
+class Malformed(Exception):
+    """Text no database can hold (NUL, a lone surrogate) where we read: a 400, not retried."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ def status_change(payload: dict[str, Any]) -> StatusChange:
     labels = _dict(issue.get("fields")).get("labels")
     user = _dict(payload.get("user"))
     email = _text(user.get("emailAddress"))
-    return StatusChange(
+    change = StatusChange(
         issue_key=key,
         status=status,
         approved=verdicts[status.casefold()],
@@ -97,6 +102,22 @@ def status_change(payload: dict[str, Any]) -> StatusChange:
             if isinstance(label, str)
         ),
     )
+    _require_storable(change)
+    return change
+
+
+def _require_storable(change: StatusChange) -> None:
+    """Raise Malformed naming the first field whose text no database can hold."""
+    texts = [
+        ("issue key", change.issue_key),
+        ("email", change.email),
+        ("user", change.who),
+        ("comment", change.comment),
+        *(("label", label) for label in change.labels),
+    ]
+    for name, text in texts:
+        if not storable_text(text):
+            raise Malformed(f"The {name} holds a NUL or a lone surrogate.")
 
 
 def _new_status(changelog: Any) -> str | None:

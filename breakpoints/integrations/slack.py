@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from slack_sdk.signature import SignatureVerifier
 
 from breakpoints.integrations import slack_actions
+from breakpoints.storable import storable_document
 
 audit_log = logging.getLogger("breakpoints.audit")
 TIMESTAMP = re.compile(r"[0-9]{1,12}")
@@ -65,7 +66,8 @@ def signature_problem(request: HttpRequest, secret: str) -> str:
 
 
 def parsed_payload(body: bytes) -> dict[str, Any] | None:
-    """The form field `payload` as a JSON object with a string `type`, or None."""
+    """The form field `payload` as a JSON object with a string `type`, or None (also when
+    text in it is not what a database can hold: NUL, a lone surrogate)."""
     try:
         form = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=20)
         payload = json.loads(form["payload"][-1])
@@ -73,7 +75,7 @@ def parsed_payload(body: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
         return None
-    return payload
+    return payload if storable_document(payload) else None  # no NUL, no lone surrogate
 
 
 def _answer(status: int, message: str) -> JsonResponse:

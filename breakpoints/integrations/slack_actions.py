@@ -29,6 +29,7 @@ from breakpoints.choices import Status, Via
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from breakpoints.services import feedback_add, release_preview
+from breakpoints.storable import storable_text
 from config.exceptions import DomainError, Forbidden, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,9 @@ def dispatch(payload: dict[str, Any]) -> HttpResponse:
 
 
 def _text(value: Any, limit: int = 200) -> str:
-    return value if isinstance(value, str) and len(value) <= limit else ""
+    """The value when it is text we can store (also what private_metadata decodes to)."""
+    fits = isinstance(value, str) and len(value) <= limit and storable_text(value)
+    return value if fits else ""
 
 
 def _object(value: Any) -> dict[str, Any]:

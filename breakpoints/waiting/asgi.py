@@ -23,14 +23,13 @@ from psycopg_pool import PoolTimeout
 
 from breakpoints.authentication import WWW_AUTHENTICATE, bearer_credentials
 from breakpoints.choices import Status
-from breakpoints.ratelimits import address_of
 from breakpoints.tokens import hash_token
 from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
-from config import asgi_http
+from config import asgi_http, outage
 from config.errors import envelope, http_status
 from config.exceptions import DomainError, RateLimited
 from config.logging import current_request_id
@@ -91,11 +90,14 @@ class WaitingApp:
         wait = [v for k, v in params if k == "wait"]
         poll_rate.hit()
         count_status_request(many=many)
+        if outage.failing_fast():  # as Django's paths (config.middleware)
+            await _unavailable(send, request_id)
+            return
         try:
             principal, query, rows = await run_sync(
                 reads.begin,
                 raw_token,
-                address=_client_address(scope),
+                address=asgi_http.scope_address(scope),
                 ids=ids,
                 wait=wait,
                 many=many,
@@ -118,10 +120,10 @@ class WaitingApp:
             await _respond(send, http_status(exc), body, request_id, retry_after=retry_after)
         except TooManyWaiters as exc:
             await _too_many(send, exc, request_id)
-        except (DatabaseError, PoolTimeout):
+        except (DatabaseError, PoolTimeout) as exc:
             logger.warning("Status request failed on the database", exc_info=True)
-            body = envelope("unavailable", "The database is not reachable; retry shortly.")
-            await _respond(send, 503, body, request_id)
+            outage.record_failure(exc)
+            await _unavailable(send, request_id)
         except Exception:
             logger.exception("Status request failed")
             body = envelope("server_error", "Internal server error.")
@@ -186,11 +188,6 @@ def _until_due(rows: Rows) -> float:
     return max(0.0, min(due)) + 0.01 if due else float("inf")
 
 
-def _client_address(scope: Scope) -> str:
-    remote = (scope.get("client") or ("", 0))[0]
-    return address_of(remote, asgi_http.header(scope, b"x-forwarded-for") or "")
-
-
 def _bearer(scope: Scope) -> str | None:
     header = asgi_http.header(scope, b"authorization")
     return bearer_credentials(header) if header else None
@@ -203,6 +200,16 @@ async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
     else:
         body = envelope("unavailable", "This server holds too many waits; retry shortly.")
         await _respond(send, 503, body, request_id)
+
+
+async def _unavailable(send: Any, request_id: str) -> None:
+    retry_after = outage.retry_after_seconds()
+    body = envelope(
+        "unavailable",
+        "The database is not reachable; retry shortly.",
+        {"retryAfter": retry_after},
+    )
+    await _respond(send, 503, body, request_id, retry_after=retry_after)
 
 
 async def _respond(

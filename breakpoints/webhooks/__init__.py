@@ -4,7 +4,9 @@
 - guard: which addresses may be reached (SSRF), and posting to the vetted ones only
 - outbox: the transactional outbox; delivery rows written with the change, handed to
   the workers after commit, re-published by the sweep while due
-- delivery: one signed attempt of one delivery, its backoff and its audit event
+- delivery: one signed attempt of one delivery, its backoff and its audit event; a
+  worker's turn with one target (delivery_turn)
+- targets: each target's cap of attempts in flight
 
 Other channels (Slack, email, JIRA) belong beside `delivery` as sibling modules: each
 sends what the outbox recorded, reaches the network through `guard`, and is re-exported
@@ -19,6 +21,7 @@ from breakpoints.webhooks.delivery import (
     AttemptOutcome,
     backoff_seconds,
     delivery_attempt,
+    delivery_turn,
     signed_request,
 )
 from breakpoints.webhooks.guard import DeliveryRefused
@@ -55,6 +58,7 @@ __all__ = [
     "deliveries_enqueue_bulk",
     "delivery_attempt",
     "delivery_resend",
+    "delivery_turn",
     "publish_deliveries",
     "signed_request",
     "webhook_add",

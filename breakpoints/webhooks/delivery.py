@@ -3,6 +3,8 @@
 A worker claims a row with a short lease before the HTTP call, so one delivery is never
 sent twice at once; the `webhook-id` stays the same on every retry for receivers to
 deduplicate. Failures are retried with backoff up to MAX_ATTEMPTS, by the outbox sweep.
+The claim also keeps each target to its cap of attempts in flight, and a success is
+followed by the target's next due delivery (delivery_turn, breakpoints.webhooks.targets).
 """
 
 import json
@@ -10,14 +12,14 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
@@ -28,7 +30,7 @@ from breakpoints.channels.base import Sent
 from breakpoints.choices import Channel
 from breakpoints.models import DeliveryStatus, WebhookDelivery
 from breakpoints.models.webhook import redacted_url
-from breakpoints.webhooks import guard
+from breakpoints.webhooks import guard, outbox, targets
 from breakpoints.webhooks.outbox import sendable
 
 WEBHOOK_ACTOR = "system:webhooks"
@@ -36,7 +38,9 @@ CHANNELS_ACTOR = "system:channels"
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 MAX_BACKOFF_SECONDS = 8 * 60 * 60
-REQUEST_TIMEOUT_SECONDS = 10
+REQUEST_TIMEOUT_SECONDS = 10  # each read and write; connecting gets CONNECT_TIMEOUT_SECONDS
+CONNECT_TIMEOUT_SECONDS = 3
+TURN_SECONDS = 1.0  # how long one task keeps sending to one target (delivery_turn)
 
 
 @dataclass(frozen=True)
@@ -77,22 +81,42 @@ def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
 
 def claim(delivery_id: str) -> WebhookDelivery | None:
     """Lease a due delivery and count the attempt now, so one cut short by a killed
-    worker still counts towards MAX_ATTEMPTS."""
+    worker still counts towards MAX_ATTEMPTS.
+
+    None when it is not pending and due, another worker holds it, or its target already
+    has its cap of attempts in flight (the row stays due: a hand-off or the sweep sends it).
+    """
     now = timezone.now()
+    delivery = _due(delivery_id, now)
+    if delivery is None:
+        return None
     lease = now + timedelta(seconds=settings.BPM_WEBHOOK_LEASE_SECONDS)
-    claimed = (
-        WebhookDelivery.objects.filter(
-            pk=delivery_id,
-            status=DeliveryStatus.PENDING,
-            next_attempt_at__lte=now,
+    with transaction.atomic():
+        targets.lock_target(delivery)
+        if targets.target_full(delivery, now):
+            return None
+        claimed = (
+            _claimable(now)
+            .filter(pk=delivery_id)
+            .update(locked_until=lease, attempts=F("attempts") + 1)
         )
-        .filter(sendable())
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .update(locked_until=lease, attempts=F("attempts") + 1)
-    )
     if not claimed:
         return None
     return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+
+
+def _claimable(now: datetime) -> QuerySet[WebhookDelivery]:
+    """Pending deliveries that are due, sendable and held by no worker."""
+    return (
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .filter(sendable())
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+    )
+
+
+def _due(delivery_id: str, now: datetime) -> WebhookDelivery | None:
+    """The delivery if it could be claimed now (read without a lock: claim re-checks)."""
+    return _claimable(now).filter(pk=delivery_id).only("pk", "channel", "webhook_id").first()
 
 
 def delivery_attempt(delivery_id: str) -> AttemptOutcome:
@@ -115,7 +139,8 @@ def _send_webhook(delivery: WebhookDelivery) -> Sent:
     try:
         addresses = guard.vetted_addresses(delivery.subscriber.url)
         body, headers = signed_request(delivery)
-        with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False) as client:
+        timeout = httpx.Timeout(REQUEST_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             response = guard.post_pinned(client, delivery.subscriber.url, addresses, body, headers)
         status_code = response.status_code
         retryable = status_code >= 500 or status_code == 429
@@ -189,6 +214,27 @@ def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> 
                 metadata=metadata,
             )
     return outcome
+
+
+def delivery_turn(delivery_id: str) -> AttemptOutcome:
+    """A worker's turn with one message: attempt the delivery, then, while its target
+    succeeds and TURN_SECONDS last, the target's next due deliveries; the one after that
+    goes to the back of the queue, behind other targets' deliveries. So a fast target is
+    drained quickly and a slow one takes turns with the others. After a failure nothing
+    follows: the sweep sends the target's next ones (backoff per target)."""
+    turn_ends = time.monotonic() + TURN_SECONDS
+    outcome = first = delivery_attempt(delivery_id)
+    sent = delivery_id
+    while outcome.status == "delivered":
+        following = targets.next_due(sent, timezone.now())
+        if following is None:
+            break
+        if time.monotonic() >= turn_ends:
+            outbox.publish_deliveries([following])
+            break
+        sent = following
+        outcome = delivery_attempt(sent)
+    return first
 
 
 def _destination(delivery: WebhookDelivery) -> dict[str, Any]:

@@ -132,6 +132,29 @@ def test_a_body_that_is_not_a_json_object_is_a_400(client, hook, raw):
     assert response.json()["ok"] is False
 
 
+@pytest.mark.parametrize("bad", ["\x00", "\ud800"], ids=["nul", "lone-surrogate"])
+@pytest.mark.parametrize("where", ["key", "label", "email", "comment"])
+def test_text_no_database_can_hold_is_a_400_jira_does_not_retry(
+    client, jira, issue, alice, where, bad
+):
+    bp, key = issue
+    payload = move(jira, key, "Rejected", comment="Not now.")
+    if where == "key":
+        payload["issue"]["key"] = key + bad
+    elif where == "label":
+        payload["issue"]["fields"]["labels"] = [f"bpm-{bp.pk}{bad}"]
+    elif where == "email":
+        payload["user"]["emailAddress"] = "alice@example.com" + bad
+    else:
+        payload["comment"]["body"] = "Not" + bad
+
+    response = post(client, payload)
+
+    assert response.status_code == 400
+    assert response.json()["outcome"] == "refused" and where in response.json()["detail"]
+    assert_untouched(bp)
+
+
 def test_only_post_is_allowed(client, hook):
     assert client.get(f"{URL}?secret={SECRET}").status_code == 405
 

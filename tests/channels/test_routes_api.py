@@ -284,6 +284,53 @@ def test_every_problem_is_reported_at_once(admin_client):
     assert "channels[0]" not in details
 
 
+FOUR_PROBLEMS = {
+    "pattern": "deploy.*(tags contains 'x'",
+    "channels": [SLACK, {"kind": "fax"}],
+    "defaults": {"onTimeout": "explode"},
+}
+
+
+def test_a_taken_name_is_reported_with_every_other_problem_in_one_400(admin_client):
+    stored()
+
+    details = assert_error(post(admin_client, body(**FOUR_PROBLEMS)), 400)["details"]
+
+    assert set(details) == {"name", "pattern", "channels[1]", "defaults.onTimeout"}
+    assert details["name"] == ["Already taken."]
+    assert "position" in details["pattern"][0]
+    assert NotificationRoute.objects.count() == 1
+
+
+def test_a_put_reports_a_taken_name_with_the_other_problems(admin_client):
+    stored()
+    other = stored("other")
+
+    response = admin_client.put(f"{ROUTES}/{other.pk}", body(**FOUR_PROBLEMS), format="json")
+
+    details = assert_error(response, 400)["details"]
+    assert set(details) == {"name", "pattern", "channels[1]", "defaults.onTimeout"}
+    assert NotificationRoute.objects.get(pk=other.pk).name == "other"
+
+
+def test_a_route_keeps_its_own_name_when_replaced(admin_client):
+    route = stored()
+
+    response = admin_client.put(f"{ROUTES}/{route.pk}", body(pattern="x.*"), format="json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["pattern"] == "x.*"
+
+
+def test_the_service_reports_a_taken_name_with_a_malformed_pattern(db):
+    stored()
+
+    with pytest.raises(InvalidInput) as raised:
+        stored(pattern="deploy.*(")
+
+    assert set(raised.value.details) == {"name", "pattern"}
+
+
 def test_a_hostile_put_changes_nothing(admin_client):
     route = stored()
 

@@ -210,6 +210,24 @@ def test_a_taken_name_is_a_form_error_and_the_typed_json_stays(admin_browser):
     assert NotificationRoute.objects.count() == 1
 
 
+def test_a_taken_name_is_shown_with_every_other_problem(admin_browser):
+    stored()
+    data = form(
+        pattern="deploy.*(tags",
+        channels=json.dumps([SLACK, {"kind": "fax"}]),
+        defaults='{"onTimeout": "explode"}',
+    )
+
+    response = admin_browser.post(ROUTES_URL + "add/", data)
+
+    errors = response.context["form"].errors
+    assert errors["name"] == ["Already taken."]
+    assert "position" in errors["pattern"][0]
+    assert errors["channels"][0].startswith("channels[1]: ")
+    assert errors["defaults"][0].startswith("defaults.onTimeout: ")
+    assert NotificationRoute.objects.count() == 1
+
+
 def test_a_refused_change_changes_nothing(admin_browser):
     route = stored()
     stored("other")

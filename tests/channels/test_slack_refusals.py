@@ -296,3 +296,38 @@ def test_a_modal_with_tampered_metadata_decides_nothing(standin, posted, client)
     assert "does not exist" in response.json()["errors"]["bpm_feedback"]
     bp.refresh_from_db()
     assert bp.status == "waiting"
+
+
+# --- text no database can hold: 400 (signed, but never a 500) -----------------------------
+
+UNSTORABLE = pytest.mark.parametrize("bad", ["\x00", "\ud800"], ids=["nul", "lone-surrogate"])
+
+
+@UNSTORABLE
+def test_a_nul_or_lone_surrogate_in_a_button_value_is_a_400(standin, posted, client, bad):
+    bp, reply = posted
+    payload = approve_payload(standin, reply)
+    payload["actions"][0]["value"] = bp.pk + bad
+
+    response = interact(client, payload)
+
+    assert response.status_code == 400
+    assert_untouched(bp, standin)
+
+
+@UNSTORABLE
+def test_a_nul_or_lone_surrogate_in_a_modal_decides_nothing(standin, posted, client, bad):
+    bp, reply = posted
+    interact(client, standin.click_payload(reply["channel"], reply["ts"], "bpm_reject", "U0RITA"))
+    (view_id,) = standin.views
+    in_metadata = standin.submit_payload(view_id, "U0RITA", "No.")
+    in_metadata["view"]["private_metadata"] = json.dumps({"bp": bp.pk + bad})
+    in_comment = standin.submit_payload(view_id, "U0RITA", "No" + bad)
+
+    answered = interact(client, in_metadata)
+
+    assert answered.status_code == 200  # the modal says what is wrong: Slack shows it
+    assert "does not exist" in answered.json()["errors"]["bpm_feedback"]
+    assert interact(client, in_comment).status_code == 400
+    bp.refresh_from_db()
+    assert bp.status == "waiting"

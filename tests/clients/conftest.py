@@ -2,7 +2,9 @@
 
 The server is the whole system as real processes (tests/integration/conftest.py): gunicorn
 with a uvicorn worker, a Celery worker and beat (the TTL sweep runs every second), on the
-PostgreSQL test database and a dedicated redis-server. The test commits tokens and users
+test database and a dedicated redis-server. The test database is PostgreSQL's, or on the
+embedded default a SQLite file (tests/conftest.py puts it in one when these tests run), so
+these tests need only `redis-server` on PATH. The test commits tokens and users
 (transactional db) so the server sees them; the clients talk to it over real HTTP.
 """
 
@@ -18,13 +20,21 @@ from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.integration.conftest import (  # noqa: F401 - fixtures used by these tests
     System,
-    _integration_requirements,
+    _missing_requirement,
     make_system,
     redis_server,
     static_root,
 )
 
 BPM = str(Path(sys.executable).parent / "bpm")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _integration_requirements(django_db_setup) -> None:
+    """As tests/integration's, but any test database the server can share will do."""
+    reason = _missing_requirement(postgres=False)
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.fixture

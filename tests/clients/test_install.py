@@ -1,5 +1,6 @@
 """`pip install ./clients/python` in a fresh virtualenv gives a working `bpm` without the server's code."""
 
+import os
 import subprocess
 import venv
 from pathlib import Path
@@ -41,6 +42,8 @@ def test_fresh_venv_install_gives_bpm(tmp_path):
         text=True,
         timeout=60,
         cwd=tmp_path,  # not the project folder, whose packages would be importable from cwd
+        # nor from a PYTHONPATH that names it (a worktree run)
+        env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"},
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split() == ["Client", "[]"]

@@ -50,8 +50,14 @@ ENUMS = {
 }
 # Codes the API can answer that the SDK leaves to plain ApiError (with its `code`): each
 # answers a request the SDK never makes (an undocumented method, an Accept other than
-# JSON, a body that is not JSON); a dedicated class would never be raised.
-LEFT_TO_API_ERROR = {"method_not_allowed", "not_acceptable", "unsupported_media_type"}
+# JSON, a body that is not JSON, a body trickled slower than BPM_BODY_READ_SECONDS); a
+# dedicated class would never be raised.
+LEFT_TO_API_ERROR = {
+    "method_not_allowed",
+    "not_acceptable",
+    "unsupported_media_type",
+    "request_timeout",
+}
 
 Shape = frozenset[Any]  # the alternatives a value may take: "str", ("list", Shape), ...
 

@@ -7,7 +7,9 @@ free port per test module, so tests can stop and restart it without touching any
 Redis on the machine.
 
 Skipped (with a reason) only when the database is not PostgreSQL or `redis-server` is not
-on PATH; CI runs them.
+on PATH; CI runs them. tests/clients uses the same system and needs no PostgreSQL: on the
+embedded default its processes share the test database as a SQLite file (see
+`sqlite_file_for_live_servers` in tests/conftest.py).
 """
 
 import os
@@ -38,11 +40,11 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 SWEEP_SECONDS = 1  # BPM_OUTBOX_SWEEP_SECONDS and BPM_TTL_SWEEP_SECONDS in the subprocesses
 LEASE_SECONDS = 3  # BPM_WEBHOOK_LEASE_SECONDS in the subprocesses
-# One pool process, none of the worker-to-worker chatter: quick to start, easy to reason about.
-QUICK_WORKER = ["--concurrency", "1", "--without-mingle", "--without-gossip", "--without-heartbeat"]
-# As the Procfile runs it on a 2-core host: two pool processes; mingle, gossip and heartbeat
-# on (their broker channels take part in a reconnect).
-PROCFILE_WORKER = ["--concurrency", "2"]
+# The worker as the Procfile runs it (make_system(**PROCFILE_WORKER)): more than one pool
+# process; mingle, gossip and heartbeat on (their broker channels take part in a reconnect).
+# By default tests start one pool process without them: quicker, easier to reason about.
+PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
+WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
 def free_port() -> int:
@@ -51,12 +53,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _missing_requirement() -> str | None:
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+def _missing_requirement(*, postgres: bool = True) -> str | None:
+    """Why the system cannot run here, or None. `postgres=False`: a SQLite test database
+    will do, if it is a file the subprocesses can open (not an in-memory one)."""
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if postgres and engine != "django.db.backends.postgresql":
         return (
             "integration tests need PostgreSQL: web, worker and beat subprocesses share the "
             "test database (set DATABASE_URL=postgres://...)"
         )
+    if engine == "django.db.backends.sqlite3" and not _sqlite_file():
+        return "the live server needs the SQLite test database in a file, not in memory"
     if shutil.which("redis-server") is None:
         return "integration tests need `redis-server` on PATH (a dedicated one is started)"
     return None
@@ -234,13 +241,22 @@ def format_logs(processes: list[Process] | None) -> str:
     )
 
 
-def _database_url() -> str:
+def _sqlite_file() -> str | None:
+    """The SQLite test database's file (None when it is in memory)."""
+    name = str(connection.settings_dict["NAME"])
+    return None if "mode=memory" in name or name == ":memory:" else name
+
+
+def database_url(via_port: int | None = None) -> str:
+    """The test database's URL for the subprocesses; `via_port`: through 127.0.0.1 there."""
     db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{_sqlite_file()}"
     user = quote(db.get("USER") or "", safe="")
     password = quote(db.get("PASSWORD") or "", safe="")
     credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = quote(db.get("HOST") or "localhost", safe="")
-    port = f":{db['PORT']}" if db.get("PORT") else ""
+    host = "127.0.0.1" if via_port else quote(db.get("HOST") or "localhost", safe="")
+    port = f":{via_port or db.get('PORT') or ''}".rstrip(":")
     return f"postgres://{credentials}{host}{port}/{quote(db['NAME'], safe='')}"
 
 
@@ -257,10 +273,12 @@ class System:
         redis_server: RedisServer,
         tmp_path: Path,
         env: dict[str, str] | None = None,
-        worker_options: list[str] | None = None,
+        worker_concurrency: int = 1,
+        worker_chatter: bool = False,
     ):
         self.redis = redis_server
-        self.worker_options = QUICK_WORKER if worker_options is None else worker_options
+        self.worker_concurrency = worker_concurrency
+        self.worker_chatter = worker_chatter
         self.tmp_path = tmp_path
         self.web_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.web_port}"
@@ -273,7 +291,7 @@ class System:
             "DEBUG": "0",
             "SECRET_KEY": "integration-test-only-key",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": redis_server.url,
             "BPM_VAR_DIR": str(var_dir),
             "BPM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
@@ -328,9 +346,11 @@ class System:
                 "worker",
                 "--loglevel",
                 "INFO",
+                "--concurrency",
+                str(self.worker_concurrency),
                 "--pool",
                 "prefork",
-                *self.worker_options,
+                *([] if self.worker_chatter else WITHOUT_CHATTER),
                 "--hostname",
                 f"worker{number}@%h",
             ],
@@ -459,13 +479,18 @@ def make_system(
     started: list[System] = []
 
     def make(
-        *, beat: bool = True, env: dict[str, str] | None = None, worker_options=None
+        *,
+        beat: bool = True,
+        env: dict[str, str] | None = None,
+        worker_concurrency: int = 1,
+        worker_chatter: bool = False,
     ) -> System:
         system = System(
             redis_server,
             tmp_path,
             {"STATIC_ROOT": str(static_root), **(env or {})},
-            worker_options=worker_options,
+            worker_concurrency=worker_concurrency,
+            worker_chatter=worker_chatter,
         )
         started.append(system)
         return system.start(beat=beat)
@@ -478,14 +503,14 @@ def make_system(
 
 
 @pytest.fixture
-def worker_options() -> list[str]:
-    """The worker options of `system` (a test may parametrize it, e.g. PROCFILE_WORKER)."""
-    return QUICK_WORKER
+def system_options() -> dict[str, Any]:
+    """make_system's options for `system` (a test may parametrize it, e.g. PROCFILE_WORKER)."""
+    return {}
 
 
 @pytest.fixture
-def system(make_system, worker_options) -> System:
-    return make_system(worker_options=worker_options)
+def system(make_system, system_options) -> System:
+    return make_system(**system_options)
 
 
 @pytest.fixture

@@ -137,7 +137,7 @@ def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
     assert (stored.attempts, event.metadata["attempt"]) == (2, 2)
 
 
-@pytest.mark.parametrize("worker_options", [PROCFILE_WORKER])
+@pytest.mark.parametrize("system_options", [PROCFILE_WORKER])
 def test_broker_killed_mid_delivery_leaves_the_worker_running_and_delivers_all_once(
     system, agent_http, make_receiver, subscribe, redis_server
 ):

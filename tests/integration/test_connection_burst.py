@@ -19,7 +19,7 @@ from breakpoints.services import breakpoint_create
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.aio import run_async
 from tests.factories import ReviewerFactory
-from tests.integration.conftest import Process, _database_url, free_port, wait_until
+from tests.integration.conftest import Process, database_url, free_port, wait_until
 from tests.test_make_run_smoke import procfile_web_command
 
 POOL_MAX = 4
@@ -32,7 +32,7 @@ def make_run_web(transactional_db, tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("BPM_", "CELERY_"))},
         "DEBUG": "1",
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "DATABASE_POOL_MAX": str(POOL_MAX),
         "PGAPPNAME": APP_NAME,  # libpq names this server's pooled connections
         "BPM_PORT": str(port),

@@ -40,6 +40,19 @@ def test_failures_past_the_limit_lock_out_even_the_right_password(alice):
     assert not logged_in(client)
 
 
+def test_the_lock_says_when_to_come_back(alice, settings):
+    settings.AXES_COOLOFF_TIME = 0.25  # hours
+    client = Client()
+    for _ in range(3):
+        log_in(client, "wrong")
+
+    locked = log_in(client, PASSWORD)
+
+    assert locked.status_code == 429
+    assert locked["Retry-After"] == "900"
+    assert "0:15:00" in locked.content.decode()
+
+
 def test_the_lock_is_per_username_and_address(alice):
     ReviewerFactory(username="bob").set_password(PASSWORD)
     for _ in range(3):

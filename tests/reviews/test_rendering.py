@@ -1,9 +1,14 @@
 """Rendering of what agents send: sanitized markdown, highlighted code, escaped text."""
 
+import html
+import re
 from datetime import timedelta
 
+from django.core.cache import cache
 from pygments.lexers.special import TextLexer
 
+from breakpoints import markup
+from breakpoints.render_budget import RenderBudget, cache_key
 from reviews import rendering
 
 
@@ -77,3 +82,76 @@ def test_compact_durations():
     assert rendering.compact_duration(timedelta(hours=3, minutes=20)) == "3h 20m"
     assert rendering.compact_duration(timedelta(days=2, hours=4)) == "2d 4h"
     assert rendering.compact_duration(timedelta(seconds=-5)) == "0s"
+
+
+# --- bounded rendering: a deadline, a depth limit, a cache ----------------------------------
+
+PAST = 0.0  # a monotonic deadline long gone
+
+
+def test_markdown_past_its_deadline_is_escaped_text():
+    rendered = markup.markdown_rendering("# Title <b>bold</b>", PAST)
+    assert rendered.html == '<pre class="bpm-pre"># Title &lt;b&gt;bold&lt;/b&gt;</pre>'
+    assert not rendered.complete
+
+
+def test_code_past_its_deadline_is_escaped_not_highlighted():
+    rendered = markup.code_rendering('print("<b>")\n', rendering.lexer_for("python"), PAST)
+    assert 'print("&lt;b&gt;")' in rendered.html
+    assert '<span class="nb">' not in rendered.html
+    assert not rendered.complete
+
+
+def test_code_cut_by_its_deadline_keeps_the_whole_text():
+    """The tokens lexed in time are highlighted, the rest is escaped, nothing is lost."""
+    source = "x = 1\n" * 200
+    text = html.unescape(re.sub(r"<[^>]+>", "", rendering.render_code(source, "python")))
+    cut = markup.code_rendering(source, rendering.lexer_for("python"), PAST)
+    assert html.unescape(re.sub(r"<[^>]+>", "", cut.html)) == text
+
+
+def nested_list(depth: int) -> str:
+    return "".join(f"{'  ' * level}- item {level}\n" for level in range(depth))
+
+
+def test_markdown_nested_beyond_the_limit_is_escaped_text():
+    assert rendering.render_markdown(nested_list(500)).startswith('<pre class="bpm-pre">')
+    shallow = rendering.render_markdown(nested_list(5))
+    assert shallow.count("<ul>") == 5 and "item 4" in shallow
+
+
+def test_markdown_with_too_much_raw_html_is_escaped_text():
+    deep = "<div>" * (markup.MAX_MARKDOWN_HTML_TAGS + 1)
+    assert rendering.render_markdown(deep).startswith('<pre class="bpm-pre">&lt;div&gt;')
+    assert "<b>kept</b>" in rendering.render_markdown("some <b>kept</b> html")
+
+
+def files_of(content: str) -> dict:
+    return {"context": {"files": [{"path": "a.md", "format": "markdown", "content": content}]}}
+
+
+def test_a_page_without_time_left_shows_escaped_text_and_caches_nothing():
+    [spent] = rendering.context_files(files_of("# Later"), RenderBudget(seconds=0))
+    assert spent.html == '<pre class="bpm-pre"># Later</pre>'
+    [fresh] = rendering.context_files(files_of("# Later"))
+    assert "<h1>Later</h1>" in fresh.html
+
+
+def test_a_rendering_is_cached_for_the_next_page():
+    rendering.context_files(files_of("# Once"))
+    [cached] = rendering.context_files(files_of("# Once"), RenderBudget(seconds=0))
+    assert "<h1>Once</h1>" in cached.html
+
+
+def test_a_file_that_ran_out_of_its_own_time_is_cached_as_escaped_text():
+    item = {"path": "slow.md", "format": "markdown", "content": "[" * 40_000}
+    # The page has time, the file none of its own: it starts, and runs out while parsing.
+    budget = RenderBudget(seconds=60, file_seconds=0)
+    [slow] = rendering.context_files({"context": {"files": [item]}}, budget)
+    assert slow.html.startswith('<pre class="bpm-pre">[[[')
+    assert cache.get(cache_key(markup.cache_source(item))) == slow.html
+
+
+def test_the_default_budget_is_a_setting(settings):
+    settings.BPM_RENDER_BUDGET_SECONDS = 0
+    assert rendering.render_markdown("# Title").startswith('<pre class="bpm-pre">')

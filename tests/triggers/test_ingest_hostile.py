@@ -414,3 +414,44 @@ def test_a_long_value_a_template_passes_on_is_never_stored_whole(
     if taken["outcome"] != "refused":
         assert bp.status == ("released" if action == "release" else "cancelled")
         assert len(bp.result["feedback"]) <= limit  # the reason is the result's feedback
+
+
+# --- limits: one sender's junk never costs genuine deliveries (issue 19 item 9) -----------
+
+
+def test_verified_deliveries_are_not_held_back_by_refused_ones_from_their_address(
+    sources, settings
+):
+    settings.BPM_THROTTLE_ANON_RATE = "3/min"
+    settings.BPM_THROTTLE_EVENT_SOURCE_RATE = "1000/min"
+
+    bad = [post("github", BODY, signed("github", secret="wrong")).status_code for _ in range(5)]
+    genuine = [post("github", BODY, signed("github")).status_code for _ in range(10)]
+
+    assert bad == [401, 401, 401, 429, 429]
+    assert genuine == [202] * 10
+    assert ExternalEvent.objects.count() == 10
+
+
+def test_a_refused_delivery_past_the_address_limit_says_when_to_retry(sources, settings):
+    settings.BPM_THROTTLE_ANON_RATE = "2/min"
+    for _ in range(2):
+        post("no-such-source", BODY, signed("github"))
+
+    response = post("no-such-source", BODY, signed("github"))
+
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
+    assert response.json()["error"]["code"] == "throttled"
+
+
+def test_a_source_has_its_own_limit_and_nothing_past_it_is_stored(sources, settings):
+    settings.BPM_THROTTLE_EVENT_SOURCE_RATE = "3/min"
+
+    answers = [post("github", BODY, signed("github")) for _ in range(4)]
+    other = post("gitlab", BODY, signed("gitlab"))
+
+    assert [a.status_code for a in answers] == [202, 202, 202, 429]
+    assert "Retry-After" in answers[-1]
+    assert other.status_code == 202  # another source's budget is its own
+    assert ExternalEvent.objects.filter(source=sources["github"]).count() == 3

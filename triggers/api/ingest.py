@@ -13,8 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from breakpoints.api.throttling import AnonymousRateThrottle
 from breakpoints.api.views import _errors
+from breakpoints.ratelimits import client_address
 from triggers import services
 
 ACCEPTED = inline_serializer(
@@ -31,7 +31,7 @@ ACCEPTED = inline_serializer(
 class EventIngestView(APIView):
     authentication_classes: list = []  # the signature authenticates, not a token
     permission_classes = [AllowAny]
-    throttle_classes = [AnonymousRateThrottle]
+    throttle_classes: list = []  # limited in the service: per source once verified, else per address
 
     @extend_schema(
         summary="Receive an external event",
@@ -53,7 +53,7 @@ class EventIngestView(APIView):
         # The raw bytes, before anything parses them: the signature covers exactly these.
         body = request._request.body
         event, created = services.event_receive(
-            source_name=source, body=body, headers=request.headers
+            source_name=source, body=body, headers=request.headers, address=client_address(request)
         )
         return Response(
             {"eventId": event.pk, "duplicate": not created},

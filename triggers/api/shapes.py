@@ -20,7 +20,11 @@ from breakpoints.api.schema import EnvelopedListSchema
 from breakpoints.limits import (
     MAX_CONDITIONS,
     MAX_EVENT_TYPE_LENGTH,
+    MAX_EXPRESSION_DEPTH,
+    MAX_EXPRESSION_FANOUT,
     MAX_EXPRESSION_LENGTH,
+    MAX_EXPRESSION_STEPS,
+    MAX_FUNCTION_NESTING,
     MAX_SOURCE_NAME_LENGTH,
     MAX_TTL_SECONDS,
     MAX_WEBHOOK_SECRET_LENGTH,
@@ -47,7 +51,10 @@ EXPRESSION = {
     "minLength": 1,
     "maxLength": MAX_EXPRESSION_LENGTH,
     "description": "A JMESPath expression over the event's payload; it holds when its value "
-    "is not false, null, empty text, [] or {}.",
+    f"is not false, null, empty text, [] or {{}}. At most {MAX_EXPRESSION_DEPTH} levels deep, "
+    f"{MAX_EXPRESSION_FANOUT} projections, filters, flattens and multi-selects, function "
+    f"calls {MAX_FUNCTION_NESTING} deep (a 400 names the limit); when it runs, a budget of "
+    f"{MAX_EXPRESSION_STEPS:,} steps per event (past it: the rule's error).",
 }
 SELECTOR = {
     "type": "object",

@@ -9,12 +9,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from breakpoints.ratelimits import rate_limit
 from breakpoints.storable import storable_problem
 from config.celery import publish
-from config.exceptions import InvalidInput, NotFound
+from config.exceptions import InvalidInput, NotAuthenticated, NotFound
 from triggers.models import EventSource, ExternalEvent
 from triggers.verification import verify
 
@@ -22,14 +24,34 @@ EVALUATE_TASK = "triggers.tasks.evaluate_event"
 
 
 def event_receive(
-    *, source_name: str, body: bytes, headers: Mapping[str, str]
+    *, source_name: str, body: bytes, headers: Mapping[str, str], address: str = ""
 ) -> tuple[ExternalEvent, bool]:
     """Store a verified delivery; returns (event, created). Raises NotFound (no such
-    enabled source), NotAuthenticated (signature refused) or InvalidInput (bad body)."""
-    source = EventSource.objects.filter(name=source_name, enabled=True).first()
-    if source is None:
-        raise NotFound(f"No event source named {source_name!r}.")
-    verified = verify(source, body, headers)
+    enabled source), NotAuthenticated (signature refused), InvalidInput (bad body) or
+    RateLimited.
+
+    Two limits, so that one sender's junk never costs another's genuine deliveries: a
+    verified delivery counts only against its source (BPM_THROTTLE_EVENT_SOURCE_RATE);
+    a refused one (unknown source, bad signature) against `address`, the sender's
+    (BPM_THROTTLE_ANON_RATE), which past its limit is answered 429 instead.
+    """
+    try:
+        source = EventSource.objects.filter(name=source_name, enabled=True).first()
+        if source is None:
+            raise NotFound(f"No event source named {source_name!r}.")
+        verified = verify(source, body, headers)
+    except (NotFound, NotAuthenticated, InvalidInput):
+        rate_limit(
+            f"bpm:events:refused:{address}",
+            settings.BPM_THROTTLE_ANON_RATE,
+            "refused deliveries from this address",
+        )
+        raise
+    rate_limit(
+        f"bpm:events:source:{source.pk}",
+        settings.BPM_THROTTLE_EVENT_SOURCE_RATE,
+        f"deliveries for source {source.name!r}",
+    )
     payload = parse_event_body(body)
     event_type = verified.event_type or _type_in(payload)
     try:

@@ -1,0 +1,62 @@
+"""Rate limits under concurrency: 32 parallel clients on one token get no more than its
+rate through the real server (issue 19: 1.95x got through, with no 429)."""
+
+import threading
+
+import httpx
+import pytest
+
+from breakpoints.tokens import token_create_for_agent
+from tests.integration.conftest import System
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+LIMIT = 50
+PARALLEL = 32
+REQUESTS_EACH = 8
+# A window that starts while the clients run may let a few more in (the previous one's
+# share fades linearly); a leak is a multiple of the limit.
+MARGIN = 5
+
+
+@pytest.fixture
+def system(make_system) -> System:
+    return make_system(beat=False, env={"BPM_THROTTLE_TOKEN_RATE": f"{LIMIT}/min"})
+
+
+def hammer(base_url: str, token: str) -> list[httpx.Response]:
+    """PARALLEL clients, each on its own connection, released together."""
+    barrier = threading.Barrier(PARALLEL)
+    answers: list[httpx.Response] = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        with httpx.Client(
+            base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as http:
+            barrier.wait()
+            mine = [http.get("/api/breakpoints") for _ in range(REQUESTS_EACH)]
+        with lock:
+            answers.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(PARALLEL)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
+def test_parallel_clients_on_one_token_get_no_more_than_its_rate(system):
+    token = token_create_for_agent(agent_id="agent-a")[1]
+
+    answers = hammer(system.base_url, token)
+
+    statuses = [answer.status_code for answer in answers]
+    print(f"\n{PARALLEL} clients x {REQUESTS_EACH}: {statuses.count(200)} x 200 (limit {LIMIT})")
+    assert len(answers) == PARALLEL * REQUESTS_EACH
+    assert set(statuses) == {200, 429}
+    assert LIMIT <= statuses.count(200) <= LIMIT + MARGIN
+    refused = next(answer for answer in answers if answer.status_code == 429)
+    assert refused.json()["error"]["code"] == "throttled"
+    assert int(refused.headers["Retry-After"]) >= 1
