@@ -333,6 +333,7 @@ SPECTACULAR_SETTINGS = {
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # kombu's, surviving a Redis drop
     # Short socket timeouts: publishing from a request must never hang on Redis.
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": 3600,
@@ -367,6 +368,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # wait for a lost broker (not exit after ~47 min)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
 _TTL, _OUTBOX = float(BPM_TTL_SWEEP_SECONDS), float(BPM_OUTBOX_SWEEP_SECONDS)

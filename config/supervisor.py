@@ -12,8 +12,13 @@ killed honcho left web, worker and beat running):
 - each is started with ``PR_SET_PDEATHSIG=SIGKILL`` (Linux), so it dies with the supervisor
   even when the supervisor is SIGKILLed (Celery's prefork pool processes die with the worker
   the same way), and the supervisor gets SIGTERM when its own parent (make, a shell) dies;
-- SIGINT, SIGTERM and SIGHUP, or any process exiting, stop them all: SIGTERM to each, then
-  SIGKILL to the whole group after ``GRACE_SECONDS``; a second signal kills at once.
+- SIGINT, SIGTERM and SIGHUP, or any process exiting cleanly (rc 0), stop them all: SIGTERM
+  to each, then SIGKILL to the whole group after ``GRACE_SECONDS``; a second signal kills at
+  once;
+- a process that dies (non-zero exit or a signal: a crash, the OOM killer, ``kill -9``) is
+  started again after ``RESTART_DELAYS`` (1, 2, 4, 8 s; a run of ``STABLE_SECONDS`` resets
+  them), as a production supervisor would; one that dies sooner than that once more than
+  that stops them all with its exit code.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from datetime import datetime
 from pathlib import Path
 
 GRACE_SECONDS = 10.0
+RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0)
+STABLE_SECONDS = 60.0
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 COLOURS = ("36", "33", "32", "35", "34", "31")
@@ -72,6 +79,9 @@ class Child:
     pending: bytes = b""
     open: bool = True
     reported: bool = False
+    started_at: float = 0.0
+    quick_failures: int = 0  # deaths in a row, each within STABLE_SECONDS of its start
+    restart_at: float | None = None
 
 
 @dataclass
@@ -79,7 +89,9 @@ class Supervisor:
     entries: list[tuple[str, str]]
     cwd: Path
     grace: float = GRACE_SECONDS
+    restart_delays: tuple[float, ...] = RESTART_DELAYS
     children: list[Child] = field(default_factory=list)
+    retired: list[Child] = field(default_factory=list)  # died and replaced; pipes may be open
     pgid: int | None = None
     signals: list[int] = field(default_factory=list)
     stopping_since: float | None = None
@@ -143,22 +155,37 @@ class Supervisor:
     def start(self, selector: selectors.BaseSelector) -> None:
         env = self.environment()
         for child in self.children:
-            child.process = subprocess.Popen(
-                ["/bin/sh", "-c", f"exec {child.command}"],
+            self.spawn(child, selector, env)
+
+    def spawn(self, child: Child, selector: selectors.BaseSelector, env: dict[str, str]) -> None:
+        child.process = self._popen(child.command, env)
+        child.started_at = time.monotonic()
+        if self.pgid is None:
+            self.pgid = child.process.pid
+        assert child.process.stdout is not None
+        os.set_blocking(child.process.stdout.fileno(), False)
+        selector.register(child.process.stdout, selectors.EVENT_READ, child)
+        self.system(f"{child.name} started (pid={child.process.pid})")
+
+    def _popen(self, command: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        def popen(group: int) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                ["/bin/sh", "-c", f"exec {command}"],
                 cwd=self.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                process_group=0 if self.pgid is None else self.pgid,
+                process_group=group,
                 preexec_fn=self.child_setup(),
             )
-            if self.pgid is None:
-                self.pgid = child.process.pid
-            assert child.process.stdout is not None
-            os.set_blocking(child.process.stdout.fileno(), False)
-            selector.register(child.process.stdout, selectors.EVENT_READ, child)
-            self.system(f"{child.name} started (pid={child.process.pid})")
+
+        if self.pgid is not None:
+            try:
+                return popen(self.pgid)
+            except (OSError, subprocess.SubprocessError):
+                self.pgid = None  # every member of the old group is gone: start a new one
+        return popen(0)
 
     def stop(self, reason: str) -> None:
         """SIGTERM to every process still running; SIGKILL follows after the grace period."""
@@ -209,9 +236,35 @@ class Supervisor:
                 continue
             child.reported = True
             self.system(f"{child.name} stopped (rc={code})")
-            if self.stopping_since is None:
+            if self.stopping_since is None and not self.schedule_restart(child, code):
                 self.exit_code = 128 - code if code < 0 else code
                 self.stop(f"{child.name} exited")
+
+    def schedule_restart(self, child: Child, code: int) -> bool:
+        """Replace a child that died by one started after a delay; False to stop them all."""
+        quick = time.monotonic() - child.started_at < STABLE_SECONDS
+        failures = child.quick_failures + 1 if quick else 1
+        if code == 0 or failures > len(self.restart_delays):
+            return False
+        delay = self.restart_delays[failures - 1]
+        self.system(f"{child.name} died (rc={code}); starting it again in {delay:g}s")
+        replacement = Child(child.name, child.command, child.colour, quick_failures=failures)
+        replacement.restart_at = time.monotonic() + delay
+        self.children[self.children.index(child)] = replacement
+        self.retired.append(child)
+        return True
+
+    def restart_due(self, selector: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for child in self.children:
+            if self.stopping_since is None and child.restart_at is not None:
+                if child.restart_at <= now:
+                    child.restart_at = None
+                    try:
+                        self.spawn(child, selector, self.environment())
+                    except OSError as error:
+                        self.exit_code = 1
+                        self.stop(f"cannot start {child.name}: {error}")
 
     def all_done(self) -> bool:
         return all(child.reported and not child.open for child in self.children)
@@ -241,7 +294,7 @@ class Supervisor:
             self.loop(selector, wake_read)
         finally:
             self.kill_group()
-            for child in self.children:
+            for child in [*self.retired, *self.children]:
                 if child.process is not None:
                     child.process.wait()
                     if child.process.stdout is not None:
@@ -288,6 +341,7 @@ class Supervisor:
                     self.system(f"{name} received again")
                     self.kill_group()
             self.reap()
+            self.restart_due(selector)
             if self.stopping_since is not None:
                 if all(child.reported for child in self.children):
                     # Anything the processes left behind in the group (and their pipes).

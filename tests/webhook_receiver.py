@@ -92,6 +92,10 @@ class WebhookReceiver:
         self._thread.start()
         return self
 
+    def release_held(self) -> None:
+        """Answer the held requests now (and hold no more)."""
+        self._stop_holding.set()
+
     def close(self) -> None:
         self._stop_holding.set()
         self._server.shutdown()

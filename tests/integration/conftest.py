@@ -40,6 +40,11 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 SWEEP_SECONDS = 1  # BPM_OUTBOX_SWEEP_SECONDS and BPM_TTL_SWEEP_SECONDS in the subprocesses
 LEASE_SECONDS = 3  # BPM_WEBHOOK_LEASE_SECONDS in the subprocesses
+# The worker as the Procfile runs it (make_system(**PROCFILE_WORKER)): more than one pool
+# process; mingle, gossip and heartbeat on (their broker channels take part in a reconnect).
+# By default tests start one pool process without them: quicker, easier to reason about.
+PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
+WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
 def free_port() -> int:
@@ -186,6 +191,12 @@ class RedisServer:
         self.process.stop()
         assert not self.ping(), "redis-server still answers after stop"
 
+    def kill(self) -> None:
+        """SIGKILL, as a crashed or OOM-killed Redis: no shutdown, nothing saved."""
+        self.process.kill()
+        self.process.stop()  # closes the log; the process is gone already
+        assert not self.ping(), "redis-server still answers after SIGKILL"
+
     def ensure_running(self) -> None:
         if not self.process.alive:
             self.start()
@@ -263,9 +274,11 @@ class System:
         tmp_path: Path,
         env: dict[str, str] | None = None,
         worker_concurrency: int = 1,
+        worker_chatter: bool = False,
     ):
         self.redis = redis_server
         self.worker_concurrency = worker_concurrency
+        self.worker_chatter = worker_chatter
         self.tmp_path = tmp_path
         self.web_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.web_port}"
@@ -337,9 +350,7 @@ class System:
                 str(self.worker_concurrency),
                 "--pool",
                 "prefork",
-                "--without-mingle",
-                "--without-gossip",
-                "--without-heartbeat",
+                *([] if self.worker_chatter else WITHOUT_CHATTER),
                 "--hostname",
                 f"worker{number}@%h",
             ],
@@ -468,13 +479,18 @@ def make_system(
     started: list[System] = []
 
     def make(
-        *, beat: bool = True, env: dict[str, str] | None = None, worker_concurrency: int = 1
+        *,
+        beat: bool = True,
+        env: dict[str, str] | None = None,
+        worker_concurrency: int = 1,
+        worker_chatter: bool = False,
     ) -> System:
         system = System(
             redis_server,
             tmp_path,
             {"STATIC_ROOT": str(static_root), **(env or {})},
             worker_concurrency=worker_concurrency,
+            worker_chatter=worker_chatter,
         )
         started.append(system)
         return system.start(beat=beat)
@@ -487,8 +503,14 @@ def make_system(
 
 
 @pytest.fixture
-def system(make_system) -> System:
-    return make_system()
+def system_options() -> dict[str, Any]:
+    """make_system's options for `system` (a test may parametrize it, e.g. PROCFILE_WORKER)."""
+    return {}
+
+
+@pytest.fixture
+def system(make_system, system_options) -> System:
+    return make_system(**system_options)
 
 
 @pytest.fixture

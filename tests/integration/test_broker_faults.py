@@ -1,17 +1,20 @@
-"""Faults: the broker down at commit time, a worker killed mid-delivery. Nothing is lost."""
+"""Faults: the broker down at commit time or killed mid-delivery, a worker killed. Nothing is lost."""
 
 import time
+from collections import Counter
 
 import pytest
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
 from breakpoints.models import WebhookDelivery
-from tests.integration.conftest import LEASE_SECONDS, SWEEP_SECONDS
+from tests.integration.conftest import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CREATE_BOUND_SECONDS = 10.0  # generous: a hang on the broker is the bug
+BATCH = 8  # breakpoints created while the broker is down
+OUTAGE_SECONDS = 10.0
 
 
 def create(agent_http, question: str) -> tuple[dict, float]:
@@ -132,3 +135,56 @@ def test_worker_killed_mid_delivery_leads_to_a_redelivery_not_a_loss(
     assert (event.metadata["outcome"], event.metadata["statusCode"]) == ("delivered", 200)
     # The killed send used up an attempt too.
     assert (stored.attempts, event.metadata["attempt"]) == (2, 2)
+
+
+@pytest.mark.parametrize("system_options", [PROCFILE_WORKER])
+def test_broker_killed_mid_delivery_leaves_the_worker_running_and_delivers_all_once(
+    system, agent_http, make_receiver, subscribe, redis_server
+):
+    """kill -9 on Redis while a delivery is in flight, back 10 s later: no restart, none lost.
+
+    The worker runs as the Procfile's does (two pool processes, remote control and gossip on):
+    one process is sending (its message unacknowledged: acks_late) while the consumer waits
+    on Redis for the next message. Before config/broker.py the worker exited here with
+    "Unrecoverable error: AttributeError('NoneType' object has no attribute 'hostname')".
+    """
+    receiver = make_receiver(hold_first=1, hold_seconds=60)  # until release_held()
+    subscribe(receiver.url, ["created"])
+    first, _ = create(agent_http, "In flight when the broker dies?")
+    expected = {created_delivery(first["breakpointId"]).pk}
+    worker = system.worker
+    system.wait_until(lambda: len(receiver.received) == 1, what="the first delivery to start")
+    time.sleep(1)  # the other pool process is idle: the consumer waits on Redis
+
+    redis_server.kill()
+    killed_at = time.monotonic()
+    time.sleep(2)  # the worker sees the connection drop (and used to die of it)
+    receiver.release_held()  # the delivery in flight completes while Redis is down
+    # More work during the outage: created (201), its deliveries pending in the outbox.
+    expected |= {
+        created_delivery(create(agent_http, f"During the outage {n}?")[0]["breakpointId"]).pk
+        for n in range(BATCH)
+    }
+    time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - killed_at)))
+    assert worker.alive, f"the worker died with the broker:\n{worker.output()}"
+    redis_server.start()  # same port, empty: every queued message is gone
+
+    system.wait_until(
+        lambda: {r.webhook_id for r in receiver.received} >= expected,
+        what="every delivery after the broker came back",
+        timeout=120,
+    )
+    system.wait_until(
+        lambda: (
+            set(WebhookDelivery.objects.filter(pk__in=expected).values_list("status", flat=True))
+            == {"delivered"}
+        ),
+        what="every delivery row to be marked delivered",
+    )
+    print(f"\nall {len(expected)} delivered {time.monotonic() - killed_at:.1f}s after the kill")
+    time.sleep(3 * SWEEP_SECONDS)  # more sweeps: nothing is sent twice
+    assert Counter(r.webhook_id for r in receiver.received) == dict.fromkeys(expected, 1)
+    assert worker is system.worker and worker.alive  # the same worker, never restarted
+    assert "Unrecoverable error" not in worker.output(last=500_000)
+    assert system.beat.alive
+    assert agent_http.get("/readyz").status_code == 200
