@@ -115,7 +115,7 @@ def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path)
 
     manage(app, env, "migrate", "--noinput")
     token = manage(app, env, "create_agent_token", "smoke-agent").stdout.strip().splitlines()[-1]
-    assert token.startswith("bpm_")
+    assert token.startswith("bpma_")  # an agent token (breakpoints.tokens)
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
