@@ -1,6 +1,13 @@
 """What a newcomer meets first: the service's address, and a wrong Authorization scheme."""
 
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_root_address_leads_to_the_console_login(client, db):
@@ -49,3 +56,19 @@ def test_console_and_decision_pages_carry_a_content_security_policy(client, db, 
 
 def test_the_api_docs_page_keeps_its_own_scripts(client, db):
     assert "Content-Security-Policy" not in client.get("/api/docs")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_help_lists_every_target_with_a_line_of_its_own():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.MULTILINE))
+
+    result = subprocess.run(
+        ["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True
+    )
+
+    assert result.returncode == 0, result.stderr
+    listed = dict(re.findall(r"^  make (\S+)\s+(.+)$", result.stdout, re.MULTILINE))
+    assert {"run", "test", "help", "lint", "docs", "bench", "bench-smoke"} <= set(listed)
+    assert set(listed) == targets, (sorted(targets), sorted(listed))
+    assert all(text.strip() for text in listed.values())
