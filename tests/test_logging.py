@@ -5,7 +5,6 @@ import io
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.tasks import deliver_webhook
 from config import celery as celery_config
 from config.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -236,7 +236,7 @@ def test_a_bad_decision_link_logs_why_but_no_token(db, client):
 @pytest.mark.slow
 def test_the_web_servers_access_log_has_no_decision_token(tmp_path):
     """uvicorn serving the real ASGI app: its access line shows the path, not the token."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DEBUG": "0",
@@ -262,12 +262,6 @@ def test_the_web_servers_access_log_has_no_decision_token(tmp_path):
     assert status is not None, output
     assert "SECRET42" not in output
     assert "/decide/[redacted]" in output
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _get_when_up(url: str, deadline_seconds: float = 60) -> int | None:

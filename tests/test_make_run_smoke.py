@@ -8,7 +8,6 @@ never touches the outer test database.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOT_PROJECT_FILES = shutil.ignore_patterns(
@@ -37,12 +38,6 @@ NOT_PROJECT_FILES = shutil.ignore_patterns(
     "artifacts",
 )
 BOOT_TIMEOUT_SECONDS = 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def fresh_env(var_dir: Path) -> dict[str, str]:

@@ -6,6 +6,7 @@ from audit.models import Event
 from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
+from tests.support.api import assert_error
 
 
 def cancel(client, bp_id, body=None, slash=""):
@@ -14,13 +15,6 @@ def cancel(client, bp_id, body=None, slash=""):
 
 def expire(client, bp_id, slash=""):
     return client.post(f"/api/breakpoints/{bp_id}/expire{slash}", format="json")
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 def release(bp, reviewer):

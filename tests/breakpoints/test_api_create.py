@@ -11,21 +11,13 @@ from django.utils.dateparse import parse_datetime
 
 from audit.models import Event
 from breakpoints.models import Breakpoint
+from tests.support.api import assert_error
 
 URL = "/api/breakpoints"
 
 
 def post(client, body, **headers):
     return client.post(URL, body, format="json", **headers)
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"]
-    assert isinstance(error["details"], dict)
-    return error
 
 
 # --- success ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_cancel, breakpoint_expire
 from reviews.models import Feedback
+from tests.support.api import assert_error
 
 
 def url(bp_id: str, slash: str = "") -> str:
@@ -15,13 +16,6 @@ def url(bp_id: str, slash: str = "") -> str:
 
 def give(client, bp_id, body, slash=""):
     return client.post(url(bp_id, slash), body, format="json")
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 # --- comments ----------------------------------------------------------------------------

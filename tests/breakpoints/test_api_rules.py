@@ -10,6 +10,7 @@ from breakpoints.actors import Actor
 from breakpoints.autoapproval import always_break_on_add
 from breakpoints.limits import MAX_RULE_NOTE_LENGTH
 from breakpoints.models import AutoApprovalRule, Breakpoint
+from tests.support.api import assert_error
 
 RULES = "/api/rules"
 RULE_ID = re.compile(r"^rule-[0-9a-f]{8}$")
@@ -17,14 +18,6 @@ RULE_ID = re.compile(r"^rule-[0-9a-f]{8}$")
 
 def add_rule(client, pattern, **body):
     return client.post(RULES, {"pattern": pattern, **body}, format="json")
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    assert error["message"]
-    return error
 
 
 # --- CRUD ------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from breakpoints.fileformats import CODE_EXTENSIONS, CODE_FILE_NAMES, file_forma
 from breakpoints.markup import render_context_file
 from breakpoints.models import Breakpoint
 from tests.factories import ReviewerFactory
-from tests.reviews.conftest import review_url, session_client
+from tests.reviews.conftest import review_url
+from tests.support.console import session_client
 
 URL = "/api/breakpoints"
 

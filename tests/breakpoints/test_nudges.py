@@ -2,13 +2,12 @@
 (remindEverySeconds), by beat's nudge sweep, once per breakpoint even when sweeps overlap
 (PostgreSQL)."""
 
-import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
@@ -25,6 +24,8 @@ from breakpoints.services import (
     feedback_add,
 )
 from breakpoints.webhooks import outbox
+from tests.support.records import deliveries_of, events_of, history
+from tests.support.threads import run_together
 
 URL = "/api/breakpoints"
 EVERY = 300  # remindEverySeconds: the smallest allowed
@@ -50,22 +51,8 @@ def backdate(*bp_ids: str, field: str, seconds: float = 1) -> None:
     )
 
 
-def events_of(bp_id: str, type: str) -> list[Event]:
-    return list(Event.objects.filter(breakpoint_id=bp_id, type=type))
-
-
-def history(bp_id: str) -> list[str]:
-    """The event types of a breakpoint after its creation, in order (notifications aside)."""
-    types = Event.objects.filter(breakpoint_id=bp_id).values_list("type", flat=True)
-    return [t for t in types if t not in ("created", "notification")]
-
-
 def subscribe(url: str, events: list[str]) -> Webhook:
     return webhooks.webhook_add(url=url, event_types=events)
-
-
-def deliveries_of(bp_id: str, event_type: str) -> list[WebhookDelivery]:
-    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type=event_type))
 
 
 def release(bp_id: str, user) -> None:
@@ -337,31 +324,6 @@ def test_the_beat_task_escalates_and_reminds_what_is_due(make_breakpoint):
 
 
 # --- overlapping sweeps (real row locks: PostgreSQL) --------------------------------------
-
-
-def run_together(works: dict[str, Callable[[], object]]) -> dict[str, object]:
-    """Run each work in its own thread, released at once; each closes its DB connection."""
-    barrier = threading.Barrier(len(works))
-    results: dict[str, object] = {}
-
-    def target(name: str, work: Callable[[], object]) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[name] = work()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            results[name] = exc
-        finally:
-            connections.close_all()  # this thread's own connection
-
-    threads = [threading.Thread(target=target, args=item, name=item[0]) for item in works.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-        assert not thread.is_alive(), f"{thread.name} hung"
-    for name, value in results.items():
-        assert not isinstance(value, BaseException), f"{name} raised {value!r}"
-    return results
 
 
 def created(count: int, payload: dict) -> list[str]:

@@ -2,13 +2,11 @@
 TTL sweep, the agent's status poll, the rules that forbid an approval, and overlapping
 sweeps on real row locks (PostgreSQL)."""
 
-import threading
 from collections import Counter
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
@@ -25,6 +23,9 @@ from breakpoints.services import (
 )
 from breakpoints.webhooks import outbox
 from config.exceptions import Forbidden, InvalidState
+from tests.support.api import parse_time
+from tests.support.records import backdate_expiry, deliveries_of, events_of, history
+from tests.support.threads import run_together
 
 URL = "/api/breakpoints"
 SYSTEM = Actor.system("test")
@@ -36,10 +37,6 @@ TTL_RESULT = {
 }
 
 
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 def ask(on_timeout: str | None = None, **extra) -> dict:
     """A payload with this onTimeout policy (and any other keys)."""
     payload = {"question": "Ship it?", "title": "Ship", **extra}
@@ -48,28 +45,8 @@ def ask(on_timeout: str | None = None, **extra) -> dict:
     return payload
 
 
-def backdate_expiry(*bp_ids: str, seconds: float = 1) -> None:
-    Breakpoint.objects.filter(pk__in=bp_ids).update(
-        expires_at=timezone.now() - timedelta(seconds=seconds)
-    )
-
-
-def events_of(bp_id: str, type: str) -> list[Event]:
-    return list(Event.objects.filter(breakpoint_id=bp_id, type=type))
-
-
-def history(bp_id: str) -> list[str]:
-    """The event types of a breakpoint after its creation, in order (notifications aside)."""
-    types = Event.objects.filter(breakpoint_id=bp_id).values_list("type", flat=True)
-    return [t for t in types if t not in ("created", "notification")]
-
-
 def subscribe(url: str, events: list[str]) -> Webhook:
     return webhooks.webhook_add(url=url, event_types=events)
-
-
-def deliveries_of(bp_id: str, event_type: str) -> list[WebhookDelivery]:
-    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type=event_type))
 
 
 def assert_policy_result(result: dict, *, approved: bool) -> None:
@@ -583,31 +560,6 @@ def test_after_escalation_the_new_expert_may_release_and_the_first_still_may(
 
 
 # --- overlapping sweeps and polls (real row locks: PostgreSQL) ----------------------------
-
-
-def run_together(works: dict[str, Callable[[], object]]) -> dict[str, object]:
-    """Run each work in its own thread, released at once; each closes its DB connection."""
-    barrier = threading.Barrier(len(works))
-    results: dict[str, object] = {}
-
-    def target(name: str, work: Callable[[], object]) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[name] = work()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            results[name] = exc
-        finally:
-            connections.close_all()  # this thread's own connection
-
-    threads = [threading.Thread(target=target, args=item, name=item[0]) for item in works.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-        assert not thread.is_alive(), f"{thread.name} hung"
-    for name, value in results.items():
-        assert not isinstance(value, BaseException), f"{name} raised {value!r}"
-    return results
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,7 +2,6 @@
 
 import json
 import sys
-import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -12,7 +11,7 @@ from io import StringIO
 import psycopg
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection, connections
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -34,10 +33,9 @@ from breakpoints.services import (
 from breakpoints.webhooks import outbox
 from reviews.models import Feedback
 from tests.factories import BreakpointFactory
-
-
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+from tests.support.api import parse_time
+from tests.support.records import backdate_expiry
+from tests.support.threads import run_together
 
 
 def expired_events(bp_id: str) -> list[Event]:
@@ -48,12 +46,6 @@ def run(*args) -> str:
     out = StringIO()
     call_command(*args, stdout=out)
     return out.getvalue()
-
-
-def backdate_expiry(*bp_ids: str, seconds: float = 1) -> None:
-    Breakpoint.objects.filter(pk__in=bp_ids).update(
-        expires_at=timezone.now() - timedelta(seconds=seconds)
-    )
 
 
 # --- TTL through the API ---------------------------------------------------------------
@@ -472,19 +464,6 @@ def test_batch_expiry_wakes_the_waiters_of_every_breakpoint_it_expired():
 # --- overlapping sweeps (real row locks: PostgreSQL) -------------------------------------
 
 
-def _in_thread(results: dict, name: str, barrier: threading.Barrier, work) -> threading.Thread:
-    def target():
-        try:
-            barrier.wait(timeout=10)
-            results[name] = work()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            results[name] = exc
-        finally:
-            connections.close_all()  # this thread's own connection
-
-    return threading.Thread(target=target, name=name)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_sweeps_expire_each_breakpoint_exactly_once():
     if connection.vendor != "postgresql":
@@ -504,21 +483,11 @@ def test_overlapping_sweeps_expire_each_breakpoint_exactly_once():
             reader_expired.append(bp_id)
         return len(reader_expired)
 
-    results: dict = {}
-    barrier = threading.Barrier(3)
-    threads = [
-        _in_thread(results, "sweep-1", barrier, lambda: breakpoints_expire_due(batch_size=5)),
-        _in_thread(results, "sweep-2", barrier, lambda: breakpoints_expire_due(batch_size=5)),
-        _in_thread(results, "reader", barrier, read_all),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-        assert not thread.is_alive(), f"{thread.name} hung"
+    def sweep() -> int:
+        return breakpoints_expire_due(batch_size=5)
 
-    for name, value in results.items():
-        assert not isinstance(value, BaseException), f"{name} raised {value!r}"
+    results = run_together({"sweep-1": sweep, "sweep-2": sweep, "reader": read_all})
+
     assert results["sweep-1"] + results["sweep-2"] <= len(ids)
     assert set(Breakpoint.objects.filter(pk__in=ids).values_list("status", flat=True)) == {
         "expired"
@@ -540,17 +509,10 @@ def test_two_concurrent_sweeps_share_the_work_without_overlap():
     ]
     backdate_expiry(*ids)
 
-    results: dict = {}
-    barrier = threading.Barrier(2)
-    threads = [
-        _in_thread(results, name, barrier, lambda: breakpoints_expire_due(batch_size=7))
-        for name in ("sweep-1", "sweep-2")
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-        assert not thread.is_alive(), f"{thread.name} hung"
+    def sweep() -> int:
+        return breakpoints_expire_due(batch_size=7)
+
+    results = run_together({"sweep-1": sweep, "sweep-2": sweep})
 
     assert all(isinstance(v, int) for v in results.values()), results
     # Every breakpoint counted by exactly one sweep, one event each.
@@ -569,17 +531,10 @@ def test_overlapping_batched_sweeps_write_each_event_and_delivery_once(monkeypat
     record_publishes(monkeypatch)
     ids = due_breakpoints(600)
 
-    results: dict = {}
-    barrier = threading.Barrier(3)
-    threads = [
-        _in_thread(results, name, barrier, lambda: breakpoints_expire_due(batch_size=40))
-        for name in ("sweep-1", "sweep-2", "sweep-3")
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-        assert not thread.is_alive(), f"{thread.name} hung"
+    def sweep() -> int:
+        return breakpoints_expire_due(batch_size=40)
+
+    results = run_together({"sweep-1": sweep, "sweep-2": sweep, "sweep-3": sweep})
 
     assert all(isinstance(v, int) for v in results.values()), results
     assert sum(results.values()) == len(ids)

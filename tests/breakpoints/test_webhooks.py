@@ -8,7 +8,6 @@ the broker) never run, so no task reaches any broker from here.
 
 import base64
 import json
-import socket
 from datetime import timedelta
 from io import StringIO
 
@@ -28,6 +27,8 @@ from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feed
 from breakpoints.webhooks import guard
 from breakpoints.webhooks.delivery import claim
 from config.exceptions import InvalidInput, InvalidState, NotFound
+from tests.support.net import free_port
+from tests.support.records import make_due
 from tests.webhook_receiver import WebhookReceiver, expected_signature
 
 LOOPBACK = ["127.0.0.1"]
@@ -60,19 +61,6 @@ def notifications(delivery_id: str) -> list[Event]:
             "timestamp", "id"
         )
     )
-
-
-def make_due(delivery: WebhookDelivery) -> None:
-    """Let the backoff pass: move the next attempt into the past."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        next_attempt_at=timezone.now() - timedelta(seconds=1)
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the outbox row ----------------------------------------------------------------------

@@ -7,8 +7,6 @@ database. The decision page behind the links is tested in test_email_decide.py.
 """
 
 import re
-import socket
-from datetime import timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from urllib.parse import urlsplit
@@ -24,6 +22,8 @@ from breakpoints.models import NotificationRoute, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.webhooks import delivery_attempt
 from breakpoints.webhooks.delivery import MAX_ATTEMPTS
+from tests.support.net import free_port
+from tests.support.records import make_due
 
 PUBLIC_URL = "http://testserver"
 ROUTED = {"question": "Deploy <b>v2</b> to prod?", "title": "Deploy v2", "expert": "tech-lead"}
@@ -73,12 +73,6 @@ class SmtpServer:
     @property
     def messages(self) -> list[EmailMessage]:
         return self.inbox.messages
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def use_smtp(settings, server: SmtpServer) -> None:
@@ -340,12 +334,6 @@ def test_a_cancellation_mails_a_short_outcome(smtp, make_breakpoint, expert_memb
 
 
 # --- failures --------------------------------------------------------------------------------
-
-
-def make_due(delivery: WebhookDelivery) -> None:
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        next_attempt_at=timezone.now() - timedelta(seconds=1)
-    )
 
 
 def test_smtp_down_is_retried_and_delivered_once_back(smtp, make_breakpoint, expert_member):

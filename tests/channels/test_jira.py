@@ -18,6 +18,7 @@ from breakpoints.models import WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
 from breakpoints.webhooks import delivery_attempt
 from tests.standins.jira import JiraStandIn
+from tests.support.records import make_due
 
 TOKEN = "jira-test-token-s3cr3t"
 ISSUE = r"/issue/[^/]+"
@@ -70,12 +71,6 @@ def only(bp, event_type: str) -> WebhookDelivery:
 
 def attempt(delivery: WebhookDelivery):
     return delivery_attempt(delivery.pk)
-
-
-def make_due(delivery: WebhookDelivery) -> None:
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        next_attempt_at=timezone.now() - timedelta(seconds=1)
-    )
 
 
 def created_issue(bp) -> str:

@@ -13,6 +13,7 @@ from breakpoints.channels.routes import route_add
 from breakpoints.models import NotificationRoute
 from config.exceptions import InvalidInput
 from tests.factories import AdminFactory
+from tests.support.api import assert_error
 
 ROUTES = "/api/routes"
 SLACK = {"kind": "slack", "channel": "C0123"}
@@ -26,14 +27,6 @@ def body(**fields) -> dict:
 
 def post(client, data):
     return client.post(ROUTES, data, format="json")
-
-
-def assert_error(response, status: int, code: str = "validation_error") -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    assert error["message"]
-    return error
 
 
 def stored(name: str = "deploys", **fields) -> NotificationRoute:

@@ -5,13 +5,13 @@ on the field they concern; nothing is written by a refused form."""
 import json
 
 import pytest
-from django.contrib.messages import get_messages
 
 from breakpoints.actors import Actor
 from breakpoints.channels.routes import route_add
 from breakpoints.models import NotificationRoute
 from tests.factories import AdminFactory, ReviewerFactory
-from tests.reviews.conftest import SECTIONS_URL, XSS, session_client
+from tests.reviews.conftest import SECTIONS_URL, XSS
+from tests.support.console import messages, session_client
 
 ROUTES_URL = "/admin/breakpoints/notificationroute/"
 SLACK = {"kind": "slack", "channel": "C0123"}
@@ -55,10 +55,6 @@ def stored(name: str = "deploys", **fields) -> NotificationRoute:
     )
 
 
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
-
-
 # --- add, list, change, remove ------------------------------------------------------------
 
 
@@ -83,7 +79,7 @@ def test_admin_adds_a_route_through_the_form(admin_browser):
     assert route.channels == [SLACK, OPS_MAIL, {"kind": "email", "to": "experts"}]
     assert route.defaults == {"onTimeout": "escalate", "escalateTo": "ops-lead"}
     assert (route.enabled, route.created_by) == (True, "adam")
-    assert any("deploys" in message for message in _messages(response))
+    assert any("deploys" in message for message in messages(response))
 
 
 def test_the_list_shows_name_pattern_channels_and_enabled(admin_browser):

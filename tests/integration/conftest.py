@@ -15,7 +15,6 @@ embedded default its processes share the test database as a SQLite file (see
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from breakpoints import webhooks
 from breakpoints.models import Webhook
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import ReviewerFactory
+from tests.support.net import free_port
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
@@ -45,12 +45,6 @@ LEASE_SECONDS = 3  # BPM_WEBHOOK_LEASE_SECONDS in the subprocesses
 # By default tests start one pool process without them: quicker, easier to reason about.
 PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
 WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _missing_requirement(*, postgres: bool = True) -> str | None:

@@ -1,7 +1,6 @@
 """A real Celery worker on a real Redis delivers signed webhooks; beat sweeps retries and TTLs."""
 
 import time
-from datetime import datetime
 
 import pytest
 from django.utils import timezone
@@ -10,13 +9,10 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 from audit.models import Event
 from breakpoints.models import Breakpoint, WebhookDelivery
 from tests.integration.conftest import SWEEP_SECONDS
+from tests.support.api import parse_time
 from tests.webhook_receiver import expected_signature
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def create(agent_http, **body) -> dict:

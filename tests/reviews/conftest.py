@@ -6,16 +6,11 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.console import session_client
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(1)>"
 XSS = XSS_SCRIPT + XSS_IMG
-
-
-def session_client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

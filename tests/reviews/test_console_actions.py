@@ -4,7 +4,6 @@ import re
 from html import unescape
 
 import pytest
-from django.contrib.messages import get_messages
 
 from audit.models import Event
 from breakpoints.actors import Actor
@@ -13,10 +12,7 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from reviews.models import Feedback
 from tests.factories import BreakpointFactory, ReviewerFactory
 from tests.reviews.conftest import QUEUE_URL, action_url, review_url
-
-
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
+from tests.support.console import messages, session_client
 
 
 def _release(client, bp, **data):
@@ -51,7 +47,7 @@ def test_empty_comment_is_refused_with_a_message(reviewer_browser, make_breakpoi
     response = reviewer_browser.post(action_url("comment", bp.pk), {"comment": "   "}, follow=True)
     assert response.status_code == 200
     assert (
-        any("empty comment" in m for m in _messages(response))
+        any("empty comment" in m for m in messages(response))
         or b"empty comment" in response.content
     )
     assert not Feedback.objects.filter(breakpoint=bp).exists()
@@ -222,7 +218,7 @@ def test_stale_release_shows_a_message_and_leaves_the_state(reviewer_browser, ma
     )
     assert response.status_code == 200
     assert (
-        any("already released" in m for m in _messages(response))
+        any("already released" in m for m in messages(response))
         or b"already released" in response.content
     )
     bp.refresh_from_db()
@@ -338,8 +334,6 @@ def test_a_vote_on_a_collect_all_breakpoint_keeps_it_waiting(make_breakpoint):
     """With several expert seats, one reviewer's release is a vote, said so on every step."""
     from django.contrib.auth.models import Group
 
-    from tests.reviews.conftest import session_client
-
     bp = make_breakpoint(
         payload={"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
     )
@@ -370,7 +364,7 @@ def test_admin_cancels_through_the_confirmation_with_a_reason(admin_browser, mak
     response = admin_browser.post(
         action_url("cancel", bp.pk), {"reason": "Superseded by run 43"}, follow=True
     )
-    assert any("Cancelled" in m for m in _messages(response))
+    assert any("Cancelled" in m for m in messages(response))
     bp.refresh_from_db()
     assert bp.status == "cancelled"
     assert bp.result == {
@@ -386,7 +380,7 @@ def test_cancelling_a_finished_breakpoint_is_a_message(admin_browser, make_break
     breakpoint_cancel(breakpoint_id=bp.pk, actor=Actor.for_agent("agent-a"))
     response = admin_browser.post(action_url("cancel", bp.pk), {"reason": "late"}, follow=True)
     assert response.status_code == 200
-    assert any("already cancelled" in m for m in _messages(response))
+    assert any("already cancelled" in m for m in messages(response))
     assert b'id="bpm-cancel"' not in admin_browser.get(review_url(bp.pk)).content
 
 
@@ -425,7 +419,6 @@ def test_the_confirm_button_says_what_it_sends(reviewer_browser, make_breakpoint
 
 
 def test_a_vote_that_does_not_decide_is_recorded_not_sent(make_breakpoint, expert_member):
-    from tests.reviews.conftest import session_client
 
     bp = make_breakpoint(
         payload={"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}

@@ -5,7 +5,8 @@ from django.contrib import admin
 from django.test import Client
 
 from tests.factories import PASSWORD, UserFactory
-from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, session_client
+from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL
+from tests.support.console import session_client
 
 WAITING_QUEUE = QUEUE_URL + "?status__exact=waiting"
 

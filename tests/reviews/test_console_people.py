@@ -11,7 +11,7 @@ from breakpoints.accounts import person_set_role
 from breakpoints.actors import Actor
 from config.exceptions import Forbidden
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
-from tests.reviews.conftest import session_client
+from tests.support.console import session_client
 
 User = get_user_model()
 

@@ -10,8 +10,8 @@ from tests.reviews.conftest import (
     SECTIONS_URL,
     action_url,
     review_url,
-    session_client,
 )
+from tests.support.console import session_client
 
 
 def test_reviewer_sees_the_queue_and_a_breakpoint(reviewer_browser, make_breakpoint):

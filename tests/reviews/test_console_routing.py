@@ -5,7 +5,8 @@ import pytest
 
 from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
-from tests.reviews.conftest import QUEUE_URL, action_url, review_url, session_client
+from tests.reviews.conftest import QUEUE_URL, action_url, review_url
+from tests.support.console import session_client
 
 QUORUM = {
     "question": "Approve production deployment?",

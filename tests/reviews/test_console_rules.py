@@ -4,20 +4,16 @@ the services; reviewers use "Always approve", which releases and adds a rule for
 from unittest import mock
 
 import pytest
-from django.contrib.messages import get_messages
 
 from breakpoints import autoapproval
 from breakpoints.actors import Actor
 from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint
 from reviews.models import Feedback
 from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, action_url, review_url
+from tests.support.console import messages, session_client
 
 RULES_URL = "/admin/breakpoints/autoapprovalrule/"
 TAGS_URL = "/admin/breakpoints/alwaysbreakontag/"
-
-
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 def _rule(pattern: str = "confirm.*", **fields) -> AutoApprovalRule:
@@ -240,7 +236,7 @@ def test_always_approve_confirms_then_releases_and_adds_a_rule_by_the_reviewer(
     # Step 2 only: nothing happened on the confirmation page.
     assert step2.status_code == 302
     assert step2["Location"].startswith(QUEUE_URL)
-    assert any("confirm.star" in m and "Released" in m for m in _messages(step2))
+    assert any("confirm.star" in m and "Released" in m for m in messages(step2))
 
     bp.refresh_from_db()
     assert bp.status == "released"
@@ -276,7 +272,7 @@ def test_always_approve_is_not_offered_when_the_agent_says_so(reviewer_browser, 
     response = reviewer_browser.post(
         action_url("always_approve", bp.pk), {"comment": "", "confirm": "yes"}, follow=True
     )
-    assert any("Always approve" in m for m in _messages(response))
+    assert any("Always approve" in m for m in messages(response))
     assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
     assert not AutoApprovalRule.objects.exists()
 
@@ -292,7 +288,7 @@ def test_always_approve_on_a_finished_breakpoint_is_a_message_not_an_error(
         action_url("always_approve", bp.pk), {"confirm": "yes"}, follow=True
     )
     assert response.status_code == 200
-    assert any("already expired" in m for m in _messages(response))
+    assert any("already expired" in m for m in messages(response))
     assert not AutoApprovalRule.objects.exists()
 
 
@@ -306,7 +302,7 @@ def test_always_approve_is_not_offered_to_a_reviewer_outside_the_routed_seats(
     response = reviewer_browser.post(
         action_url("always_approve", bp.pk), {"confirm": "yes"}, follow=True
     )
-    assert any("tech-lead" in m for m in _messages(response))
+    assert any("tech-lead" in m for m in messages(response))
     assert Breakpoint.objects.get(pk=bp.pk).status == "waiting"
     assert not AutoApprovalRule.objects.exists()
 
@@ -314,7 +310,6 @@ def test_always_approve_is_not_offered_to_a_reviewer_outside_the_routed_seats(
 def test_always_approve_by_an_expert_on_a_quorum_is_a_vote_plus_the_rule(
     make_breakpoint, three_experts
 ):
-    from tests.reviews.conftest import session_client
 
     bp = make_breakpoint(
         payload={
@@ -328,7 +323,7 @@ def test_always_approve_by_an_expert_on_a_quorum_is_a_vote_plus_the_rule(
     step1, step2 = _always(tina, bp)
     assert b"Your vote" in step1.content
     assert step2.status_code == 302 and step2["Location"].startswith(review_url(bp.pk))
-    assert any("other seats still have to vote" in m for m in _messages(step2))
+    assert any("other seats still have to vote" in m for m in messages(step2))
     bp.refresh_from_db()
     assert bp.status == "waiting"
     assert [(v["seat"], v["approved"]) for v in bp.votes] == [("tech-lead", True)]

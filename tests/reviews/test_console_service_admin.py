@@ -8,7 +8,6 @@ no change step and are never deleted.
 from unittest import mock
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import override_settings
 
 from breakpoints import webhooks
@@ -17,14 +16,11 @@ from breakpoints.admin import webhooks as webhook_admin
 from breakpoints.models import ApiToken, Webhook
 from breakpoints.tokens import token_create_for_agent
 from config.exceptions import InvalidInput, NotFound
+from tests.support.console import messages
 
 TOKENS_URL = "/admin/breakpoints/apitoken/"
 WEBHOOKS_URL = "/admin/breakpoints/webhook/"
 LOOPBACK = ["127.0.0.1"]
-
-
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 @pytest.fixture
@@ -88,7 +84,7 @@ def test_adding_a_paused_webhook_with_its_own_secret_goes_back_to_the_list(admin
     add.assert_called_once()
     webhook = Webhook.objects.get()
     assert (webhook.active, webhook.secret, webhook.event_types) == (False, "mine", [])
-    [message] = _messages(response)
+    [message] = messages(response)
     assert message == f"Added webhook {webhook.pk}: http://127.0.0.1:9/hook (all)."
     assert "mine" not in message and "pw" not in message
 
@@ -118,7 +114,7 @@ def test_the_webhook_change_step_goes_through_webhook_update(admin_browser, webh
     update.assert_called_once_with(
         webhook_id=webhook.pk, event_types=["released", "expired"], active=True
     )
-    assert _messages(response) == [f"Saved webhook {webhook.pk}: released, expired, active."]
+    assert messages(response) == [f"Saved webhook {webhook.pk}: released, expired, active."]
 
 
 def test_a_webhook_change_refused_by_the_service_is_a_form_error(admin_browser, webhook):
@@ -150,7 +146,7 @@ def test_reviewers_cannot_change_a_webhook(reviewer_browser, webhook):
 def test_a_missing_webhook_change_page_redirects_with_a_warning(admin_browser, db):
     response = admin_browser.get(f"{WEBHOOKS_URL}999/change/")
     assert response.status_code == 302
-    assert any("doesn’t exist" in m for m in _messages(response))
+    assert any("doesn’t exist" in m for m in messages(response))
 
 
 def test_removing_a_webhook_goes_through_webhook_remove(admin_browser, webhook):

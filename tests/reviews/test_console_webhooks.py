@@ -6,21 +6,17 @@ attempts are made by calling webhooks.delivery_attempt against a real local rece
 """
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import override_settings
 
 from breakpoints import webhooks
 from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery
 from tests.reviews.conftest import SECTIONS_URL, review_url
+from tests.support.console import messages
 from tests.webhook_receiver import WebhookReceiver
 
 WEBHOOKS_URL = "/admin/breakpoints/webhook/"
 DELIVERIES_URL = "/admin/breakpoints/webhookdelivery/"
 LOOPBACK = ["127.0.0.1"]
-
-
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 @pytest.fixture
@@ -62,7 +58,7 @@ def test_a_secret_given_by_the_admin_is_not_echoed(admin_browser):
     )
     assert response.status_code == 302
     assert Webhook.objects.get().secret == "my-own-secret"
-    assert not any("my-own-secret" in m for m in _messages(response))
+    assert not any("my-own-secret" in m for m in messages(response))
 
 
 def test_a_private_url_without_the_allowance_is_a_form_error(admin_browser):
@@ -128,7 +124,7 @@ def test_delivery_page_shows_each_attempt_and_resend_makes_it_pending(
         {"action": "resend_selected", "_selected_action": [delivery.pk]},
         follow=True,
     )
-    assert any("Queued 1" in m for m in _messages(response))
+    assert any("Queued 1" in m for m in messages(response))
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.PENDING
     assert delivery.attempts == 1  # the history stays; the same webhook-id goes out again
@@ -207,7 +203,7 @@ def test_resending_a_delivery_of_a_removed_webhook_is_refused_with_a_message(
     )
 
     assert response.status_code == 200
-    assert any("was removed" in m for m in _messages(response)), _messages(response)
+    assert any("was removed" in m for m in messages(response)), messages(response)
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.FAILED
 

@@ -17,6 +17,7 @@ from breakpoints.models import Breakpoint, WebhookDelivery
 from breakpoints.webhooks import webhook_add
 from config.exceptions import InvalidInput
 from reviews.models import Feedback
+from tests.support.api import assert_error
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule
 from triggers.verification import sign_generic
@@ -32,14 +33,6 @@ CI_GREEN = {
     "params": {"selector": SELECTOR, "feedback": "CI passed: {{ workflow_run.html_url }}"},
 }
 GREEN = {"workflow_run": {"head_sha": "abc123", "conclusion": "success", "html_url": "u/1"}}
-
-
-def assert_error(response, status: int, code: str = "validation_error") -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert set(error) == {"code", "message", "details"}
-    assert error["code"] == code and error["message"]
-    return error
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ wrote is always escaped."""
 import json
 
 import pytest
-from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from tests.factories import AdminFactory, ReviewerFactory
-from tests.reviews.conftest import SECTIONS_URL, XSS, review_url, session_client
+from tests.reviews.conftest import SECTIONS_URL, XSS, review_url
+from tests.support.console import messages, session_client
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule
 
@@ -61,10 +61,6 @@ def ci_green(actor, github) -> TriggerRule:
         conditions=CI_CONDITIONS,
         params=CI_PARAMS,
     )
-
-
-def _messages(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 def stored_event(source: EventSource, n: int = 0, **fields) -> ExternalEvent:
@@ -129,7 +125,7 @@ def test_a_given_secret_is_never_echoed(admin_browser):
 
     assert response.status_code == 302 and response["Location"] == SOURCES_URL
     assert EventSource.objects.get().secret == secret
-    assert any("“ci”" in message for message in _messages(response))
+    assert any("“ci”" in message for message in messages(response))
     assert secret not in admin_browser.get(SOURCES_URL).content.decode()
 
 

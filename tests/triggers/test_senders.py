@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.support.net import free_port
 from triggers.management.githooks import HOOKS, MARKER
 from triggers.management.watching import Debouncer, change_of, is_temporary
 from triggers.models import EventSource, ExternalEvent
@@ -80,12 +81,6 @@ def poll(find: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
 
 def events(**filters) -> list[ExternalEvent]:
     return list(ExternalEvent.objects.filter(**filters).order_by("received_at"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- send_event ----------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""Reading and nudging the rows a breakpoint leaves: its events and its outbox deliveries."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from audit.models import Event
+from breakpoints.models import Breakpoint, WebhookDelivery
+
+
+def events_of(bp_id: str, type: str) -> list[Event]:
+    return list(Event.objects.filter(breakpoint_id=bp_id, type=type))
+
+
+def history(bp_id: str) -> list[str]:
+    """The event types of a breakpoint after its creation, in order (notifications aside)."""
+    types = Event.objects.filter(breakpoint_id=bp_id).values_list("type", flat=True)
+    return [t for t in types if t not in ("created", "notification")]
+
+
+def deliveries_of(bp_id: str, event_type: str) -> list[WebhookDelivery]:
+    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type=event_type))
+
+
+def backdate_expiry(*bp_ids: str, seconds: float = 1) -> None:
+    """Move these breakpoints' expiry into the past."""
+    Breakpoint.objects.filter(pk__in=bp_ids).update(
+        expires_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def make_due(delivery: WebhookDelivery) -> None:
+    """Let the backoff pass: move the delivery's next attempt into the past."""
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=timezone.now() - timedelta(seconds=1)
+    )

@@ -1,0 +1,34 @@
+"""Running work in threads released at once (for races against real row locks)."""
+
+import threading
+from collections.abc import Callable
+
+from django.db import connections
+
+
+def run_together(works: dict[str, Callable[[], object]]) -> dict[str, object]:
+    """Run each work in its own thread, released at once; each closes its DB connection.
+
+    The results by name; fails the test if a thread hangs or a work raised.
+    """
+    barrier = threading.Barrier(len(works))
+    results: dict[str, object] = {}
+
+    def target(name: str, work: Callable[[], object]) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[name] = work()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            results[name] = exc
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    threads = [threading.Thread(target=target, args=item, name=item[0]) for item in works.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), f"{thread.name} hung"
+    for name, value in results.items():
+        assert not isinstance(value, BaseException), f"{name} raised {value!r}"
+    return results
