@@ -3,36 +3,17 @@
 One source for every place a breakpoint leaves the server: the API
 (breakpoints.api.serializers delegates its output here) and webhook bodies, so a
 subscriber receives exactly what GET /api/breakpoints/{id} answers. Values are written
-as DRF's fields write them: datetimes in ISO 8601 in the current time zone, with UTC's
-`+00:00` as `Z`; ids and texts as strings; JSON columns as stored; null stays null.
+as the contract says: datetimes in ISO 8601 in UTC with `Z` (breakpoints.timestamps,
+whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null stays null.
 """
 
-import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.conf import settings
-from django.utils import timezone
-
 from breakpoints import routing
 from breakpoints.models import Breakpoint
+from breakpoints.timestamps import timestamp
 from reviews.models import Feedback
-
-
-def timestamp(value: dt.datetime | str | None) -> str | None:
-    """A datetime as DRF's DateTimeField (ISO 8601 format) writes it."""
-    if not value:
-        return None
-    if isinstance(value, str):
-        return value
-    zone = timezone.get_current_timezone() if settings.USE_TZ else None
-    if zone is not None:
-        aware = timezone.is_aware(value)
-        value = value.astimezone(zone) if aware else timezone.make_aware(value, zone)
-    elif timezone.is_aware(value):
-        value = timezone.make_naive(value, dt.UTC)
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _text(value: Any) -> str | None:

@@ -1,5 +1,7 @@
 """API input and output shapes (camelCase, as in the contract)."""
 
+from datetime import UTC
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -126,9 +128,15 @@ class VotesField(serializers.JSONField):
 # --- output --------------------------------------------------------------------
 
 
+def utc_datetime(**kwargs) -> serializers.DateTimeField:
+    """A time as the contract writes it: in UTC whatever TIME_ZONE says (breakpoints.timestamps
+    writes the answers; these declared fields document them)."""
+    return serializers.DateTimeField(default_timezone=UTC, **kwargs)
+
+
 class FeedbackSerializer(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True)
-    createdAt = serializers.DateTimeField(source="created_at", read_only=True)
+    createdAt = utc_datetime(source="created_at", read_only=True)
 
     class Meta:
         model = Feedback
@@ -145,12 +153,12 @@ class BreakpointSerializer(serializers.ModelSerializer):
     payload = JSONObjectField()
     tags = TagListField()
     ttlSeconds = serializers.IntegerField(source="ttl_seconds", allow_null=True)
-    expiresAt = serializers.DateTimeField(source="expires_at", allow_null=True)
-    createdAt = serializers.DateTimeField(source="created_at")
-    updatedAt = serializers.DateTimeField(source="updated_at")
-    releasedAt = serializers.DateTimeField(source="released_at", allow_null=True)
-    expiredAt = serializers.DateTimeField(source="expired_at", allow_null=True)
-    cancelledAt = serializers.DateTimeField(source="cancelled_at", allow_null=True)
+    expiresAt = utc_datetime(source="expires_at", allow_null=True)
+    createdAt = utc_datetime(source="created_at")
+    updatedAt = utc_datetime(source="updated_at")
+    releasedAt = utc_datetime(source="released_at", allow_null=True)
+    expiredAt = utc_datetime(source="expired_at", allow_null=True)
+    cancelledAt = utc_datetime(source="cancelled_at", allow_null=True)
     feedback = FeedbackSerializer(many=True, read_only=True)
     result = ResultField(allow_null=True)
     autoApproval = AutoApprovalField(source="auto_approval", allow_null=True)
@@ -193,7 +201,7 @@ class StatusSerializer(serializers.Serializer):
     """Documentation of the status answer (built by breakpoints.waiting.bodies)."""
 
     status = serializers.ChoiceField(choices=Status.choices)
-    updatedAt = serializers.DateTimeField(source="updated_at")
+    updatedAt = utc_datetime(source="updated_at")
     result = ResultField(allow_null=True)
     pollAfterMs = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
 

@@ -6,10 +6,10 @@ hot path, and a serializer per request would cost more than the query.
 
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from breakpoints.choices import Status
+from breakpoints.timestamps import timestamp
 
 # pollAfterMs: how long a client that does not long-poll should wait before asking again.
 BASE_POLL_AFTER_MS = 1_000
@@ -56,17 +56,11 @@ def poll_after_ms(status: str) -> int | None:
     return int(min(MAX_POLL_AFTER_MS, BASE_POLL_AFTER_MS * max(1.0, load)))
 
 
-def iso(value: datetime) -> str:
-    """A UTC timestamp as DRF renders it (`Z` for UTC)."""
-    text = value.astimezone(UTC).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
 def status_body(row: dict[str, Any]) -> dict[str, Any]:
     """`{status, updatedAt, result, pollAfterMs}` from a status row (selectors)."""
     return {
         "status": row["status"],
-        "updatedAt": iso(row["updated_at"]),
+        "updatedAt": timestamp(row["updated_at"]),
         "result": row["result"],
         "pollAfterMs": poll_after_ms(row["status"]),
     }
