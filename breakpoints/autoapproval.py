@@ -173,14 +173,16 @@ def always_break_on_remove(*, actor: Actor, tag: str) -> None:
 
 
 def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
-    """How many of the latest manual decisions on `key` were approvals, counting at most `limit`.
+    """How many of the latest manual decisions on `key` were approvals in a row (the streak),
+    counting at most `limit`: newest first, up to the first decision that was not one.
 
     Only `agent_id`'s breakpoints count when it is given (what a breakpoint of that agent
-    gets); without it, every agent's (an admin's view of the key as a whole).
-    Returns at most `limit` rows, newest first. Without an agent it reads only those, through
-    the (key, -created_at) index; with one, that index also passes other agents' rows of the
-    key until it has `limit` of this agent's (an index on (agent_id, key, -created_at) for
-    released rows would read exactly `limit`).
+    gets); without it, every agent's (an admin's view of the key as a whole). Auto-approvals
+    and timeout-policy decisions are nobody's decision: they neither count nor break it.
+    Reads at most `limit` decisions. Without an agent, through the (key, -created_at)
+    index; with one, that index also passes other agents' rows of the key until it has
+    `limit` of this agent's (an index on (agent_id, key, -created_at) for released rows
+    would read exactly `limit`).
     """
     if limit < 1:
         return 0

@@ -143,10 +143,6 @@ def token_authenticate(raw: str) -> ApiToken | None:
     return token
 
 
-def token_cache_clear() -> None:
-    _verified.clear()
-
-
 def _token_lookup(digest: str) -> ApiToken | None:
     token = (
         ApiToken.objects.select_related("user")

@@ -1,13 +1,16 @@
-"""Channels beyond webhooks: Slack, email and JIRA, all through the same outbox.
+"""The Slack, email and JIRA channels' outbound side, all through the webhooks' outbox.
 
 - routes: notification routes (admins): which channels hear about which breakpoints
 - fanout: the channel targets of one breakpoint event (the outbox writes one delivery each)
-- slack, email, jira: each one attempt of a delivery (`send`), and its own inbound side
+- slack (with slack_blocks, its messages), email (with email_links, the signed one-time
+  decision links in its mails), jira: each one attempt of a delivery (`send`)
 - base: what a send returns (Sent), links to the console
 
-The outbox (breakpoints.webhooks.outbox) writes channel deliveries in the transaction of
-the change, like webhook ones; breakpoints.webhooks.delivery claims, sends through
-`send` below, retries with backoff and records every attempt.
+The inbound side (Slack's buttons, the email links' decision page, JIRA's webhook) is in
+breakpoints.integrations. The outbox (breakpoints.webhooks.outbox) writes channel
+deliveries in the transaction of the change, like webhook ones;
+breakpoints.webhooks.delivery claims, sends through `send` below, retries with backoff and
+records every attempt.
 """
 
 from collections.abc import Callable

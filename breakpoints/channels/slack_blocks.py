@@ -12,7 +12,7 @@ from audit.models import EventType
 from breakpoints import fileformats
 from breakpoints.channels.base import console_url
 from breakpoints.naming import display_name
-from breakpoints.payload import options_of
+from breakpoints.payload import payload_options
 
 APPROVE, REJECT, CONSOLE = "bpm_approve", "bpm_reject", "bpm_console"
 OPTION_PREFIX = "bpm_option_"  # + the option's index in payload.options
@@ -181,7 +181,7 @@ def _actions(data: dict[str, Any]) -> list[Block]:
             },
         ],
     }
-    labels = [option.label for option in options_of(data.get("payload") or {})]
+    labels = payload_options(data.get("payload") or {})
     if not labels:
         return [decide]
     options = {

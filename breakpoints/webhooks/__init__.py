@@ -1,16 +1,20 @@
-"""Notifications of breakpoint changes; today one channel: signed HTTP webhooks.
+"""The outbox every notification goes through, and the signed HTTP webhooks.
 
-- subscriptions: who receives which events (webhook_add, webhook_update, webhook_remove)
-- guard: which addresses may be reached (SSRF), and posting to the vetted ones only
-- outbox: the transactional outbox; delivery rows written with the change, handed to
-  the workers after commit, re-published by the sweep while due
-- delivery: one signed attempt of one delivery, its backoff and its audit event; a
+Every notification of a breakpoint change is a WebhookDelivery row: a webhook
+subscriber's signed POST, or a Slack, email or JIRA message (breakpoints.channels).
+
+- subscriptions: webhook subscriptions, who receives which events (webhook_add,
+  webhook_update, webhook_remove)
+- guard: which addresses a webhook may reach (SSRF), and posting to the vetted ones only
+- outbox: the transactional outbox; the delivery rows of an event, to webhook subscribers
+  and to the channel targets breakpoints.channels.fanout names, written with the change,
+  handed to the workers after commit, re-published by the sweep while due
+- delivery: one attempt of one delivery (a signed POST for a webhook, the channel's sender
+  through breakpoints.channels.send for the others), its backoff and its audit event; a
   worker's turn with one target (delivery_turn)
 - targets: each target's cap of attempts in flight
 
-Other channels (Slack, email, JIRA) belong beside `delivery` as sibling modules: each
-sends what the outbox recorded, reaches the network through `guard`, and is re-exported
-here. Other code imports from this package; tests patch the modules themselves.
+Other code imports from this package; tests patch the modules themselves.
 """
 
 from breakpoints.webhooks.delivery import (
