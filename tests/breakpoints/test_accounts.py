@@ -1,13 +1,16 @@
 """Role groups and their permissions, kept in step after every migrate."""
 
 import io
+from pathlib import Path
 
 import pytest
+from django.apps import apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
-from breakpoints.accounts import role_groups_sync
+from breakpoints.accounts import ADMIN_APPS, role_groups_sync
 from breakpoints.routing import resolve
 from tests.factories import AdminFactory
 
@@ -28,10 +31,26 @@ def test_admins_get_every_project_permission_including_later_models(db):
         "breakpoints.view_webhookdelivery",
         "breakpoints.delete_autoapprovalrule",
         "audit.view_event",
+        "triggers.add_triggerrule",
+        "triggers.change_eventsource",
+        "triggers.view_externalevent",
         "auth.change_user",
     ):
         assert admin.has_perm(perm), perm
     assert not admin.has_perm("sessions.delete_session")
+
+
+def test_admin_apps_are_exactly_the_projects_apps_with_models():
+    """A project app (a package at the top of this repository) that has models is one whose
+    permissions admins hold; third-party and Django's own apps are not."""
+    root = Path(settings.BASE_DIR).resolve()
+    project = {
+        config.label
+        for config in apps.get_app_configs()
+        if Path(config.path).resolve().parent == root and list(config.get_models())
+    }
+
+    assert set(ADMIN_APPS) == project
 
 
 def test_sync_restores_grants_that_were_lost(db):
