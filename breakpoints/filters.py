@@ -20,6 +20,7 @@ from breakpoints.limits import (
 )
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import BreakpointQuerySet
+from breakpoints.storable import text_problem
 
 
 class TagValuesField(forms.Field):
@@ -32,8 +33,8 @@ class TagValuesField(forms.Field):
         for tag in values:
             if len(tag) > MAX_TAG_LENGTH:
                 raise forms.ValidationError(f"A tag has at most {MAX_TAG_LENGTH} characters.")
-            if "\x00" in tag:
-                raise forms.ValidationError("Null characters are not allowed.")
+            if problem := text_problem(tag):
+                raise forms.ValidationError(problem)
         return values
 
 

@@ -36,7 +36,7 @@ from breakpoints.limits import (
     NO_AUTO_APPROVE_THRESHOLD,
 )
 from breakpoints.naming import FALLBACK_KEY
-from breakpoints.storable import storable_problem
+from breakpoints.storable import storable_problem, text_problem
 from config.exceptions import InvalidInput
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
@@ -76,8 +76,8 @@ def _check_relative_path(errors: dict, path: str, value: Any) -> None:
         errors[path] = ["Must be relative to the run directory, not absolute."]
     elif ".." in posix.parts or ".." in windows.parts:
         errors[path] = ["Must not contain '..'."]
-    elif "\x00" in value:
-        errors[path] = ["Must not contain NUL characters."]
+    elif problem := text_problem(value):
+        errors[path] = [problem]
 
 
 def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
@@ -91,8 +91,8 @@ def validate_tags(errors: dict, path: str, value: Any) -> list[str]:
     for index, tag in enumerate(value):
         if not isinstance(tag, str) or not tag.strip():
             errors[f"{path}[{index}]"] = ["Must be a non-empty string."]
-        elif "\x00" in tag:
-            errors[f"{path}[{index}]"] = ["Must not contain NUL characters."]
+        elif problem := text_problem(tag):
+            errors[f"{path}[{index}]"] = [problem]
         elif len(tag) > MAX_TAG_LENGTH:
             errors[f"{path}[{index}]"] = [f"At most {MAX_TAG_LENGTH} characters."]
         else:
@@ -276,8 +276,8 @@ def check_timeout_policy(errors: dict, payload: Mapping[str, Any], prefix: str =
             errors[f"{prefix}.escalateTo"] = ["Must be an expert name (a non-empty string)."]
         elif len(escalate_to) > MAX_EXPERT_NAME_LENGTH:
             errors[f"{prefix}.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
-        elif "\x00" in escalate_to:
-            errors[f"{prefix}.escalateTo"] = ["Must not contain NUL characters."]
+        elif problem := text_problem(escalate_to):
+            errors[f"{prefix}.escalateTo"] = [problem]
     elif on_timeout == OnTimeout.ESCALATE or payload.get("escalateAfterSeconds") is not None:
         errors[f"{prefix}.escalateTo"] = [
             "Required with onTimeout: escalate or escalateAfterSeconds: the expert to escalate to."

@@ -13,16 +13,25 @@ from breakpoints.limits import MAX_NESTING, MAX_PAYLOAD_VALUES
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 
+NO_NUL = "Must not contain NUL characters."
+NO_LONE_SURROGATE = "Must not contain lone surrogates (an unpaired \\uD800-\\uDFFF)."
 
-def storable_text(text: str) -> bool:
-    """No NUL (PostgreSQL refuses it) and no lone surrogate (UTF-8 cannot encode one)."""
+
+def text_problem(text: str) -> str | None:
+    """Why a database could not store this text: a NUL (PostgreSQL refuses it) or a lone
+    surrogate (UTF-8 cannot encode one); None when it can."""
     if "\x00" in text:
-        return False
+        return NO_NUL
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return NO_LONE_SURROGATE
+    return None
+
+
+def storable_text(text: str) -> bool:
+    """No NUL and no lone surrogate (text_problem finds nothing)."""
+    return text_problem(text) is None
 
 
 def storable_document(document: Mapping[str, Any] | list) -> bool:
@@ -58,7 +67,7 @@ def _check_storable(errors: dict, payload: Mapping[str, Any] | list) -> None:
                 return
             if isinstance(container, Mapping):
                 if any("\x00" in key for key in container):
-                    errors["payload"] = ["Must not contain NUL characters."]
+                    errors["payload"] = [NO_NUL]
                     return
                 children: Iterable[Any] = container.values()
             else:
@@ -70,7 +79,7 @@ def _check_storable(errors: dict, payload: Mapping[str, Any] | list) -> None:
                 kind = type(item)
                 if kind is str:
                     if "\x00" in item:
-                        errors["payload"] = ["Must not contain NUL characters."]
+                        errors["payload"] = [NO_NUL]
                         return
                 elif kind is dict or kind is list:
                     below.append(item)
@@ -79,7 +88,7 @@ def _check_storable(errors: dict, payload: Mapping[str, Any] | list) -> None:
                 elif isinstance(item, Mapping | list):
                     below.append(item)
                 elif isinstance(item, str) and "\x00" in item:
-                    errors["payload"] = ["Must not contain NUL characters."]
+                    errors["payload"] = [NO_NUL]
                     return
         level = below
         depth += 1

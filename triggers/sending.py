@@ -111,7 +111,7 @@ def _no_constant(name: str) -> None:
 def check_label(value: str, what: str, limit: int) -> str:
     """An event type or delivery id as the service accepts it: 1 to limit characters."""
     value = value.strip()
-    if not value or len(value) > limit or "\x00" in value or not value.isprintable():
+    if not value or len(value) > limit or not value.isprintable():  # NUL is not printable
         raise SendError(f"{what} must be 1 to {limit} printable characters.")
     return value
 

@@ -25,6 +25,7 @@ from breakpoints.limits import (
     MAX_DELIVERY_ID_LENGTH,
     MAX_EVENT_TYPE_LENGTH,
 )
+from breakpoints.storable import text_problem
 from config.exceptions import InvalidInput, NotAuthenticated
 from triggers.models import STANDARD_WEBHOOKS_PREFIX, EventSource, SourceKind
 
@@ -79,8 +80,10 @@ def _required(headers: Mapping[str, str], name: str, limit: int = MAX_DELIVERY_I
     value = (headers.get(name) or "").strip()
     if not value:
         raise InvalidInput(f"The {name} header is required.", {name: ["Required."]})
-    if len(value) > limit or "\x00" in value:
+    if len(value) > limit:
         raise InvalidInput(f"The {name} header is too long.", {name: [f"At most {limit}."]})
+    if problem := text_problem(value):
+        raise InvalidInput(f"The {name} header cannot be stored.", {name: [problem]})
     return value
 
 

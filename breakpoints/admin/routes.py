@@ -22,6 +22,7 @@ from breakpoints.channels.routes import (
 )
 from breakpoints.limits import MAX_PATTERN_LENGTH, MAX_ROUTE_NAME_LENGTH
 from breakpoints.models import NotificationRoute
+from breakpoints.storable import NO_LONE_SURROGATE, storable_document, storable_problem
 from config.exceptions import DomainError
 
 MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vLargeTextField bpm-mono"}
@@ -60,8 +61,8 @@ class JSONTextField(forms.CharField):
             parsed = json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise forms.ValidationError(f"Not valid JSON: {str(exc)[:200]}") from None
-        if _has_nul(parsed):  # PostgreSQL cannot store it
-            raise forms.ValidationError("Must not contain NUL characters.")
+        if not storable_document([parsed]):  # PostgreSQL cannot store it
+            raise forms.ValidationError(storable_problem([parsed]) or NO_LONE_SURROGATE)
         return parsed
 
     def validate(self, value: Any) -> None:
@@ -70,22 +71,6 @@ class JSONTextField(forms.CharField):
 
     def run_validators(self, value: Any) -> None:
         """The stock validators measure text; to_python checked the text already."""
-
-
-def _has_nul(value: Any) -> bool:
-    """A NUL in any key or string of a parsed JSON document (iterative: any depth)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 def on_fields(exc: DomainError) -> DomainError:

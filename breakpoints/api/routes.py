@@ -39,6 +39,7 @@ from breakpoints.channels.routes import (
 from breakpoints.choices import Channel, OnTimeout
 from breakpoints.models import NotificationRoute
 from breakpoints.payload import check_timeout_policy
+from breakpoints.storable import text_problem
 from config.exceptions import NotFound
 
 # --- the documented shapes -----------------------------------------------------------
@@ -182,7 +183,6 @@ SHAPE_KEYS = {
     Channel.EMAIL: ({"kind", "to"},),
     Channel.JIRA: ({"kind", "project"},),
 }
-NO_NUL = "Must not contain NUL characters."
 
 
 def channels_problems(channels: Any) -> dict[str, list[str]]:
@@ -205,9 +205,8 @@ def _shape_problem(spec: dict[str, Any]) -> str | None:
         return f"A {kind} channel has exactly the keys {allowed}."
     texts = [spec.get("channel"), spec.get("project")]
     texts += spec["to"] if isinstance(spec.get("to"), list) else [spec.get("to")]
-    if any(isinstance(text, str) and "\x00" in text for text in texts):
-        return NO_NUL
-    return None
+    problems = [text_problem(text) for text in texts if isinstance(text, str)]
+    return next((problem for problem in problems if problem), None)
 
 
 def defaults_problems(defaults: Any) -> dict[str, list[str]]:
@@ -218,8 +217,8 @@ def defaults_problems(defaults: Any) -> dict[str, list[str]]:
     for key, value in defaults.items():
         if value is None:
             errors[f"defaults.{key}"] = ["Must not be null: leave the key out instead."]
-        elif isinstance(value, str) and "\x00" in value:
-            errors[f"defaults.{key}"] = [NO_NUL]
+        elif isinstance(value, str) and (problem := text_problem(value)):
+            errors[f"defaults.{key}"] = [problem]
     return errors
 
 

@@ -16,6 +16,7 @@ from breakpoints.choices import Channel
 from breakpoints.models import NotificationRoute
 from breakpoints.payload import check_timeout_policy
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
+from breakpoints.storable import storable_text
 from config.exceptions import Conflict, InvalidInput, NotFound
 
 ROUTES_REFUSAL = "Only admins manage notification routes."
@@ -29,7 +30,7 @@ def _short_text(value: Any) -> bool:
         isinstance(value, str)
         and bool(value.strip())
         and len(value) <= limits.MAX_CHANNEL_FIELD_LENGTH
-        and "\x00" not in value  # PostgreSQL's jsonb cannot hold NUL
+        and storable_text(value)  # PostgreSQL's jsonb cannot hold NUL
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from breakpoints.limits import BREAKPOINT_ID_LENGTH
+from breakpoints.storable import storable_text
 from config.exceptions import InvalidInput
 
 _WAIT = re.compile(r"^[0-9]{1,4}$")
@@ -66,4 +67,4 @@ def parse_status_query(*, ids: list[str], wait: list[str], many: bool) -> Status
 
 def is_possible_id(value: str) -> bool:
     """Whether `value` could name a breakpoint at all (else it is not found, unqueried)."""
-    return 0 < len(value) <= BREAKPOINT_ID_LENGTH and "\x00" not in value
+    return 0 < len(value) <= BREAKPOINT_ID_LENGTH and storable_text(value)

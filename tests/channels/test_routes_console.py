@@ -160,6 +160,16 @@ REFUSED = {
         "channels",
         "NUL",
     ),
+    "a lone surrogate in a channel": (
+        form(channels='[{"kind": "slack", "channel": "C\\ud800"}]'),
+        "channels",
+        "lone surrogate",
+    ),
+    "a lone surrogate in a default": (
+        form(defaults='{"escalateTo": "x\\udfff"}'),
+        "defaults",
+        "lone surrogate",
+    ),
     "too long": (form(channels="[" * 200_000 + "]" * 200_000), "channels", "At most"),
     "too deep for the parser": (form(channels="[" * 20_000 + "]" * 20_000), "channels", "JSON"),
     "a bad default": (
