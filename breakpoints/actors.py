@@ -92,7 +92,25 @@ def actor_for_request_user(user: Any) -> Actor:
     return Actor.for_user(user)
 
 
-def require_admin(actor: Actor, refusal: str) -> None:
-    """Raise Forbidden(refusal) unless the actor is a person with the admin role."""
-    if actor.user is None or not is_admin(actor.user):
+def is_system(actor: Actor) -> bool:
+    """The system itself (a sweep, a management command): neither a person nor an agent."""
+    return actor.user is None and not actor.is_agent
+
+
+def require_admin(actor: Actor, refusal: str, *, or_system: bool = False) -> None:
+    """The one admin check: raise Forbidden(refusal) unless the actor is a person with the
+    admin role or, with `or_system`, the system itself (sweeps, management commands).
+    `refusal` names the action: "Only admins can delete breakpoints."."""
+    if or_system and is_system(actor):
+        return
+    if not is_admin(actor.user):
         raise Forbidden(refusal)
+
+
+FEEDBACK_REFUSAL = "Only reviewers and admins can give feedback."
+
+
+def require_reviewer(actor: Actor) -> None:
+    """Only reviewers and admins give feedback: every channel's decision passes here."""
+    if not is_reviewer(actor.user):
+        raise Forbidden(FEEDBACK_REFUSAL)

@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from breakpoints.actors import Actor, is_admin
+from breakpoints.actors import Actor, require_admin
 from breakpoints.choices import Status
 from breakpoints.limits import (
     MAX_KEY_LENGTH,
@@ -32,7 +32,7 @@ from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, R
 from breakpoints.naming import FALLBACK_KEY
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
-from config.exceptions import Forbidden, InvalidInput, NotFound
+from config.exceptions import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +65,7 @@ class Verdict:
 
 def _check_manager(actor: Actor) -> None:
     """Admins, and the system (management commands), manage rules and tags."""
-    is_system = actor.user is None and not actor.is_agent
-    if not is_system and not (actor.user is not None and is_admin(actor.user)):
-        raise Forbidden("Only admins may manage auto-approval rules.")
+    require_admin(actor, "Only admins may manage auto-approval rules.", or_system=True)
 
 
 def canonical_pattern(pattern: str) -> str:

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_http_methods
 from audit.models import EventType
 from audit.services import event_record
 from breakpoints import limits
-from breakpoints.actors import Actor, is_reviewer
+from breakpoints.actors import Actor, require_reviewer
 from breakpoints.channels.base import console_url
 from breakpoints.channels.email import outcome_text, release_via, time_left
 from breakpoints.channels.email_links import (
@@ -43,7 +43,6 @@ from config.exceptions import Forbidden, InvalidInput, InvalidState
 from reviews import rendering
 
 audit_log = logging.getLogger("breakpoints.audit")
-NOT_A_REVIEWER = "Only reviewers and admins can give feedback."  # feedback_add's words
 
 
 class LinkUsed(Exception):
@@ -110,8 +109,10 @@ def _answer(request: HttpRequest, token: str) -> HttpResponse:
         return _decide(request, link, bp, user)
     if not bp.is_waiting or bp.is_overdue():
         return _decided(request, bp)
-    if not is_reviewer(user):
-        return _message(request, "forbidden", status=403, detail=NOT_A_REVIEWER)
+    try:
+        require_reviewer(Actor.for_user(user))  # feedback_add's rule, told before the form
+    except Forbidden as exc:
+        return _message(request, "forbidden", status=403, detail=exc.message)
     return _form_page(request, link, bp, user, DecisionForm(initial={"decision": link.verdict}))
 
 

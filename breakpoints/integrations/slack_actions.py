@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from audit.models import EventType
 from audit.services import event_record
 from breakpoints import limits
-from breakpoints.actors import Actor, is_reviewer
+from breakpoints.actors import Actor
 from breakpoints.channels import slack_blocks
 from breakpoints.channels.slack import NETWORK_ERRORS, web_client
 from breakpoints.choices import Status, Via
@@ -173,8 +173,6 @@ def _decide(
 
 def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
     """The feedback modal, once the user could reject at all (checked again on submit)."""
-    if not is_reviewer(user):
-        raise Forbidden("Only reviewers and admins can give feedback.")
     release_preview(bp=bp, actor=Actor.for_user(user), approved=False, comment="", option=None)
     metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}
     view = slack_blocks.reject_modal(

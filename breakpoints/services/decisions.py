@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from audit.models import EventType
 from breakpoints import autoapproval, routing
-from breakpoints.actors import Actor, is_reviewer
+from breakpoints.actors import Actor, require_reviewer
 from breakpoints.choices import Status, Via
 from breakpoints.models import AutoApprovalRule, Breakpoint
 from breakpoints.payload import options_of
@@ -18,7 +18,7 @@ from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
-from config.exceptions import Forbidden, InvalidInput, InvalidState
+from config.exceptions import InvalidInput, InvalidState
 from reviews.models import Feedback
 
 
@@ -112,7 +112,9 @@ def release_preview(
     """What a release would send the agent, for the console's confirmation step.
 
     `approved` None means the reviewer did not say: the option's verdict, else approve.
+    Refused, like feedback_add, unless the actor is a reviewer or an admin.
     """
+    require_reviewer(actor)
     verdict = _check_release(bp, option, approved)
     return _release(
         bp, actor=actor, approved=verdict, comment=comment, option=option, at=timezone.now()
@@ -139,8 +141,7 @@ def feedback_add(
     vote, and the breakpoint is released once the votes decide it. A seat votes once.
     `via` records where it was given (api, console, slack, email, jira).
     """
-    if actor.user is None or not is_reviewer(actor.user):
-        raise Forbidden("Only reviewers and admins can give feedback.")
+    require_reviewer(actor)
     comment = comment or ""
     if not release and not comment.strip():
         raise InvalidInput(

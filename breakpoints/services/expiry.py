@@ -14,7 +14,7 @@ from django.utils import timezone
 from audit.models import EventType
 from audit.services import event_record_bulk
 from breakpoints import autoapproval
-from breakpoints.actors import Actor, is_admin
+from breakpoints.actors import Actor, require_admin
 from breakpoints.choices import OnTimeout, Status
 from breakpoints.models import Breakpoint
 from breakpoints.results import (
@@ -28,7 +28,6 @@ from breakpoints.services.nudges import escalate_locked
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from breakpoints.webhooks import deliveries_enqueue_bulk
-from config.exceptions import Forbidden
 
 TTL_ACTOR = Actor.system("ttl")
 TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)
@@ -37,9 +36,7 @@ EXPIRE_BATCH_SIZE = 1000
 
 def breakpoint_expire(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
     """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed."""
-    is_system = actor.user is None and not actor.is_agent
-    if not is_system and not (actor.user is not None and is_admin(actor.user)):
-        raise Forbidden("Only admins can expire breakpoints.")
+    require_admin(actor, "Only admins can expire breakpoints.", or_system=True)
     with transaction.atomic():
         bp = lock(breakpoint_id)
         return _expire_locked(bp, actor=actor, reason=reason)

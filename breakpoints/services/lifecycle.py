@@ -12,20 +12,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints.actors import Actor, is_admin, require_admin
+from breakpoints.actors import Actor, require_admin
 from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
-from config.exceptions import Forbidden, InvalidInput
+from config.exceptions import InvalidInput
 
 
 def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
     """Cancel a waiting breakpoint (its agent, or an admin). Cancelling twice is a no-op."""
-    if not actor.is_agent and not (actor.user is not None and is_admin(actor.user)):
-        raise Forbidden("Only the breakpoint's agent or an admin can cancel it.")
+    if not actor.is_agent:
+        require_admin(actor, "Only the breakpoint's agent or an admin can cancel it.")
     breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
     with transaction.atomic():
         bp = lock(breakpoint_id, actor=actor)
