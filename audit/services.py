@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from typing import Any
 
-from audit.models import Event
+from audit.models import Event, EventType
 
 
 def event_record(
@@ -23,4 +23,19 @@ def event_record_bulk(
             Event(breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata)
             for breakpoint_id, metadata in metadata_by_breakpoint.items()
         ]
+    )
+
+
+def refusal_record(
+    *, breakpoint_id: str, via: str, who: str, reason: str, message: str, **details: Any
+) -> Event:
+    """A decision from a channel that was refused: one REFUSED event, one shape for every
+    channel. Actor `<via>:<who>`; metadata {"via", "reason": a code (the domain error's
+    code, e.g. permission_denied, or the channel's own: used, expired, unknown_user),
+    "message": what the person was told, **details (the channel's own context)}."""
+    return event_record(
+        breakpoint_id=breakpoint_id,
+        type=EventType.REFUSED,
+        actor=f"{via}:{who}",
+        metadata={"via": via, "reason": reason, "message": message, **details},
     )

@@ -20,8 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from audit.models import EventType
-from audit.services import event_record
+from audit.services import refusal_record
 from breakpoints import limits
 from breakpoints.actors import Actor, require_reviewer
 from breakpoints.channels.base import console_url
@@ -129,10 +128,10 @@ def _decide(request: HttpRequest, link: Link, bp: Breakpoint, user: Any) -> Http
         _refuse(link, user, "used", "The link was already used.")
         return _used(request, link_use(link))
     except Forbidden as exc:
-        _refuse(link, user, "forbidden", exc.message)
+        _refuse(link, user, exc.code, exc.message)
         return _message(request, "forbidden", status=403, detail=exc.message)
     except InvalidState as exc:
-        _refuse(link, user, "invalid_state", exc.message)
+        _refuse(link, user, exc.code, exc.message)
         current = Breakpoint.objects.filter(pk=bp.pk).first()
         if current is None:
             return _message(request, "gone", status=404)
@@ -192,11 +191,13 @@ def _refuse(link: Link, user: Any, reason: str, message: str) -> None:
     if not Breakpoint.objects.filter(pk=link.breakpoint_id).exists():
         return
     who = user.get_username() if user is not None else f"user-{link.user_id}"
-    event_record(
+    refusal_record(
         breakpoint_id=link.breakpoint_id,
-        type=EventType.REFUSED,
-        actor=f"email:{who}",
-        metadata={"via": Via.EMAIL, "reason": reason, "message": message, "userId": link.user_id},
+        via=Via.EMAIL,
+        who=who,
+        reason=reason,
+        message=message,
+        userId=link.user_id,
     )
 
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from audit.models import EventType
-from audit.services import event_record
+from audit.services import refusal_record
 from breakpoints import limits
 from breakpoints.actors import Actor
 from breakpoints.channels.jira import ISSUE_LABEL_PREFIX
@@ -31,6 +31,7 @@ MAX_KEY_LENGTH = 255
 MAX_EMAIL_LENGTH = 254
 MAX_LABELS = 100
 audit_log = logging.getLogger("breakpoints.audit")
+USER_NOT_MATCHED = "user_not_matched"  # no one active user has the JIRA user's email
 logger = logging.getLogger(__name__)
 
 
@@ -189,7 +190,7 @@ def decide(change: StatusChange) -> Handled:
         return Handled("ignored", f"no breakpoint has the issue {change.issue_key}")
     user, problem = _reviewer(change.email)
     if user is None:
-        return _refuse(breakpoint_id, change, problem)
+        return _refuse(breakpoint_id, change, USER_NOT_MATCHED, problem)
     duplicate = Handled("duplicate", "this decision was recorded already", breakpoint_id)
     if _already(breakpoint_id, user, change.approved):
         return duplicate
@@ -208,30 +209,28 @@ def decide(change: StatusChange) -> Handled:
     except (Forbidden, InvalidInput, InvalidState) as exc:
         if _already(breakpoint_id, user, change.approved):
             return duplicate  # a concurrent copy of this webhook won
-        return _refuse(breakpoint_id, change, exc.message)
+        return _refuse(breakpoint_id, change, exc.code, exc.message)
     outcome = "released" if bp.status == Status.RELEASED else "voted"
     return Handled(outcome, f"{verb.lower()} by {user.get_username()}", breakpoint_id)
 
 
-def _refuse(breakpoint_id: str, change: StatusChange, reason: str) -> Handled:
+def _refuse(breakpoint_id: str, change: StatusChange, reason: str, message: str) -> Handled:
     """An authentic decision on a known breakpoint that may not be applied: audited."""
-    event_record(
+    refusal_record(
         breakpoint_id=breakpoint_id,
-        type=EventType.REFUSED,
-        actor=f"jira:{change.who}",
-        metadata={
-            "via": Via.JIRA,
-            "reason": reason,
-            "issue": change.issue_key,
-            "status": change.status[:100],
-            "approved": change.approved,
-        },
+        via=Via.JIRA,
+        who=change.who,
+        reason=reason,
+        message=message,
+        issue=change.issue_key,
+        status=change.status[:100],
+        approved=change.approved,
     )
     audit_log.warning(
         "JIRA decision on %s refused for %s: %s",
         change.issue_key,
         change.who,
-        reason,
+        message,
         extra={"breakpoint_id": breakpoint_id, "channel": "jira", "reason": reason},
     )
-    return Handled("refused", reason, breakpoint_id)
+    return Handled("refused", message, breakpoint_id)

@@ -19,8 +19,7 @@ from django.http import HttpResponse, JsonResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from audit.models import EventType
-from audit.services import event_record
+from audit.services import refusal_record
 from breakpoints import limits
 from breakpoints.actors import Actor
 from breakpoints.channels import slack_blocks
@@ -115,7 +114,7 @@ def block_actions(payload: dict[str, Any]) -> HttpResponse:
     except NotFound as exc:
         ephemeral(client, clicked, exc.message)
     except DomainError as exc:
-        refuse(clicked, exc.message)
+        refuse(clicked, exc)
         ephemeral(client, clicked, exc.message)
     return HttpResponse(status=200)
 
@@ -209,7 +208,7 @@ def view_submission(payload: dict[str, Any]) -> HttpResponse:
     except NotFound as exc:
         return _modal_error(exc.message)
     except DomainError as exc:
-        refuse(interaction, exc.message)
+        refuse(interaction, exc)
         return _modal_error(exc.message)
     return HttpResponse(status=200)  # closes the modal
 
@@ -244,13 +243,15 @@ def _modal_error(message: str) -> JsonResponse:
     )
 
 
-def refuse(interaction: Interaction, reason: str) -> None:
+def refuse(interaction: Interaction, exc: DomainError) -> None:
     """A refused decision on a known breakpoint, in its audit trail."""
-    event_record(
+    refusal_record(
         breakpoint_id=interaction.breakpoint_id,
-        type=EventType.REFUSED,
-        actor=f"slack:{interaction.user_id}",
-        metadata={"via": Via.SLACK, "reason": reason, "action": interaction.action_id},
+        via=Via.SLACK,
+        who=interaction.user_id,
+        reason=exc.code,
+        message=exc.message,
+        action=interaction.action_id,
     )
 
 

@@ -292,7 +292,7 @@ def test_a_reviewer_who_lost_the_role_gets_403_and_the_link_keeps_working(client
     assert "Only reviewers and admins can give feedback." in page(posted)
     assert unchanged(bp)  # the use rolled back with the refused decision
     [refused] = refusals(bp)
-    assert (refused.actor, refused.metadata["reason"]) == ("email:tina", "forbidden")
+    assert (refused.actor, refused.metadata["reason"]) == ("email:tina", "permission_denied")
     assert refused.metadata["message"] == "Only reviewers and admins can give feedback."
 
     tina.groups.add(reviewers)

@@ -248,7 +248,8 @@ def test_an_unknown_jira_user_is_refused_and_audited(client, jira, issue):
     assert event.actor == "jira:mallory@elsewhere.test"
     assert event.metadata == {
         "via": "jira",
-        "reason": "no active user has this email address",
+        "reason": "user_not_matched",
+        "message": "no active user has this email address",
         "issue": key,
         "status": "Approved",
         "approved": True,
@@ -266,7 +267,7 @@ def test_a_jira_user_without_a_visible_email_is_refused(client, jira, issue, ali
     assert_untouched(bp)
     (event,) = refusals(bp)
     assert event.actor == "jira:acct-alice@example.com"
-    assert "no email address" in event.metadata["reason"]
+    assert "no email address" in event.metadata["message"]
 
 
 def test_two_users_with_the_email_are_refused(client, jira, issue, alice):
@@ -277,7 +278,7 @@ def test_two_users_with_the_email_are_refused(client, jira, issue, alice):
 
     assert response.json()["outcome"] == "refused"
     assert_untouched(bp)
-    assert refusals(bp)[0].metadata["reason"] == "more than one active user has this email address"
+    assert refusals(bp)[0].metadata["message"] == "more than one active user has this email address"
 
 
 def test_a_user_who_is_not_a_reviewer_is_refused(client, jira, issue):
@@ -288,7 +289,11 @@ def test_a_user_who_is_not_a_reviewer_is_refused(client, jira, issue):
 
     assert response.json()["outcome"] == "refused"
     assert_untouched(bp)
-    assert "Only reviewers" in refusals(bp)[0].metadata["reason"]
+    (event,) = refusals(bp)
+    assert (event.metadata["reason"], event.metadata["message"]) == (
+        "permission_denied",
+        "Only reviewers and admins can give feedback.",
+    )
 
 
 def test_a_reviewer_without_the_routed_seat_is_refused(
@@ -322,7 +327,8 @@ def test_a_breakpoint_decided_elsewhere_refuses_the_late_jira_decision(
         "root-admin",
     )
     assert (
-        refusals(bp)[0].metadata["reason"] == "Breakpoint is released; it no longer takes feedback."
+        refusals(bp)[0].metadata["message"]
+        == "Breakpoint is released; it no longer takes feedback."
     )
 
 

@@ -138,7 +138,7 @@ def test_the_token_appears_in_no_error_and_no_audit_event(
     for text in texts:
         assert BOT_TOKEN not in text and "Bearer" not in text and "SECRET" not in text
     (refused,) = events(bp, "refused")
-    assert "internal_error" in refused.metadata["reason"]
+    assert "internal_error" in refused.metadata["message"]
     bp.refresh_from_db()
     assert bp.status == "waiting"
 
@@ -176,4 +176,4 @@ def test_slack_down_during_a_click_still_answers_and_decides_nothing(
     bp.refresh_from_db()
     assert bp.status == "waiting"
     (refused,) = events(bp, "refused")
-    assert "Slack did not answer" in refused.metadata["reason"]
+    assert "Slack did not answer" in refused.metadata["message"]

@@ -135,7 +135,7 @@ def test_a_double_click_decides_once(standin, slack_route, make_breakpoint, clie
     assert len(events(bp, "released")) == 1
     (refused,) = events(bp, "refused")
     assert refused.actor == "slack:U0RITA"
-    assert "no longer takes feedback" in refused.metadata["reason"]
+    assert "no longer takes feedback" in refused.metadata["message"]
     (told,) = standin.ephemerals
     assert (told["channel"], told["user"]) == (reply["channel"], "U0RITA")
     assert "released" in told["text"]

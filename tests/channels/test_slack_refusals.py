@@ -180,7 +180,7 @@ def assert_refused(bp, standin, reply, user: str, *words: str) -> None:
     (told,) = standin.ephemerals
     assert (told["channel"], told["user"]) == (reply["channel"], user)
     for word in words:
-        assert word in told["text"] and word in refused.metadata["reason"]
+        assert word in told["text"] and word in refused.metadata["message"]
     assert events(bp, "released") == [] and only(bp).status == "delivered"
 
 
