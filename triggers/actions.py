@@ -3,16 +3,18 @@
 The actor is `trigger:<rule name>` with the rule owner's permissions (a release needs a
 reviewer who may release; a cancel an admin) and the event id in every audit event it
 causes. Each action returns what it did per breakpoint; a service's refusal is recorded
-as that breakpoint's outcome and never stops the others.
+as that breakpoint's outcome and as a `refused` audit event on it (audit.refusal_record,
+the shape every channel uses), and never stops the others.
 """
 
 from typing import Any
 
+from audit.services import refusal_record
 from breakpoints import services
 from breakpoints.actors import Actor
 from breakpoints.choices import Via
 from breakpoints.limits import MAX_AGENT_ID_LENGTH, MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
-from config.exceptions import DomainError, InvalidInput
+from config.exceptions import DomainError, InvalidInput, NotFound
 from triggers.expressions import render
 from triggers.forwarding import forward_enqueue
 from triggers.models import ExternalEvent, TriggerAction, TriggerRule
@@ -62,7 +64,17 @@ def _on_breakpoint(rule: TriggerRule, event: ExternalEvent, breakpoint_id: str, 
             services.breakpoint_cancel(
                 breakpoint_id=breakpoint_id, actor=actor, reason=taken["reason"]
             )
+    except NotFound as exc:  # gone since it was selected: nothing to audit it on
+        return {**taken, "outcome": "refused", "error": exc.message}
     except DomainError as exc:
+        refusal_record(
+            breakpoint_id=breakpoint_id,
+            via=Via.TRIGGER,
+            who=rule.name,
+            reason=exc.code,
+            message=exc.message,
+            eventId=event.pk,
+        )
         return {**taken, "outcome": "refused", "error": exc.message}
     return {**taken, "outcome": "released" if rule.action == TriggerAction.RELEASE else "cancelled"}
 
