@@ -12,6 +12,11 @@ def events_of(bp_id: str, type: str) -> list[Event]:
     return list(Event.objects.filter(breakpoint_id=bp_id, type=type))
 
 
+def refusals(bp) -> list[Event]:
+    """A breakpoint's `refused` events (decisions a channel refused), oldest first."""
+    return list(Event.objects.filter(breakpoint_id=bp.pk, type="refused").order_by("id"))
+
+
 def history(bp_id: str) -> list[str]:
     """The event types of a breakpoint after its creation, in order (notifications aside)."""
     types = Event.objects.filter(breakpoint_id=bp_id).values_list("type", flat=True)

@@ -1,0 +1,263 @@
+"""One door (issue 20): the same refusal, whichever way it comes in, with the same answer.
+
+"Only reviewers and admins give feedback" is driven through the API, the console, Slack,
+an email link, the JIRA webhook and a trigger rule; "only admins (or the system)" through
+the API, the console, a trigger rule and the services. Every way ends the same: refused,
+the breakpoint unchanged, and where a channel answers someone outside the API, one
+`refused` audit event of the one shape (audit.services.refusal_record).
+"""
+
+from urllib.parse import quote, urlsplit
+
+import pytest
+from django.contrib.auth.models import Group
+
+from breakpoints.actors import ADMINS_GROUP, Actor
+from breakpoints.autoapproval import rule_create
+from breakpoints.channels.email_links import decision_urls
+from breakpoints.services import breakpoint_delete, breakpoint_expire
+from config.exceptions import Forbidden
+from reviews.models import Feedback
+from tests.channels import test_jira as jira_tests
+from tests.channels.test_jira import created_issue
+from tests.channels.test_jira_webhook import SECRET as JIRA_SECRET
+from tests.channels.test_jira_webhook import move
+from tests.channels.test_jira_webhook import post as post_jira
+from tests.channels.test_slack_support import announce, interact
+from tests.factories import ReviewerFactory, UserFactory
+from tests.support.api import assert_error
+from tests.support.console import session_client
+from tests.support.records import history, refusals
+from tests.triggers import test_ci_gate as ci_gate_tests
+from tests.triggers.test_ci_gate import deliver, run_event
+from triggers import services as triggers
+from triggers.models import TriggerRule
+
+pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+
+# The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
+jira = jira_tests.jira
+audit_route = jira_tests.audit_route
+audited = jira_tests.audited
+github = ci_gate_tests.github
+
+FEEDBACK_REFUSAL = "Only reviewers and admins can give feedback."
+CANCEL_REFUSAL = "Only the breakpoint's agent or an admin can cancel it."
+
+
+@pytest.fixture
+def nora(db):
+    """An account without the reviewer role (Slack user U0NORA has her email)."""
+    return UserFactory(username="nora", email="nora@example.com")
+
+
+def assert_unchanged(bp) -> None:
+    """Still waiting, no feedback, and no history but (maybe) the refusal."""
+    bp.refresh_from_db()
+    assert bp.status == "waiting"
+    assert not Feedback.objects.filter(breakpoint_id=bp.pk).exists()
+    assert set(history(bp.pk)) <= {"refused"}
+
+
+def assert_refused_event(bp, via: str, who: str, reason: str, message: str) -> dict:
+    """Exactly one refused event, of the one shape; its channel's own details."""
+    (event,) = refusals(bp)
+    assert event.actor == f"{via}:{who}"
+    shape = {key: event.metadata.get(key) for key in ("via", "reason", "message")}
+    assert shape == {"via": via, "reason": reason, "message": message}
+    return {k: v for k, v in event.metadata.items() if k not in shape}
+
+
+# --- only reviewers and admins give feedback ------------------------------------------------
+
+
+def test_api(make_breakpoint, nora, client_for):
+    bp = make_breakpoint()
+    response = client_for(nora).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert_error(response, 403, "permission_denied")
+    assert_unchanged(bp)
+    assert refusals(bp) == []  # the API answers the caller itself
+
+
+def test_console(make_breakpoint, nora):
+    bp = make_breakpoint()
+    response = session_client(nora).post(
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
+        {"decision": "approve", "comment": "", "confirm": "yes"},
+    )
+    assert response.status_code == 403  # as the API answers
+    assert_unchanged(bp)
+
+
+@pytest.mark.parametrize("action", ["bpm_approve", "bpm_reject"])
+def test_slack(standin, slack_route, make_breakpoint, client, people, action):
+    bp = make_breakpoint()
+    reply = announce(bp)
+    clicked = standin.click_payload(reply["channel"], reply["ts"], action, "U0NORA")
+
+    assert interact(client, clicked).status_code == 200
+
+    assert_unchanged(bp)
+    details = assert_refused_event(bp, "slack", "U0NORA", "permission_denied", FEEDBACK_REFUSAL)
+    assert details == {"action": action}
+    (told,) = standin.ephemerals
+    assert FEEDBACK_REFUSAL in told["text"]
+
+
+def test_email_link(make_breakpoint, nora, client, settings):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = make_breakpoint()
+    approve = urlsplit(decision_urls(bp.pk, nora.pk)["approve"]).path
+
+    response = client.post(approve, {"decision": "approve", "comment": ""})
+
+    assert response.status_code == 403
+    assert FEEDBACK_REFUSAL in response.content.decode()
+    assert_unchanged(bp)
+    details = assert_refused_event(bp, "email", "nora", "permission_denied", FEEDBACK_REFUSAL)
+    assert details == {"userId": nora.pk}
+
+
+def test_jira_webhook(jira, audited, nora, client, settings):
+    settings.JIRA_WEBHOOK_SECRET = JIRA_SECRET
+    jira.users[nora.email] = "nora-token"
+    bp = audited()
+    key = created_issue(bp)
+
+    response = post_jira(client, move(jira, key, "Approved", as_user=nora.email))
+
+    assert response.json()["outcome"] == "refused"
+    assert_unchanged(bp)
+    details = assert_refused_event(bp, "jira", nora.email, "permission_denied", FEEDBACK_REFUSAL)
+    assert details == {"issue": key, "status": "Approved", "approved": True}
+
+
+def _rule(admin_user, owner, action: str, params: dict) -> TriggerRule:
+    """A rule on GitHub workflow runs for the breakpoint of the run, acting as `owner`."""
+    triggers.rule_add(
+        actor=Actor.for_user(admin_user),
+        name="one-door",
+        source="github",
+        action=action,
+        event_type="workflow_run",
+        conditions=[],
+        params={"selector": {"runId": "{{ workflow_run.head_sha }}"}, **params},
+    )
+    TriggerRule.objects.filter(name="one-door").update(owner=owner)  # lost the role since
+    return TriggerRule.objects.get(name="one-door")
+
+
+def _fire(bp) -> dict:
+    """A workflow run for the breakpoint's run; the rule's one action on it."""
+    event = run_event(deliver({"workflow_run": {"head_sha": bp.run_id}}))
+    [result] = event.results
+    [taken] = result["actions"]
+    return taken
+
+
+def test_trigger_rule(github, admin_user, make_breakpoint, nora):
+    bp = make_breakpoint(run_id="sha-1")
+    _rule(admin_user, nora, "release", {"feedback": "CI passed"})
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", FEEDBACK_REFUSAL)
+    assert_unchanged(bp)
+    details = assert_refused_event(bp, "trigger", "one-door", "permission_denied", FEEDBACK_REFUSAL)
+    assert set(details) == {"eventId"}
+
+
+# --- only admins (cancel: or the agent; expire and rules: or the system) ----------------------
+
+
+@pytest.fixture
+def rita(db):
+    return ReviewerFactory(username="rita")
+
+
+@pytest.mark.parametrize("what", ["cancel", "expire"])
+def test_api_refuses_a_reviewer(make_breakpoint, rita, client_for, what):
+    bp = make_breakpoint()
+    response = client_for(rita).post(f"/api/breakpoints/{bp.pk}/{what}", {}, format="json")
+    assert_error(response, 403, "permission_denied")
+    assert_unchanged(bp)
+
+
+@pytest.mark.parametrize("what", ["cancel", "expire"])
+def test_console_refuses_a_reviewer(make_breakpoint, rita, what):
+    bp = make_breakpoint()
+    browser = session_client(rita)
+    if what == "cancel":
+        response = browser.post(
+            f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/cancel/", {"confirm": "yes"}
+        )
+        assert response.status_code == 403
+    else:  # the action is not offered to a reviewer: Django says no valid action was chosen
+        response = browser.post(
+            "/admin/breakpoints/breakpoint/",
+            {"action": "expire_selected", "_selected_action": [bp.pk]},
+        )
+        assert response.status_code == 200
+        assert "expire_selected" not in response.content.decode()
+    assert_unchanged(bp)
+
+
+def test_trigger_rule_of_a_reviewer_cannot_cancel(github, admin_user, make_breakpoint, rita):
+    bp = make_breakpoint(run_id="sha-2")
+    _rule(admin_user, rita, "cancel", {"reason": "CI failed"})
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", CANCEL_REFUSAL)
+    assert_unchanged(bp)
+    assert_refused_event(bp, "trigger", "one-door", "permission_denied", CANCEL_REFUSAL)
+
+
+@pytest.mark.parametrize(
+    ("who", "may"),
+    [("admin", True), ("system", True), ("reviewer", False), ("agent", False)],
+)
+def test_expiring_and_managing_rules_admit_admins_and_the_system(
+    make_breakpoint, admin_user, rita, who, may
+):
+    actor = {
+        "admin": Actor.for_user(admin_user),
+        "system": Actor.system("cli"),
+        "reviewer": Actor.for_user(rita),
+        "agent": Actor.for_agent("agent-a"),
+    }[who]
+    bp = make_breakpoint()
+    attempts = [
+        (lambda: breakpoint_expire(breakpoint_id=bp.pk, actor=actor), "expire breakpoints"),
+        (lambda: rule_create(actor=actor, pattern="deploy*"), "rules"),
+    ]
+    for attempt, words in attempts:
+        if may:
+            attempt()
+        else:
+            with pytest.raises(Forbidden, match=words):
+                attempt()
+    bp.refresh_from_db()
+    assert bp.status == ("expired" if may else "waiting")
+
+
+@pytest.mark.parametrize("who", ["system", "reviewer", "agent"])
+def test_deleting_admits_only_admins(make_breakpoint, rita, who):
+    actor = {
+        "system": Actor.system("cli"),
+        "reviewer": Actor.for_user(rita),
+        "agent": Actor.for_agent("agent-a"),
+    }[who]
+    bp = make_breakpoint()
+    with pytest.raises(Forbidden, match="Only admins can delete breakpoints."):
+        breakpoint_delete(breakpoint_id=bp.pk, actor=actor)
+    assert_unchanged(bp)
+
+
+def test_an_admin_by_group_may_delete(make_breakpoint, rita):
+    rita.groups.add(Group.objects.get_or_create(name=ADMINS_GROUP)[0])
+    bp = make_breakpoint()
+    breakpoint_delete(breakpoint_id=bp.pk, actor=Actor.for_user(rita))
+    assert not type(bp).objects.filter(pk=bp.pk).exists()
