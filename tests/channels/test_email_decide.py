@@ -35,6 +35,7 @@ from tests.channels.test_email import (
     text_links,
     use_smtp,
 )
+from tests.support.records import refusals
 
 AUDIT_LOGGER = "breakpoints.audit"
 HOSTILE = "<script>alert(1)</script>"
@@ -71,10 +72,6 @@ def unchanged(bp) -> bool:
         and not Feedback.objects.filter(breakpoint=bp).exists()
         and not DecisionLinkUse.objects.filter(breakpoint=bp).exists()
     )
-
-
-def refusals(bp) -> list[Event]:
-    return list(Event.objects.filter(breakpoint=bp, type="refused").order_by("id"))
 
 
 def page(response) -> str:

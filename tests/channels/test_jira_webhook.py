@@ -18,6 +18,7 @@ from reviews.models import Feedback
 from tests.channels import test_jira as channel_tests
 from tests.channels.test_jira import attempt, blocks, created_issue, only
 from tests.factories import ReviewerFactory, UserFactory
+from tests.support.records import refusals
 
 # The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
 jira = channel_tests.jira
@@ -61,10 +62,6 @@ def post(client, payload, *, secret: str | None = SECRET, raw: bytes | None = No
     url = URL if secret is None else f"{URL}?secret={secret}"
     data = raw if raw is not None else json.dumps(payload)
     return client.post(url, data=data, content_type="application/json", **headers)
-
-
-def refusals(bp) -> list[Event]:
-    return list(Event.objects.filter(breakpoint=bp, type="refused"))
 
 
 def assert_untouched(bp) -> None:
