@@ -31,7 +31,7 @@ def refusal_record(
 ) -> Event:
     """A decision from a channel that was refused: one REFUSED event, one shape for every
     channel. Actor `<via>:<who>`; metadata {"via", "reason": a code (the domain error's
-    code, e.g. permission_denied, or the channel's own: used, expired, unknown_user),
+    code, e.g. permission_denied, or the channel's own: used, expired, user_not_matched),
     "message": what the person was told, **details (the channel's own context)}."""
     return event_record(
         breakpoint_id=breakpoint_id,
