@@ -6,7 +6,6 @@ is now an atomic increment in the cache (Redis INCR, or under the local cache's 
 The live check, 32 clients against the real server, is tests/integration/test_rate_limits.py.
 """
 
-import threading
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +14,7 @@ from breakpoints.api.throttling import TokenRateThrottle
 from breakpoints.models import ApiToken
 from breakpoints.ratelimits import rate_hit
 from tests.breakpoints import test_throttling
+from tests.support.threads import repeat_in_parallel
 
 counters = test_throttling.counters  # the same two caches: local memory, and Redis
 
@@ -25,22 +25,7 @@ START = 6_000_000 * PERIOD  # the first second of a window
 
 def in_parallel(hit, tries_each: int) -> list:
     """`hit()` from PARALLEL threads released together, `tries_each` times each."""
-    barrier = threading.Barrier(PARALLEL)
-    results: list = []
-    lock = threading.Lock()
-
-    def client() -> None:
-        barrier.wait()
-        mine = [hit() for _ in range(tries_each)]
-        with lock:
-            results.extend(mine)
-
-    threads = [threading.Thread(target=client) for _ in range(PARALLEL)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    return repeat_in_parallel(PARALLEL, tries_each, lambda _: hit())
 
 
 def test_parallel_hits_admit_exactly_the_limit(counters):

@@ -1,13 +1,12 @@
 """Rate limits under concurrency: 32 parallel clients on one token get no more than its
 rate through the real server (issue 19: 1.95x got through, with no 429)."""
 
-import threading
-
 import httpx
 import pytest
 
 from breakpoints.tokens import token_create_for_agent
 from tests.integration.conftest import System
+from tests.support.threads import repeat_in_parallel
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -26,25 +25,14 @@ def system(make_system) -> System:
 
 def hammer(base_url: str, token: str) -> list[httpx.Response]:
     """PARALLEL clients, each on its own connection, released together."""
-    barrier = threading.Barrier(PARALLEL)
-    answers: list[httpx.Response] = []
-    lock = threading.Lock()
-
-    def client() -> None:
-        with httpx.Client(
+    return repeat_in_parallel(
+        PARALLEL,
+        REQUESTS_EACH,
+        lambda http: http.get("/api/breakpoints"),
+        setup=lambda: httpx.Client(
             base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
-        ) as http:
-            barrier.wait()
-            mine = [http.get("/api/breakpoints") for _ in range(REQUESTS_EACH)]
-        with lock:
-            answers.extend(mine)
-
-    threads = [threading.Thread(target=client) for _ in range(PARALLEL)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return answers
+        ),
+    )
 
 
 def test_parallel_clients_on_one_token_get_no_more_than_its_rate(system):

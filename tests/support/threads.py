@@ -2,6 +2,8 @@
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from django.db import connections
 
@@ -31,4 +33,31 @@ def run_together(works: dict[str, Callable[[], object]]) -> dict[str, object]:
         assert not thread.is_alive(), f"{thread.name} hung"
     for name, value in results.items():
         assert not isinstance(value, BaseException), f"{name} raised {value!r}"
+    return results
+
+
+def repeat_in_parallel(
+    count: int,
+    tries_each: int,
+    work: Callable[[Any], object],
+    setup: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> list:
+    """`count` threads, each entering `setup()` (its own client, say), then all released
+    together to call `work(what setup gave)` `tries_each` times; every result, in one list."""
+    barrier = threading.Barrier(count)
+    results: list = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        with setup() as resource:
+            barrier.wait()
+            mine = [work(resource) for _ in range(tries_each)]
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return results
