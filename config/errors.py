@@ -149,6 +149,15 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
     return defaults.page_not_found(request, exception)
 
 
+def unavailable_envelope(retry_after: int) -> dict:
+    """The 503 `unavailable` body of a database outage (Django's paths and the status path)."""
+    return envelope(
+        "unavailable",
+        "The database is not reachable; retry shortly.",
+        {"retryAfter": retry_after},
+    )
+
+
 def unavailable_response(request: HttpRequest) -> HttpResponse:
     """503 `unavailable` with Retry-After: the envelope for machines, a short page for people.
 
@@ -157,12 +166,7 @@ def unavailable_response(request: HttpRequest) -> HttpResponse:
     retry_after = outage.retry_after_seconds()
     response: HttpResponse
     if request.path.startswith(_MACHINE_PREFIXES):
-        response = error_response(
-            503,
-            "unavailable",
-            "The database is not reachable; retry shortly.",
-            {"retryAfter": retry_after},
-        )
+        response = JsonResponse(unavailable_envelope(retry_after), status=503)
     else:
         page = render_to_string("503.html", {"retry_after": retry_after})
         response = HttpResponse(page, status=503)

@@ -30,7 +30,7 @@ from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
 from config import asgi_http, outage
-from config.errors import envelope, http_status
+from config.errors import envelope, http_status, unavailable_envelope
 from config.exceptions import DomainError, RateLimited
 from config.logging import current_request_id
 from config.metrics import count_status_request
@@ -204,12 +204,9 @@ async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
 
 async def _unavailable(send: Any, request_id: str) -> None:
     retry_after = outage.retry_after_seconds()
-    body = envelope(
-        "unavailable",
-        "The database is not reachable; retry shortly.",
-        {"retryAfter": retry_after},
+    await _respond(
+        send, 503, unavailable_envelope(retry_after), request_id, retry_after=retry_after
     )
-    await _respond(send, 503, body, request_id, retry_after=retry_after)
 
 
 async def _respond(
