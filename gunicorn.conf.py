@@ -1,7 +1,7 @@
 """gunicorn hooks (read from the working directory): Prometheus multiprocess bookkeeping.
 
 With PROMETHEUS_MULTIPROC_DIR set, each web process writes its metrics to files there
-(config/metrics.py). The master empties the directory when it starts, so counters never
+(ops/metrics.py). The master empties the directory when it starts, so counters never
 resume from a previous run, and drops a dead worker's live gauges (open long-polls,
 listener state) so that they stop counting; its counters and histograms stay summed.
 """
@@ -27,7 +27,7 @@ def child_exit(server, worker) -> None:
 
 
 # The client's address is the peer's: the app alone reads X-Forwarded-For, trusting exactly
-# BPM_NUM_PROXIES hops (breakpoints.ratelimits.address_of). uvicorn would otherwise rewrite
+# BPM_NUM_PROXIES hops (core.ratelimits.address_of). uvicorn would otherwise rewrite
 # the peer from X-Forwarded-For for connections from 127.0.0.1 (its default), so anyone on
 # the host could pick their address and escape the login lockout and per-address limits.
 forwarded_allow_ips = ""

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.models import Event, EventType
-from breakpoints.admin.base import ReviewerReadOnly
-from breakpoints.models.webhook import redacted_url
+from core.console.admin import ReviewerReadOnly
+from notifications.models import redacted_url
 
 
 def shown_metadata(event: Event) -> dict[str, Any]:

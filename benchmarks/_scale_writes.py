@@ -82,8 +82,7 @@ def due_rows_insert(count: int, rng: random.Random) -> int:
     from django.utils import timezone
 
     from audit.models import Event
-    from breakpoints.models import Breakpoint
-    from reviews.models import Feedback
+    from breakpoints.models import Breakpoint, Feedback
 
     now = timezone.now()
     ages = sorted((rng.uniform(15 * 60, 3 * 3600) for _ in range(count)), reverse=True)

@@ -86,8 +86,9 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
-    from breakpoints.models import ApiToken, Breakpoint
-    from breakpoints.tokens import token_create_for_agent, token_create_for_user
+    from accounts.models import ApiToken
+    from accounts.tokens import token_create_for_agent, token_create_for_user
+    from breakpoints.models import Breakpoint
 
     rng = random.Random(args.seed)
     total = Breakpoint.objects.count()

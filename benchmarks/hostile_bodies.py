@@ -111,9 +111,10 @@ def run(repeat: int) -> bool:
     from django.conf import settings
     from django.test import Client
 
-    from breakpoints.limits import MAX_CONTENT_LENGTH
-    from breakpoints.models import ApiToken, Breakpoint
-    from breakpoints.tokens import token_create_for_agent
+    from accounts.models import ApiToken
+    from accounts.tokens import token_create_for_agent
+    from breakpoints.models import Breakpoint
+    from core.limits import MAX_CONTENT_LENGTH
 
     limit = settings.BPM_MAX_BODY_BYTES
     token, raw_token = token_create_for_agent(agent_id=AGENT_ID, name=TOKEN_NAME)

@@ -112,8 +112,8 @@ class Fixtures:
         from django.contrib.auth import get_user_model
         from django.contrib.auth.models import Group
 
-        from breakpoints.actors import REVIEWERS_GROUP
-        from breakpoints.tokens import token_create_for_user
+        from accounts.tokens import token_create_for_user
+        from core.actors import REVIEWERS_GROUP
 
         group, created = Group.objects.get_or_create(name=REVIEWERS_GROUP)
         self.group_created = group if created else None
@@ -126,7 +126,7 @@ class Fixtures:
         self.token_ids.append(token.pk)
 
     def agent(self) -> Agent:
-        from breakpoints.tokens import token_create_for_agent
+        from accounts.tokens import token_create_for_agent
 
         agent_id = f"{self.agent_prefix}{len(self.agents):04d}"
         token, raw = token_create_for_agent(agent_id=agent_id, name=self.token_name)
@@ -147,7 +147,8 @@ class Fixtures:
     def delete(self) -> None:
         from django.db import connection, transaction
 
-        from breakpoints.models import ApiToken, Breakpoint
+        from accounts.models import ApiToken
+        from breakpoints.models import Breakpoint
 
         # Exact agent ids (every one is recorded before its rows exist): index lookups.
         agent_ids = [agent.agent_id for agent in self.agents]
@@ -543,7 +544,7 @@ class Releaser:
     """Releases through the real service on one thread, timing the commit."""
 
     def __init__(self, reviewer) -> None:
-        from breakpoints.actors import Actor
+        from core.actors import Actor
 
         self.actor = Actor.for_user(reviewer)
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-release")

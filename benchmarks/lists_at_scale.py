@@ -56,7 +56,7 @@ from _scale_writes import (
 )
 
 LIST_TARGET_MS = 30.0  # issue 8, item 6: every filter, one client, at 1M rows
-COUNT_CAP = 10_000  # reviews.pagination.COUNT_CAP
+COUNT_CAP = 10_000  # core.console.pagination.COUNT_CAP
 
 
 @dataclass
@@ -91,8 +91,9 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
-    from breakpoints.models import ApiToken, Breakpoint
-    from breakpoints.tokens import token_create_for_agent, token_create_for_user
+    from accounts.models import ApiToken
+    from accounts.tokens import token_create_for_agent, token_create_for_user
+    from breakpoints.models import Breakpoint
 
     if connection.vendor != "postgresql":
         raise SystemExit("lists_at_scale.py measures PostgreSQL (VACUUM, EXPLAIN ANALYZE).")

@@ -60,8 +60,9 @@ def main() -> None:
 
     import httpx
 
-    from breakpoints.models import ApiToken, Breakpoint
-    from breakpoints.tokens import token_create_for_agent
+    from accounts.models import ApiToken
+    from accounts.tokens import token_create_for_agent
+    from breakpoints.models import Breakpoint
 
     ids = list(Breakpoint.objects.filter(agent_id=POLL_AGENT).values_list("pk", flat=True))
     if not ids:

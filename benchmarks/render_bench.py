@@ -80,7 +80,7 @@ class Pages:
         from django.contrib.auth.models import Group
         from django.test import Client
 
-        from breakpoints.actors import REVIEWERS_GROUP
+        from core.actors import REVIEWERS_GROUP
 
         group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
         self.reviewer = get_user_model().objects.create(username=REVIEWER_NAME, is_staff=True)
@@ -97,7 +97,7 @@ class Pages:
         return self.console.get(url).status_code
 
     def decide(self, breakpoint_id: str) -> int:
-        from breakpoints.channels.email_links import decision_urls
+        from channels.email.links import decision_urls
 
         link = decision_urls(breakpoint_id, self.reviewer.pk)["approve"]
         return self.mail.get(urlsplit(link).path).status_code
@@ -107,16 +107,16 @@ def forget(item: dict) -> None:
     """Delete the file's cached rendering, so the next page renders it (cold)."""
     from django.core.cache import cache
 
-    from breakpoints.markup import cache_source
-    from breakpoints.render_budget import cache_key
+    from core.rendering.budget import cache_key
+    from core.rendering.markup import cache_source
 
     cache.delete(cache_key(cache_source(item)))
 
 
 def measure(name: str, item: dict, pages: Pages) -> tuple[tuple, bool]:
-    from breakpoints.actors import Actor
-    from breakpoints.markup import context_files
     from breakpoints.services import breakpoint_create
+    from core.actors import Actor
+    from core.rendering.markup import context_files
 
     payload = {"title": f"Render bench: {name}", "context": {"files": [item]}}
     bp, _ = breakpoint_create(actor=Actor.for_agent(AGENT_ID), payload=payload)

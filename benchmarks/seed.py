@@ -89,7 +89,7 @@ def reviewer_and_groups_ensure() -> None:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from breakpoints.actors import REVIEWERS_GROUP
+    from core.actors import REVIEWERS_GROUP
 
     User = get_user_model()
     user, created = User.objects.get_or_create(username=REVIEWER, defaults={"is_staff": True})
@@ -112,7 +112,8 @@ def benchmark_rows_delete() -> int:
     """
     from django.db import connection, transaction
 
-    from breakpoints.models import ApiToken, Breakpoint
+    from accounts.models import ApiToken
+    from breakpoints.models import Breakpoint
 
     children = breakpoint_children()
     others = Breakpoint.objects.exclude(agent_id__startswith=AGENT_PREFIX).exists()
@@ -162,8 +163,7 @@ def seed(*, count: int, batch: int, rng: random.Random) -> dict[str, int]:
     from django.utils import timezone
 
     from audit.models import Event
-    from breakpoints.models import Breakpoint
-    from reviews.models import Feedback
+    from breakpoints.models import Breakpoint, Feedback
 
     now = timezone.now()
     times = created_times(rng, count, now)
@@ -194,8 +194,7 @@ def vacuum_analyze() -> None:
     from django.db import connection
 
     from audit.models import Event
-    from breakpoints.models import Breakpoint
-    from reviews.models import Feedback
+    from breakpoints.models import Breakpoint, Feedback
 
     with connection.cursor() as cursor:
         for model in (Breakpoint, Feedback, Event):
@@ -210,8 +209,7 @@ def table_sizes_print() -> None:
     from django.db import connection
 
     from audit.models import Event
-    from breakpoints.models import Breakpoint
-    from reviews.models import Feedback
+    from breakpoints.models import Breakpoint, Feedback
 
     rows = []
     with connection.cursor() as cursor:

@@ -96,9 +96,9 @@ def lags(created_at: dict[str, float], received) -> list[float]:
 
 def measure(count: int, delay: float) -> tuple[list[float], list[float]]:
     """Create `count` breakpoints; the lags of A's and B's `created` deliveries."""
-    from breakpoints import webhooks
-    from breakpoints.actors import Actor
     from breakpoints.services import breakpoint_create
+    from core.actors import Actor
+    from notifications import services as webhooks
     from tests.webhook_receiver import WebhookReceiver
 
     with WebhookReceiver(hold_first=10**9, hold_seconds=delay) as slow, WebhookReceiver() as fast:

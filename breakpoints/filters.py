@@ -8,19 +8,19 @@ from django.db.models import Q, QuerySet
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
-from breakpoints import routing
-from breakpoints.actors import is_reviewer
-from breakpoints.choices import Status
+from accounts import experts as routing
 from breakpoints.jsonlists import filter_has_all_tags, filter_json_list
-from breakpoints.limits import (
+from breakpoints.models import Breakpoint
+from breakpoints.models.breakpoint import BreakpointQuerySet
+from core.actors import is_reviewer
+from core.choices import Status
+from core.limits import (
     MAX_AGENT_ID_LENGTH,
     MAX_RUN_ID_LENGTH,
     MAX_SEARCH_LENGTH,
     MAX_TAG_LENGTH,
 )
-from breakpoints.models import Breakpoint
-from breakpoints.models.breakpoint import BreakpointQuerySet
-from breakpoints.storable import text_problem
+from core.storable import text_problem
 
 
 class TagValuesField(forms.Field):

@@ -12,8 +12,9 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from breakpoints.choices import FileFormat, OnTimeout, Strategy
-from breakpoints.limits import (
+from core.choices import FileFormat, OnTimeout, Strategy
+from core.exceptions import InvalidInput
+from core.limits import (
     MAX_AUTO_APPROVE_AFTER_N,
     MAX_CONTENT_LENGTH,
     MAX_EXPERT_NAME_LENGTH,
@@ -35,9 +36,8 @@ from breakpoints.limits import (
     MIN_REMIND_EVERY_SECONDS,
     NO_AUTO_APPROVE_THRESHOLD,
 )
-from breakpoints.naming import FALLBACK_KEY
-from breakpoints.storable import storable_problem, text_problem
-from config.exceptions import InvalidInput
+from core.naming import FALLBACK_KEY
+from core.storable import storable_problem, text_problem
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -115,7 +115,7 @@ def _check_files(errors: dict, files: Any) -> None:
             errors[at] = ["Must be an object with a path (and optionally a format)."]
             continue
         _check_relative_path(errors, f"{at}.path", item.get("path"))
-        # Omitted (or null), the format is inferred from the path (breakpoints.fileformats).
+        # Omitted (or null), the format is inferred from the path (core.rendering.fileformats).
         file_format = item.get("format")
         if file_format is not None and (
             not isinstance(file_format, str) or file_format not in formats

@@ -3,17 +3,16 @@
 One source for every place a breakpoint leaves the server: the API
 (breakpoints.api.serializers delegates its output here) and webhook bodies, so a
 subscriber receives exactly what GET /api/breakpoints/{id} answers. Values are written
-as the contract says: datetimes in ISO 8601 in UTC with `Z` (breakpoints.timestamps,
+as the contract says: datetimes in ISO 8601 in UTC with `Z` (core.timestamps,
 whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null stays null.
 """
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from breakpoints import routing
-from breakpoints.models import Breakpoint
-from breakpoints.timestamps import timestamp
-from reviews.models import Feedback
+from accounts import experts as routing
+from breakpoints.models import Breakpoint, Feedback
+from core.timestamps import timestamp
 
 
 def _text(value: Any) -> str | None:

@@ -11,10 +11,9 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from audit.models import Event, EventType
-from breakpoints.actors import AgentPrincipal
-from breakpoints.models import Breakpoint
-from config.exceptions import NotFound
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.actors import AgentPrincipal
+from core.exceptions import NotFound
 
 
 def breakpoint_list(user: Any) -> QuerySet[Breakpoint]:

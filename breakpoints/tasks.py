@@ -5,7 +5,8 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from breakpoints import services, webhooks
+from breakpoints import services
+from notifications import services as webhooks
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """How the votes of a routed breakpoint's seats decide it (collect-all and quorum)."""
 
-from breakpoints.choices import Strategy
+from core.choices import Strategy
 
 VOTING_STRATEGIES = frozenset({Strategy.COLLECT_ALL, Strategy.QUORUM})
 

@@ -4,7 +4,7 @@ The status paths are served by a thin async handler that holds waiting agents wi
 thread each (breakpoints/waiting/asgi.py). Every other request goes to Django, run as a
 WSGI application on a fixed pool of BPM_WEB_THREADS threads: Django's own ASGI handler
 starts a thread per request, which measured several times slower for these sync views.
-Django is reached through config.asgi_body, which gives chunked request bodies a
+Django is reached through core.asgi_body, which gives chunked request bodies a
 Content-Length (Django's WSGI handler reads only as much as that says).
 """
 
@@ -20,10 +20,10 @@ from a2wsgi import WSGIMiddleware  # noqa: E402 - after Django is set up
 from django.conf import settings  # noqa: E402
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
-from config.asgi_body import BufferedBodyApp  # noqa: E402
-from config.asgi_cors import CorsHeadersApp  # noqa: E402
-from config.logging import redact_server_access_logs  # noqa: E402
 from config.startup import require_production_settings  # noqa: E402
+from core.asgi_body import BufferedBodyApp  # noqa: E402
+from core.asgi_cors import CorsHeadersApp  # noqa: E402
+from core.logging import redact_server_access_logs  # noqa: E402
 
 # uvicorn's and gunicorn's access lines print paths: no email decision token in them.
 redact_server_access_logs()

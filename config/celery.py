@@ -2,7 +2,7 @@
 
 Every `config.*` import runs this module first (config/__init__.py), settings included, so
 what it imports at the top must not read settings nor load models: django.conf's settings
-object is lazy, config.startup and config.logging read settings only when called.
+object is lazy, config.startup and core.logging read settings only when called.
 """
 
 import logging
@@ -21,8 +21,8 @@ from celery.signals import (
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config.logging import current_context, current_request_id, log_context
 from config.startup import require_production_settings
+from core.logging import current_context, current_request_id, log_context
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

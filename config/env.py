@@ -107,7 +107,7 @@ def database_settings(url: str) -> dict[str, Any]:
     # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
     # The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
     # so a request waits for the pool only while a connection is being opened: a short
-    # timeout is a database that does not answer, and becomes a quick 503 (config/outage.py).
+    # timeout is a database that does not answer, and becomes a quick 503 (core/outage.py).
     pool_timeout = env_float("DATABASE_POOL_TIMEOUT", 2.0)
     options = config.setdefault("OPTIONS", {})
     options["pool"] = {

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config import health, metrics, outage
-from config.errors import error_response, unavailable_response
-from config.logging import current_request, current_request_id
+from core import outage
+from core.errors import error_response, unavailable_response
+from core.logging import current_request, current_request_id
+from ops import health, metrics
 
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
@@ -85,7 +86,7 @@ class HealthProbeMiddleware:
 class LogContextMiddleware:
     """Make the request's agent or user, token prefix and breakpoint id known to logging.
 
-    config.logging reads them lazily from the request in each log call (never forcing
+    core.logging reads them lazily from the request in each log call (never forcing
     authentication); the breakpoint id comes from the URL of a breakpoint's API route or
     console page.
     """
@@ -113,8 +114,8 @@ class LogContextMiddleware:
 
 class DatabaseOutageMiddleware:
     """Answer 503 at once, without trying, while this process fails fast after the pool
-    could not hand out a connection (config.outage). The failures themselves become 503s
-    in config.errors.handler500."""
+    could not hand out a connection (core.outage). The failures themselves become 503s
+    in core.errors.handler500."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response

@@ -21,7 +21,7 @@ from config.env import (
     env_origins,
     env_str,
 )
-from config.logging import logging_settings
+from core.logging import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -38,7 +38,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG e
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "reviews.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
+    "console.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -52,15 +52,19 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "corsheaders",
-    "breakpoints",
-    "reviews",
+    "accounts",
     "audit",
+    "policies",
+    "notifications",
+    "breakpoints",
+    "channels",
     "triggers",
+    "console",
 ]
 
 MIDDLEWARE = [
     "config.middleware.RequestIDMiddleware",
-    "config.metrics.RequestMetricsMiddleware",
+    "ops.metrics.RequestMetricsMiddleware",
     # Before anything that answers (413, 401, 404): a preflight needs no token, and a
     # browser can read every answer to an allowed origin, errors included.
     "corsheaders.middleware.CorsMiddleware",
@@ -103,7 +107,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "reviews.context_processors.console",
+                "console.context_processors.console",
             ],
         },
     },
@@ -114,7 +118,7 @@ DATABASES = {
     "default": database_settings(env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
 }
 # After the pool could not hand out a connection, a web process answers 503 at once for
-# this long instead of each request waiting DATABASE_POOL_TIMEOUT (config/outage.py).
+# this long instead of each request waiting DATABASE_POOL_TIMEOUT (core/outage.py).
 BPM_DATABASE_FAIL_FAST_SECONDS = env_float("BPM_DATABASE_FAIL_FAST_SECONDS", 2.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -161,7 +165,7 @@ X_FRAME_OPTIONS = "DENY"
 
 # --- Breakpoint Manager ------------------------------------------------------
 BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
-# Bodies are read before Django takes a thread (config/asgi_body.py): 408 past the deadline,
+# Bodies are read before Django takes a thread (core/asgi_body.py): 408 past the deadline,
 # 429 beyond the bodies one address may have arriving at once (per web process).
 BPM_BODY_READ_SECONDS = env_float("BPM_BODY_READ_SECONDS", 10.0)
 BPM_MAX_UPLOADS_PER_ADDRESS = env_int("BPM_MAX_UPLOADS_PER_ADDRESS", 4)
@@ -176,13 +180,13 @@ BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
 BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
 BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
 # Attempts in flight at once to one subscription (or one channel): a slow receiver holds
-# at most this many worker slots (breakpoints/webhooks/targets.py).
+# at most this many worker slots (notifications/targets.py).
 BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env_int("BPM_WEBHOOK_TARGET_CONCURRENCY", 1))
 BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
 # /api/ only, Bearer tokens only (no cookies cross-origin). The status handler in front of
-# Django (breakpoints/waiting/) gets the same headers through config.asgi_cors.
+# Django (breakpoints/waiting/) gets the same headers through core.asgi_cors.
 BPM_CORS_ORIGINS = env_origins("BPM_CORS_ORIGINS")
 CORS_ALLOWED_ORIGINS = BPM_CORS_ORIGINS
 CORS_URLS_REGEX = r"^/api/"
@@ -236,7 +240,7 @@ JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
 
 # --- Observability ---------------------------------------------------------------
-# GET /metrics (config/metrics.py) answers a Bearer BPM_METRICS_TOKEN, or these client
+# GET /metrics (ops/metrics.py) answers a Bearer BPM_METRICS_TOKEN, or these client
 # addresses (IPs or CIDRs; X-Forwarded-For only per BPM_NUM_PROXIES).
 BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
 BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
@@ -259,7 +263,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            # A hung Redis must not hang requests: limits fail open (breakpoints/ratelimits.py).
+            # A hung Redis must not hang requests: limits fail open (core/ratelimits.py).
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
         if REDIS_URL
@@ -279,25 +283,25 @@ AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
-AXES_LOCKOUT_CALLABLE = "reviews.lockout.locked_out"  # the page, with Retry-After
-AXES_CLIENT_IP_CALLABLE = "breakpoints.ratelimits.client_address"
+AXES_LOCKOUT_CALLABLE = "console.lockout.locked_out"  # the page, with Retry-After
+AXES_CLIENT_IP_CALLABLE = "core.ratelimits.client_address"
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "breakpoints.authentication.BearerTokenAuthentication",
+        "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.SafeJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [
-        "breakpoints.api.throttling.TokenRateThrottle",
-        "breakpoints.api.throttling.AnonymousRateThrottle",
+        "accounts.throttling.TokenRateThrottle",
+        "accounts.throttling.AnonymousRateThrottle",
     ],
     # 0, not None: DRF takes the whole X-Forwarded-For as the address when None, so a
     # client could pick its own rate-limit bucket.
@@ -324,7 +328,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "breakpoints.api.schema.strip_trailing_slashes",
+        "core.api.schema.strip_trailing_slashes",
     ],
 }
 

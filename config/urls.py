@@ -6,10 +6,11 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
-from config import errors, health, metrics
+from core import errors
+from ops import health, metrics
 
-handler404 = "config.errors.handler404"
-handler500 = "config.errors.handler500"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"
 
 # The schema and docs are public: no credentials are checked (a stale token must not turn
 # them into a 401), and the docs page is only ever fetched.
@@ -30,7 +31,7 @@ urlpatterns = [
     path("api/", include("triggers.api.urls")),
     re_path(r"^api/", errors.api_not_found),
     path("admin/", admin.site.urls),
-    path("", include("breakpoints.integrations.urls")),
+    path("", include("channels.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),

@@ -8,9 +8,9 @@ from bpm_client import models as sdk
 from bpm_client.errors import DecodeError
 from rest_framework.test import APIClient
 
-from breakpoints.actors import Actor
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from core.actors import Actor
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the

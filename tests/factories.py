@@ -4,8 +4,8 @@ import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from breakpoints.actors import ADMINS_GROUP, REVIEWERS_GROUP
 from breakpoints.models import Breakpoint
+from core.actors import ADMINS_GROUP, REVIEWERS_GROUP
 
 PASSWORD = "correct-horse-battery-staple"
 

@@ -13,11 +13,10 @@ import httpx
 import pytest
 from django.test import override_settings
 
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from audit.models import Event
-from breakpoints.models import Breakpoint
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
-from config.asgi_body import BufferedBodyApp
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.asgi_body import BufferedBodyApp
 from tests.aio import run_asgi, run_async
 from tests.factories import ReviewerFactory
 

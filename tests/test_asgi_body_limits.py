@@ -12,7 +12,7 @@ from typing import Any
 
 from django.test import override_settings
 
-from config.asgi_body import BufferedBodyApp
+from core.asgi_body import BufferedBodyApp
 from tests.aio import run_async
 
 Headers = list[tuple[bytes, bytes]]

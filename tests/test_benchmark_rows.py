@@ -13,8 +13,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.models import Breakpoint
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 

@@ -21,13 +21,14 @@ from django.utils.regex_helper import normalize
 from django.utils.timezone import now
 from rest_framework.test import APIClient
 
+from accounts.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.autoapproval import rule_create
-from breakpoints.channels.routes import route_add
-from breakpoints.models import AutoApprovalRule, Breakpoint, NotificationRoute, WebhookDelivery
-from breakpoints.tokens import token_create_for_agent, token_create_for_user, token_revoke
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.actors import Actor
+from notifications.models import WebhookDelivery
+from policies.autoapproval import rule_create
+from policies.models import AutoApprovalRule, NotificationRoute
+from policies.routes import route_add
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.factories import UserFactory

@@ -12,7 +12,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from breakpoints.tokens import token_create_for_agent
+from accounts.tokens import token_create_for_agent
 from config.env import env_origins
 from tests.aio import run_asgi
 

@@ -32,7 +32,7 @@ def test_readyz_is_503_naming_the_broker_when_redis_is_unreachable(client, db, s
 
 
 def test_readyz_is_503_naming_the_database_when_it_is_unreachable(client, db, monkeypatch):
-    from config import health
+    from ops import health
 
     def broken_cursor():
         raise OSError("connection refused")

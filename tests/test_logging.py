@@ -17,10 +17,10 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from breakpoints.api.views import BreakpointViewSet
-from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.tasks import deliver_webhook
 from config import celery as celery_config
-from config.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
+from core.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
+from notifications.models import Webhook, WebhookDelivery
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -110,7 +110,7 @@ def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path)
 
     manage(app, env, "migrate", "--noinput")
     token = manage(app, env, "create_agent_token", "smoke-agent").stdout.strip().splitlines()[-1]
-    assert token.startswith("bpma_")  # an agent token (breakpoints.tokens)
+    assert token.startswith("bpma_")  # an agent token (accounts.tokens)
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -170,7 +170,7 @@ def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path)
                 env,
                 "shell",
                 "-c",
-                "from breakpoints.actors import Actor; from breakpoints.services import "
+                "from core.actors import Actor; from breakpoints.services import "
                 f"breakpoint_cancel; breakpoint_cancel(breakpoint_id='{body['breakpointId']}', "
                 "actor=Actor.for_agent('smoke-agent'), reason='changed my mind')",
             )

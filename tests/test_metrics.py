@@ -8,10 +8,10 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from accounts.tokens import token_create_for_agent
 from audit.models import Event, EventType
-from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery
-from breakpoints.tokens import token_create_for_agent
 from breakpoints.waiting.hub import stop_hub
+from notifications.models import DeliveryStatus, Webhook, WebhookDelivery
 from tests.aio import run_async
 
 OUTSIDER = "203.0.113.9"

@@ -14,9 +14,9 @@ from django.db.backends.utils import CursorWrapper
 from django.test import Client
 from psycopg_pool import PoolTimeout
 
-from breakpoints.tokens import token_create_for_agent
-from config import outage
-from config.errors import unavailable_response
+from accounts.tokens import token_create_for_agent
+from core import outage
+from core.errors import unavailable_response
 from tests.factories import AdminFactory
 
 LIST = "/api/breakpoints"

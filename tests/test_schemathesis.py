@@ -22,10 +22,10 @@ from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from breakpoints import autoapproval
-from breakpoints.actors import Actor
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create, feedback_add
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from core.actors import Actor
+from policies import autoapproval
 from tests.factories import AdminFactory, ReviewerFactory
 from triggers.models import EventSource
 

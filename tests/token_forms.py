@@ -1,4 +1,4 @@
-"""API tokens written from their documented form, independently of breakpoints.tokens.
+"""API tokens written from their documented form, independently of accounts.tokens.
 
 `bpma_` (agent) or `bpmu_` (personal), 43 random base62 characters, then CRC32 of all of
 that in 6 base62 characters (0-9, A-Z, a-z); the legacy form is `bpm_` + 43 URL-safe
@@ -9,8 +9,8 @@ import secrets
 import string
 import zlib
 
-from breakpoints.models import ApiToken
-from breakpoints.tokens import hash_token
+from accounts.models import ApiToken
+from accounts.tokens import hash_token
 
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from audit.services import refusal_record
 from breakpoints import services
-from breakpoints.actors import Actor
-from breakpoints.choices import Via
-from breakpoints.limits import MAX_AGENT_ID_LENGTH, MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
-from config.exceptions import DomainError, InvalidInput, NotFound
+from core.actors import Actor
+from core.choices import Via
+from core.exceptions import DomainError, InvalidInput, NotFound
+from core.limits import MAX_AGENT_ID_LENGTH, MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
 from triggers.expressions import render
 from triggers.forwarding import forward_enqueue
 from triggers.models import ExternalEvent, TriggerAction, TriggerRule

@@ -18,18 +18,18 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from breakpoints.actors import Actor
-from breakpoints.admin.base import AdminOnly, ServiceAdmin, ShownOnce
-from breakpoints.admin.routes import JSONTextField
-from breakpoints.limits import (
+from console.admin import InputFilter
+from core.actors import Actor
+from core.console.admin import AdminOnly, ServiceAdmin, ShownOnce
+from core.console.pagination import CappedCountPaginator
+from core.exceptions import DomainError
+from core.limits import (
     MAX_EVENT_TYPE_LENGTH,
     MAX_SOURCE_NAME_LENGTH,
     MAX_WEBHOOK_SECRET_LENGTH,
 )
-from config.exceptions import DomainError
-from reviews.admin import InputFilter
-from reviews.pagination import CappedCountPaginator
-from reviews.rendering import render_json
+from core.rendering.html import render_json
+from policies.admin.routes import JSONTextField
 from triggers.api.serializers import source_url
 from triggers.api.shapes import params_problems
 from triggers.models import (

@@ -16,7 +16,7 @@ from jmespath.exceptions import JMESPathError
 from jmespath.lexer import Lexer
 from jmespath.visitor import TreeInterpreter
 
-from breakpoints.limits import (
+from core.limits import (
     MAX_EXPRESSION_DEPTH,
     MAX_EXPRESSION_FANOUT,
     MAX_EXPRESSION_LENGTH,

@@ -1,8 +1,8 @@
 """The `forward` action: the event goes out as a signed webhook of type trigger.fired,
 for an orchestrator to start a run with the event's payload as its inputs."""
 
-from breakpoints.models import WebhookEventType
-from breakpoints.webhooks.outbox import deliveries_enqueue_unattached
+from notifications.models import WebhookEventType
+from notifications.outbox import deliveries_enqueue_unattached
 from triggers.models import ExternalEvent
 
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from breakpoints import limits
+from core import limits
 
 STANDARD_WEBHOOKS_PREFIX = "whsec_"
 

@@ -10,9 +10,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from breakpoints.jsonlists import filter_has_all_tags
-from breakpoints.limits import MAX_SELECTED_BREAKPOINTS
 from breakpoints.models import Breakpoint
-from breakpoints.rule_patterns import parse_pattern
+from core.limits import MAX_SELECTED_BREAKPOINTS
+from policies.patterns import parse_pattern
 from triggers.expressions import check_template, render
 
 SELECTOR_KEYS = ("key", "runId", "agentId", "tags")

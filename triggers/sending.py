@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from django.db import DatabaseError, connection
 
-from breakpoints.limits import MAX_DELIVERY_ID_LENGTH, MAX_EVENT_TYPE_LENGTH
+from core.limits import MAX_DELIVERY_ID_LENGTH, MAX_EVENT_TYPE_LENGTH
 from triggers.models import EventSource
 from triggers.verification import sign_generic
 

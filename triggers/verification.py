@@ -20,13 +20,9 @@ from dataclasses import dataclass
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from breakpoints.limits import (
-    EVENT_TOLERANCE_SECONDS,
-    MAX_DELIVERY_ID_LENGTH,
-    MAX_EVENT_TYPE_LENGTH,
-)
-from breakpoints.storable import text_problem
-from config.exceptions import InvalidInput, NotAuthenticated
+from core.exceptions import InvalidInput, NotAuthenticated
+from core.limits import EVENT_TOLERANCE_SECONDS, MAX_DELIVERY_ID_LENGTH, MAX_EVENT_TYPE_LENGTH
+from core.storable import text_problem
 from triggers.models import STANDARD_WEBHOOKS_PREFIX, EventSource, SourceKind
 
 UNIX_SECONDS = re.compile(r"[0-9]{1,12}")

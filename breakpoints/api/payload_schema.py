@@ -3,10 +3,10 @@
 Documentation only: breakpoints.payload validates; every bound comes from limits.
 """
 
-from breakpoints import limits
-from breakpoints.api.schema import NOT_BLANK
-from breakpoints.choices import FileFormat, OnTimeout, Strategy
 from breakpoints.payload import KEY_PATTERN
+from core import limits
+from core.api.schema import NOT_BLANK
+from core.choices import FileFormat, OnTimeout, Strategy
 
 
 def _nullable(schema: dict) -> dict:

@@ -6,8 +6,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
-from breakpoints import limits, representation
-from breakpoints.api.fields import (
+from breakpoints import representation
+from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
+from breakpoints.models import Breakpoint, Feedback
+from core import limits
+from core.api.fields import (
     JSONObjectField,
     StrictBody,
     StrictBooleanField,
@@ -15,11 +18,8 @@ from breakpoints.api.fields import (
     StrictIntegerField,
     TagListField,
 )
-from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
-from breakpoints.api.schema import ERROR_CODES, NOT_BLANK
-from breakpoints.choices import Status, Strategy
-from breakpoints.models import Breakpoint
-from reviews.models import Feedback
+from core.api.schema import ERROR_CODES, NOT_BLANK
+from core.choices import Status, Strategy
 
 # --- documentation-only shapes ------------------------------------------------
 
@@ -129,7 +129,7 @@ class VotesField(serializers.JSONField):
 
 
 def utc_datetime(**kwargs) -> serializers.DateTimeField:
-    """A time as the contract writes it: in UTC whatever TIME_ZONE says (breakpoints.timestamps
+    """A time as the contract writes it: in UTC whatever TIME_ZONE says (core.timestamps
     writes the answers; these declared fields document them)."""
     return serializers.DateTimeField(default_timezone=UTC, **kwargs)
 

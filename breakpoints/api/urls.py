@@ -2,9 +2,9 @@
 
 from rest_framework.routers import SimpleRouter
 
-from breakpoints.api.routes import RouteViewSet
-from breakpoints.api.rules import RuleViewSet
 from breakpoints.api.views import BreakpointViewSet
+from policies.api.routes import RouteViewSet
+from policies.api.rules import RuleViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # the constructor only takes a boolean

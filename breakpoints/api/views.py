@@ -6,11 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints import routing, selectors, services
-from breakpoints.actors import actor_for_request_user
-from breakpoints.api.pagination import BreakpointCursorPagination
-from breakpoints.api.permissions import IsAgentOrReviewer, IsReviewer
-from breakpoints.api.schema import NOT_BLANK
+from accounts import experts as routing
+from breakpoints import selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
     BreakpointSerializer,
@@ -27,11 +24,15 @@ from breakpoints.api.serializers import (
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
-from breakpoints.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
-from config.exceptions import InvalidInput, NotFound
+from core.actors import actor_for_request_user
+from core.api.pagination import BreakpointCursorPagination
+from core.api.permissions import IsAgentOrReviewer, IsReviewer
+from core.api.schema import NOT_BLANK
+from core.exceptions import InvalidInput, NotFound
+from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 
 
 def _errors(*codes: int, invalid: str = "") -> dict:

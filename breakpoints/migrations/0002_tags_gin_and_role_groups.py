@@ -1,7 +1,7 @@
 """PostgreSQL-only GIN index on tags (jsonb @> filters).
 
 The reviewer/admin groups and their permissions are kept in step after every migrate
-by breakpoints.accounts.role_groups_sync (a post_migrate handler).
+by accounts.people.role_groups_sync (a post_migrate handler).
 """
 
 from django.db import migrations

@@ -6,7 +6,7 @@ The GIN index on experts (assignedTo=me: jsonb @> per name, ORed) is PostgreSQL-
 like the one on tags in 0002.
 """
 
-import breakpoints.models.rule
+import policies.models.rule
 from django.db import migrations, models
 
 EXPERTS_GIN_INDEX = "bp_experts_gin"
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='AutoApprovalRule',
             fields=[
-                ('id', models.CharField(default=breakpoints.models.rule.new_rule_id, editable=False, max_length=13, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=policies.models.rule.new_rule_id, editable=False, max_length=13, primary_key=True, serialize=False)),
                 ('pattern', models.CharField(help_text="Canonical form, e.g. gate.*(tags contains 'prerequisites' AND expert = 'owner').", max_length=500)),
                 ('action', models.CharField(choices=[('auto-approve', 'Auto-approve'), ('never-auto-approve', 'Never auto-approve')], default='auto-approve', max_length=32)),
                 ('note', models.TextField(blank=True)),

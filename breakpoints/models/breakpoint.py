@@ -8,10 +8,10 @@ from django.db import models
 from django.db.models import Case, F, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from breakpoints import limits, naming
-from breakpoints.actors import AgentPrincipal, is_reviewer
-from breakpoints.choices import OnTimeout, Status, Strategy
 from breakpoints.payload import key_is_explicit
+from core import limits, naming
+from core.actors import AgentPrincipal, is_reviewer
+from core.choices import OnTimeout, Status, Strategy
 
 
 def new_breakpoint_id() -> str:
@@ -168,7 +168,7 @@ class Breakpoint(models.Model):
 
     @property
     def display_name(self) -> str:
-        """What people see it called: its title, else its question (breakpoints.naming)."""
+        """What people see it called: its title, else its question (core.naming)."""
         return naming.display_name(
             {
                 "title": self.title,

@@ -9,17 +9,19 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import experts as routing
 from audit.models import EventType
-from breakpoints import autoapproval, limits, routing
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import DEFAULT_KEYS, route_defaults, routes_matching
-from breakpoints.choices import Status, Strategy
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.results import result_auto_approved
 from breakpoints.services.nudges import timeout_columns
 from breakpoints.services.transitions import move, record
-from config.exceptions import Forbidden, IdempotencyConflict, InvalidInput
+from core import limits
+from core.actors import Actor
+from core.choices import Status, Strategy
+from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
+from policies import autoapproval
+from policies.routes import DEFAULT_KEYS, route_defaults, routes_matching
 
 
 def _request_hash(body: dict[str, Any]) -> str:

@@ -7,19 +7,20 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import experts as routing
 from audit.models import EventType
-from breakpoints import autoapproval, routing
-from breakpoints.actors import Actor, require_reviewer
-from breakpoints.choices import Status, Via
-from breakpoints.models import AutoApprovalRule, Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
-from config.exceptions import InvalidInput, InvalidState
-from reviews.models import Feedback
+from core.actors import Actor, require_reviewer
+from core.choices import Status, Via
+from core.exceptions import InvalidInput, InvalidState
+from policies import autoapproval
+from policies.models import AutoApprovalRule
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,6 @@ from django.utils import timezone
 
 from audit.models import EventType
 from audit.services import event_record_bulk
-from breakpoints import autoapproval
-from breakpoints.actors import Actor, require_admin
-from breakpoints.choices import OnTimeout, Status
 from breakpoints.models import Breakpoint
 from breakpoints.results import (
     TIMEOUT_POLICY_RESPONDER,
@@ -27,7 +24,10 @@ from breakpoints.results import (
 from breakpoints.services.nudges import escalate_locked
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
-from breakpoints.webhooks import deliveries_enqueue_bulk
+from core.actors import Actor, require_admin
+from core.choices import OnTimeout, Status
+from notifications.services import deliveries_enqueue_bulk
+from policies import autoapproval
 
 TTL_ACTOR = Actor.system("ttl")
 TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)

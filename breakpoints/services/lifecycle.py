@@ -12,14 +12,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints.actors import Actor, require_admin
-from breakpoints.choices import Status
 from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
-from config.exceptions import InvalidInput
+from core.actors import Actor, require_admin
+from core.choices import Status
+from core.exceptions import InvalidInput
 
 
 def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:

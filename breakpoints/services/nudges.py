@@ -16,11 +16,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints.actors import Actor
-from breakpoints.choices import OnTimeout, Status
-from breakpoints.limits import MAX_REMINDERS
 from breakpoints.models import Breakpoint
 from breakpoints.services.transitions import record
+from core.actors import Actor
+from core.choices import OnTimeout, Status
+from core.limits import MAX_REMINDERS
 
 ESCALATION_ACTOR = Actor.system("escalation")
 REMINDER_ACTOR = Actor.system("reminders")

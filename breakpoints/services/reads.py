@@ -13,7 +13,7 @@ from breakpoints import selectors
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import is_overdue
 from breakpoints.services.expiry import breakpoint_expire_if_due
-from config.exceptions import NotFound
+from core.exceptions import NotFound
 
 
 def breakpoint_read(user: Any, breakpoint_id: str) -> Breakpoint:

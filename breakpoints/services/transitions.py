@@ -10,12 +10,13 @@ from typing import Any
 from django.utils import timezone
 
 from audit.services import event_record
-from breakpoints.actors import Actor
-from breakpoints.choices import ALLOWED_TRANSITIONS, Status
-from breakpoints.models import Breakpoint, WebhookEventType
+from breakpoints.models import Breakpoint
 from breakpoints.wakeups import announce
-from breakpoints.webhooks import deliveries_enqueue
-from config.exceptions import InvalidState, NotFound
+from core.actors import Actor
+from core.choices import ALLOWED_TRANSITIONS, Status
+from core.exceptions import InvalidState, NotFound
+from notifications.models import WebhookEventType
+from notifications.services import deliveries_enqueue
 
 _TIMESTAMP_FIELD = {
     Status.RELEASED: "released_at",

@@ -21,19 +21,19 @@ from django.db import DatabaseError
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
 
-from breakpoints.authentication import WWW_AUTHENTICATE, bearer_credentials
-from breakpoints.choices import Status
-from breakpoints.tokens import hash_token
+from accounts.authentication import WWW_AUTHENTICATE, bearer_credentials
+from accounts.tokens import hash_token
 from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.query import StatusQuery
-from config import asgi_http, outage
-from config.errors import envelope, http_status, unavailable_envelope
-from config.exceptions import DomainError, RateLimited
-from config.logging import current_request_id
-from config.metrics import count_status_request
+from core import asgi_http, outage
+from core.choices import Status
+from core.errors import envelope, http_status, unavailable_envelope
+from core.exceptions import DomainError, RateLimited
+from core.logging import current_request_id
+from ops.metrics import count_status_request
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from django.conf import settings
 
-from breakpoints.choices import Status
 from breakpoints.waiting.query import StatusQuery
 from breakpoints.waiting.reads import Rows, statuses
+from core.choices import Status
 
 
 def statuses_after_wait(principal: Any, query: StatusQuery) -> Rows:

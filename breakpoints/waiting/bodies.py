@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any
 
-from breakpoints.choices import Status
-from breakpoints.timestamps import timestamp
+from core.choices import Status
+from core.timestamps import timestamp
 
 # pollAfterMs: how long a client that does not long-poll should wait before asking again.
 BASE_POLL_AFTER_MS = 1_000

@@ -19,9 +19,9 @@ from typing import Any
 from django.conf import settings
 
 from breakpoints import selectors, wakeups
-from breakpoints.choices import Status
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.listener import listen_forever, notifications_available
+from core.choices import Status
 
 logger = logging.getLogger(__name__)
 

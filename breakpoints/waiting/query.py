@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from breakpoints.limits import BREAKPOINT_ID_LENGTH
-from breakpoints.storable import storable_text
-from config.exceptions import InvalidInput
+from core.exceptions import InvalidInput
+from core.limits import BREAKPOINT_ID_LENGTH
+from core.storable import storable_text
 
 _WAIT = re.compile(r"^[0-9]{1,4}$")
 # Ids are bp-<hex>; anything longer, or with NUL (which PostgreSQL text cannot hold), is

@@ -6,12 +6,12 @@ own breakpoints, reviewers and admins all, anyone else is refused.
 
 from typing import Any
 
+from accounts.authentication import principal_for_token, verify_bearer
 from breakpoints import services
-from breakpoints.actors import AgentPrincipal, is_reviewer
-from breakpoints.api.permissions import IsAgentOrReviewer
-from breakpoints.authentication import principal_for_token, verify_bearer
 from breakpoints.waiting.query import StatusQuery, is_possible_id, parse_status_query
-from config.exceptions import Forbidden
+from core.actors import AgentPrincipal, is_reviewer
+from core.api.permissions import IsAgentOrReviewer
+from core.exceptions import Forbidden
 
 Rows = dict[str, dict[str, Any]]
 

@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
-from breakpoints.accounts import ADMIN_APPS, role_groups_sync
-from breakpoints.routing import resolve
+from accounts.experts import resolve
+from accounts.people import ADMIN_APPS, role_groups_sync
 from tests.factories import AdminFactory
 
 
@@ -27,9 +27,9 @@ def test_admins_get_every_project_permission_including_later_models(db):
     admin = AdminFactory()
     for perm in (
         "breakpoints.change_breakpoint",
-        "breakpoints.add_webhook",
-        "breakpoints.view_webhookdelivery",
-        "breakpoints.delete_autoapprovalrule",
+        "notifications.add_webhook",
+        "notifications.view_webhookdelivery",
+        "policies.delete_autoapprovalrule",
         "audit.view_event",
         "triggers.add_triggerrule",
         "triggers.change_eventsource",

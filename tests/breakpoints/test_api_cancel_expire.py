@@ -3,9 +3,9 @@
 import pytest
 
 from audit.models import Event
-from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
+from core.actors import Actor
 from tests.support.api import assert_error
 
 

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client, override_settings
 
 from audit.models import Event
-from breakpoints.models import AutoApprovalRule, Breakpoint
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from policies.models import AutoApprovalRule
 
 URL = "/api/breakpoints"
 UUID_HEX = re.compile(r"^[0-9a-f]{32}$")

@@ -3,10 +3,9 @@
 import pytest
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoint_cancel, breakpoint_expire
-from reviews.models import Feedback
+from core.actors import Actor
 from tests.support.api import assert_error
 
 

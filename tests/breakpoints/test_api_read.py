@@ -6,10 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.utils import timezone
 
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoint_cancel, feedback_add
-from reviews.models import Feedback
+from core.actors import Actor
 from tests.factories import BreakpointFactory
 
 LIST = "/api/breakpoints"

@@ -6,10 +6,11 @@ import pytest
 from django.utils.dateparse import parse_datetime
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.autoapproval import always_break_on_add
-from breakpoints.limits import MAX_RULE_NOTE_LENGTH
-from breakpoints.models import AutoApprovalRule, Breakpoint
+from breakpoints.models import Breakpoint
+from core.actors import Actor
+from core.limits import MAX_RULE_NOTE_LENGTH
+from policies.autoapproval import always_break_on_add
+from policies.models import AutoApprovalRule
 from tests.support.api import assert_error
 
 RULES = "/api/rules"

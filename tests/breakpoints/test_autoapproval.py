@@ -5,9 +5,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import Event
-from breakpoints import autoapproval
-from breakpoints.actors import Actor
-from breakpoints.autoapproval import (
+from breakpoints.models import Breakpoint, Feedback
+from breakpoints.services import (
+    breakpoint_always_approve,
+    breakpoint_cancel,
+    breakpoint_expire,
+    feedback_add,
+)
+from core.actors import Actor
+from core.exceptions import Forbidden, InvalidInput, NotFound
+from notifications.models import Webhook, WebhookDelivery
+from policies import autoapproval
+from policies.autoapproval import (
     always_break_on_add,
     always_break_on_remove,
     evaluate,
@@ -15,15 +24,7 @@ from breakpoints.autoapproval import (
     rule_create,
     rule_remove,
 )
-from breakpoints.models import AutoApprovalRule, Breakpoint, Webhook, WebhookDelivery
-from breakpoints.services import (
-    breakpoint_always_approve,
-    breakpoint_cancel,
-    breakpoint_expire,
-    feedback_add,
-)
-from config.exceptions import Forbidden, InvalidInput, NotFound
-from reviews.models import Feedback
+from policies.models import AutoApprovalRule
 
 SYSTEM = Actor.system("test")
 

@@ -8,8 +8,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from breakpoints.models import ApiToken, Breakpoint
-from breakpoints.tokens import hash_token
+from accounts.models import ApiToken
+from accounts.tokens import hash_token
+from breakpoints.models import Breakpoint
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory, UserFactory
 

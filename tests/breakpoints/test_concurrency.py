@@ -9,11 +9,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from accounts.tokens import token_create_for_user
 from audit.models import Event
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoints_expire_due
-from breakpoints.tokens import token_create_for_user
-from reviews.models import Feedback
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory
 

@@ -10,10 +10,10 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from breakpoints import webhooks
-from breakpoints.models import Webhook, WebhookDelivery
-from breakpoints.webhooks import delivery, outbox
-from breakpoints.webhooks.delivery import claim
+from notifications import delivery, outbox
+from notifications import services as webhooks
+from notifications.delivery import claim
+from notifications.models import Webhook, WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 LOOPBACK = ["127.0.0.1"]

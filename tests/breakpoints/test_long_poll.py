@@ -6,8 +6,8 @@ import time
 import pytest
 from django.db import connection
 
-from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
+from core.actors import Actor
 
 
 @pytest.mark.parametrize("wait", ["abc", "61", "-1", "1.5"])

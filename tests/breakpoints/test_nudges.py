@@ -11,10 +11,8 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import tasks, webhooks
-from breakpoints.actors import Actor
-from breakpoints.limits import MAX_REMINDERS
-from breakpoints.models import Breakpoint, Webhook, WebhookDelivery
+from breakpoints import tasks
+from breakpoints.models import Breakpoint
 from breakpoints.services import (
     breakpoint_cancel,
     breakpoint_create,
@@ -23,7 +21,11 @@ from breakpoints.services import (
     breakpoints_remind_due,
     feedback_add,
 )
-from breakpoints.webhooks import outbox
+from core.actors import Actor
+from core.limits import MAX_REMINDERS
+from notifications import outbox
+from notifications import services as webhooks
+from notifications.models import Webhook, WebhookDelivery
 from tests.support.records import deliveries_of, events_of, history
 from tests.support.threads import run_together
 

@@ -12,12 +12,12 @@ from urllib.parse import quote, urlsplit
 import pytest
 from django.contrib.auth.models import Group
 
-from breakpoints.actors import ADMINS_GROUP, Actor
-from breakpoints.autoapproval import rule_create
-from breakpoints.channels.email_links import decision_urls
+from breakpoints.models import Feedback
 from breakpoints.services import breakpoint_delete, breakpoint_expire
-from config.exceptions import Forbidden
-from reviews.models import Feedback
+from channels.email.links import decision_urls
+from core.actors import ADMINS_GROUP, Actor
+from core.exceptions import Forbidden
+from policies.autoapproval import rule_create
 from tests.channels import test_jira as jira_tests
 from tests.channels.test_jira import created_issue
 from tests.channels.test_jira_webhook import SECRET as JIRA_SECRET

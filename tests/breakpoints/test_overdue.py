@@ -5,9 +5,9 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.services import release_preview
+from core.actors import Actor
 
 
 def _make_overdue(make_breakpoint, **fields):

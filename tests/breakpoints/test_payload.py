@@ -2,7 +2,6 @@
 
 import pytest
 
-from breakpoints.limits import MAX_NESTING, MAX_TAGS
 from breakpoints.payload import (
     FALLBACK_KEY,
     KEY_PATTERN,
@@ -14,7 +13,8 @@ from breakpoints.payload import (
     validate_payload,
     validate_tags,
 )
-from config.exceptions import InvalidInput
+from core.exceptions import InvalidInput
+from core.limits import MAX_NESTING, MAX_TAGS
 
 
 def errors_of(payload) -> dict:
@@ -127,7 +127,7 @@ def test_unknown_file_format_is_refused(fmt):
 
 @pytest.mark.parametrize("file", [{"path": "a.md"}, {"path": "a.md", "format": None}])
 def test_an_omitted_or_null_file_format_is_accepted(file):
-    """Issue 13: the format is then inferred from the path (breakpoints.fileformats)."""
+    """Issue 13: the format is then inferred from the path (core.rendering.fileformats)."""
     validate_payload({"context": {"files": [file]}})
 
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from breakpoints.api.throttling import TokenRateThrottle
-from breakpoints.models import ApiToken
-from breakpoints.ratelimits import rate_hit
+from accounts.models import ApiToken
+from accounts.throttling import TokenRateThrottle
+from core.ratelimits import rate_hit
 from tests.breakpoints import test_throttling
 from tests.support.threads import repeat_in_parallel
 

@@ -14,12 +14,13 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from breakpoints import webhooks
-from breakpoints.actors import Actor
 from breakpoints.api.serializers import BreakpointSerializer, FeedbackSerializer
-from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.models import Breakpoint
 from breakpoints.representation import breakpoint_json, breakpoints_json
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
+from core.actors import Actor
+from notifications import services as webhooks
+from notifications.models import WebhookDelivery
 
 ROUTED = ["tech-lead", "ops-lead", "reviewer-bob", "owner", "nobody-at-all"]
 

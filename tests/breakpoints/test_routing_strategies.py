@@ -7,14 +7,13 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import override_settings
 
+from accounts.experts import seat_summary
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint
-from breakpoints.routing import seat_summary
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add
 from breakpoints.voting import votes_outcome
-from config.exceptions import Forbidden, InvalidState
-from reviews.models import Feedback
+from core.actors import Actor
+from core.exceptions import Forbidden, InvalidState
 from tests.factories import UserFactory
 
 THREE = ["tech-lead", "ops-lead", "security-lead"]

@@ -7,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from breakpoints.actors import Actor
-from breakpoints.models import AutoApprovalRule
 from breakpoints.services import feedback_add
+from core.actors import Actor
+from policies.models import AutoApprovalRule
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Tests for breakpoints.rule_patterns (pure Python; no Django, no database)."""
+"""Tests for policies.patterns (pure Python; no Django, no database)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakpoints import rule_patterns
-from breakpoints.rule_patterns import (
+from policies import patterns as rule_patterns
+from policies.patterns import (
     MAX_PATTERN_LENGTH,
     Pattern,
     PatternError,

@@ -169,8 +169,8 @@ def test_a_not_visible_entry_of_the_many_status_answer_has_no_details(schema):
 def test_rule_pattern_regex_agrees_with_the_parser():
     import re
 
-    from breakpoints.api.rules import RULE_PATTERN_REGEX
-    from breakpoints.rule_patterns import PatternError, parse_pattern
+    from policies.api.rules import RULE_PATTERN_REGEX
+    from policies.patterns import PatternError, parse_pattern
 
     for text in [
         "confirm.*",

@@ -6,9 +6,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.choices import ALLOWED_TRANSITIONS, FINAL_STATUSES, Status
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (
     TTL_ACTOR,
     breakpoint_cancel,
@@ -18,8 +16,9 @@ from breakpoints.services import (
     feedback_add,
     transitions,
 )
-from config.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
-from reviews.models import Feedback
+from core.actors import Actor
+from core.choices import ALLOWED_TRANSITIONS, FINAL_STATUSES, Status
+from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from tests.factories import UserFactory
 
 AGENT = Actor.for_agent("agent-a")

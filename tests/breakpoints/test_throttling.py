@@ -11,7 +11,7 @@ import httpx
 import pytest
 from django.db.backends.utils import CursorWrapper
 
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.token_forms import well_formed_token, with_bad_checksum

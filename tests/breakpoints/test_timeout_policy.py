@@ -10,19 +10,20 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import webhooks
-from breakpoints.actors import Actor
-from breakpoints.autoapproval import always_break_on_add, rule_create
-from breakpoints.limits import MAX_EXPERT_NAME_LENGTH, MAX_TTL_SECONDS
-from breakpoints.models import Breakpoint, Webhook, WebhookDelivery
+from breakpoints.models import Breakpoint
 from breakpoints.services import (
     breakpoint_create,
     breakpoint_expire_if_due,
     breakpoints_expire_due,
     feedback_add,
 )
-from breakpoints.webhooks import outbox
-from config.exceptions import Forbidden, InvalidState
+from core.actors import Actor
+from core.exceptions import Forbidden, InvalidState
+from core.limits import MAX_EXPERT_NAME_LENGTH, MAX_TTL_SECONDS
+from notifications import outbox
+from notifications import services as webhooks
+from notifications.models import Webhook, WebhookDelivery
+from policies.autoapproval import always_break_on_add, rule_create
 from tests.support.api import parse_time
 from tests.support.records import backdate_expiry, deliveries_of, events_of, history
 from tests.support.threads import run_together

@@ -1,11 +1,11 @@
-"""One way to write a time (breakpoints.timestamps): UTC with `Z`, whatever TIME_ZONE says,
+"""One way to write a time (core.timestamps): UTC with `Z`, whatever TIME_ZONE says,
 in the representation (GET detail, webhooks) and in the status answers alike."""
 
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from breakpoints.models import Breakpoint
-from breakpoints.timestamps import timestamp
+from core.timestamps import timestamp
 from tests.support.api import parse_time
 
 PARIS = ZoneInfo("Europe/Paris")

@@ -9,16 +9,16 @@ from django.utils import timezone
 from django.utils.crypto import get_random_string
 from rest_framework.test import APIClient
 
-from breakpoints.choices import TokenKind
-from breakpoints.models import ApiToken
-from breakpoints.tokens import (
+from accounts.models import ApiToken
+from accounts.tokens import (
     token_authenticate,
     token_create_for_agent,
     token_create_for_user,
     token_revoke,
     token_well_formed,
 )
-from config.exceptions import InvalidInput, NotFound
+from core.choices import TokenKind
+from core.exceptions import InvalidInput, NotFound
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory
 from tests.token_forms import BASE62, legacy_token, well_formed_token, with_bad_checksum

@@ -16,10 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import tasks, wakeups, webhooks
-from breakpoints.actors import Actor
+from breakpoints import tasks, wakeups
 from breakpoints.api.serializers import BreakpointSerializer
-from breakpoints.models import Breakpoint, Webhook, WebhookDelivery
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (
     breakpoint_cancel,
     breakpoint_create,
@@ -30,8 +29,10 @@ from breakpoints.services import (
     expiry,
     feedback_add,
 )
-from breakpoints.webhooks import outbox
-from reviews.models import Feedback
+from core.actors import Actor
+from notifications import outbox
+from notifications import services as webhooks
+from notifications.models import Webhook, WebhookDelivery
 from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
 from tests.support.records import backdate_expiry

@@ -4,13 +4,14 @@ by every unnamed question): no approval count, no "Always approve", never shown 
 
 import pytest
 
-from breakpoints.actors import Actor
-from breakpoints.channels import email, slack_blocks
-from breakpoints.channels.jira import _summary
-from breakpoints.models import AutoApprovalRule
 from breakpoints.representation import breakpoint_json
 from breakpoints.services import breakpoint_always_approve, feedback_add
-from config.exceptions import InvalidInput
+from channels.email import messages as email
+from channels.jira.issues import _summary
+from channels.slack import blocks as slack_blocks
+from core.actors import Actor
+from core.exceptions import InvalidInput
+from policies.models import AutoApprovalRule
 
 
 def approve(bp, reviewer) -> None:

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from django.db import connection
 
-from breakpoints.actors import Actor
+from accounts.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from breakpoints.services import breakpoint_cancel, feedback_add
-from breakpoints.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from breakpoints.waiting.hub import get_hub
 from config.asgi import application
+from core.actors import Actor
 from tests.aio import run_asgi
 from tests.factories import ReviewerFactory, UserFactory
 

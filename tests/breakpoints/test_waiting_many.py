@@ -6,10 +6,10 @@ import time
 import pytest
 from django.db import connection
 
-from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.waiting import bodies
 from breakpoints.waiting.bodies import PollRate, poll_after_ms
+from core.actors import Actor
 
 MANY = "/api/breakpoints/status"
 

@@ -20,13 +20,13 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from audit.models import Event
-from breakpoints import webhooks
-from breakpoints.actors import Actor
-from breakpoints.models import Webhook, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
-from breakpoints.webhooks import guard
-from breakpoints.webhooks.delivery import claim
-from config.exceptions import InvalidInput, InvalidState, NotFound
+from core import net as guard
+from core.actors import Actor
+from core.exceptions import InvalidInput, InvalidState, NotFound
+from notifications import services as webhooks
+from notifications.delivery import claim
+from notifications.models import Webhook, WebhookDelivery
 from tests.support.net import free_port
 from tests.support.records import make_due
 from tests.webhook_receiver import WebhookReceiver, expected_signature

@@ -4,9 +4,9 @@ email; decided in one, the other shows it (real Slack stand-in, real local SMTP 
 import pytest
 from django.contrib.auth.models import Group
 
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import route_add
-from reviews.models import Feedback
+from breakpoints.models import Feedback
+from core.actors import Actor
+from policies.routes import route_add
 from tests.channels.test_email import SmtpServer, link_path, parts, send_all, text_links, use_smtp
 from tests.channels.test_slack_support import CHANNEL, attempt, interact, only
 from tests.factories import AdminFactory, ReviewerFactory

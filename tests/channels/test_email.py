@@ -16,12 +16,13 @@ from aiosmtpd.controller import Controller
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.channels import email as email_channel
-from breakpoints.models import NotificationRoute, WebhookDelivery
 from breakpoints.services import breakpoint_cancel, feedback_add
-from breakpoints.webhooks import delivery_attempt
-from breakpoints.webhooks.delivery import MAX_ATTEMPTS
+from channels.email import messages as email_channel
+from core.actors import Actor
+from notifications.delivery import MAX_ATTEMPTS
+from notifications.models import WebhookDelivery
+from notifications.services import delivery_attempt
+from policies.models import NotificationRoute
 from tests.support.net import free_port
 from tests.support.records import make_due
 

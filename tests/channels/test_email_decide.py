@@ -20,12 +20,12 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.actors import REVIEWERS_GROUP
-from breakpoints.channels import email_links
-from breakpoints.channels.email_links import Link
-from breakpoints.integrations.decide import LinkUsed, link_decide
-from breakpoints.models import Breakpoint, DecisionLinkUse
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from channels.email import links as email_links
+from channels.email.links import Link
+from channels.email.views import LinkUsed, link_decide
+from channels.models import DecisionLinkUse
+from core.actors import REVIEWERS_GROUP
 from tests.channels.test_email import (
     SmtpServer,
     link_path,

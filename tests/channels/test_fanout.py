@@ -12,14 +12,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import route_add
-from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.models import Breakpoint
 from breakpoints.services import (
     breakpoints_escalate_due,
     breakpoints_expire_due,
     breakpoints_remind_due,
 )
+from core.actors import Actor
+from notifications.models import WebhookDelivery
+from policies.routes import route_add
 from tests.factories import AdminFactory, ReviewerFactory
 
 SLACK = {"kind": "slack", "channel": "C0123"}

@@ -1,7 +1,7 @@
 """The JIRA channel against a real local JIRA stand-in: issues, comments, transitions, faults.
 
 Deliveries are written by the services (a route with a jira channel) and attempted with
-`breakpoints.webhooks.delivery_attempt(id)`; every assertion is about what crossed the
+`notifications.services.delivery_attempt(id)`; every assertion is about what crossed the
 socket to the stand-in, or rows in the database.
 """
 
@@ -11,12 +11,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from breakpoints.actors import Actor
-from breakpoints.channels.base import console_url
-from breakpoints.channels.routes import route_add
-from breakpoints.models import WebhookDelivery
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
-from breakpoints.webhooks import delivery_attempt
+from core.actors import Actor
+from notifications.base import console_url
+from notifications.models import WebhookDelivery
+from notifications.services import delivery_attempt
+from policies.routes import route_add
 from tests.standins.jira import JiraStandIn
 from tests.support.records import make_due
 

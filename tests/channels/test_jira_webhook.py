@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add
-from reviews.models import Feedback
+from core.actors import Actor
+from notifications.models import WebhookDelivery
 from tests.channels import test_jira as channel_tests
 from tests.channels.test_jira import attempt, blocks, created_issue, only
 from tests.factories import ReviewerFactory, UserFactory
@@ -355,7 +355,7 @@ def test_an_issue_no_breakpoint_created_is_ignored_with_a_log_line(
     payload = move(jira, key, "Approved")
     payload["issue"]["key"] = "OPS-999"
 
-    with caplog.at_level(logging.INFO, logger="breakpoints.integrations.jira_events"):
+    with caplog.at_level(logging.INFO, logger="channels.jira.events"):
         response = post(client, payload)
 
     assert (response.status_code, response.json()["outcome"]) == (200, "ignored")

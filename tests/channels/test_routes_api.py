@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 from django.utils.dateparse import parse_datetime
 
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import route_add
-from breakpoints.models import NotificationRoute
-from config.exceptions import InvalidInput
+from core.actors import Actor
+from core.exceptions import InvalidInput
+from policies.models import NotificationRoute
+from policies.routes import route_add
 from tests.factories import AdminFactory
 from tests.support.api import assert_error
 
@@ -414,7 +414,7 @@ def test_a_rule_between_fields_is_in_the_description_not_a_union(write_schema, n
     assert "Required" in defaults["properties"][field.removeprefix("defaults.")]["description"]
 
 
-# --- the service (breakpoints.channels.routes) itself ---------------------------------
+# --- the service (policies.routes) itself ---------------------------------
 # The API and the console refuse these before the service; route_add called directly
 # (commands, a future screen) refuses them too.
 

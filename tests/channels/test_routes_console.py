@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import route_add
-from breakpoints.models import NotificationRoute
+from core.actors import Actor
+from policies.models import NotificationRoute
+from policies.routes import route_add
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.reviews.conftest import SECTIONS_URL, XSS
 from tests.support.console import messages, session_client
 
-ROUTES_URL = "/admin/breakpoints/notificationroute/"
+ROUTES_URL = "/admin/policies/notificationroute/"
 SLACK = {"kind": "slack", "channel": "C0123"}
 OPS_MAIL = {"kind": "email", "to": ["ops@example.com"]}
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.models import WebhookDelivery
+from notifications.models import WebhookDelivery
 from tests.channels.test_slack_support import (
     BOT_TOKEN,
     CHANNEL,

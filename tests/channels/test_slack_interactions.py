@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 
+from accounts.tokens import token_create_for_agent
 from audit.models import Event
-from breakpoints.tokens import token_create_for_agent
-from reviews.models import Feedback
+from breakpoints.models import Feedback
 from tests.channels.test_slack_support import (
     INTERACTIONS,
     action_ids,

@@ -5,12 +5,12 @@ from django.db import transaction
 from django.test import Client
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.channels.base import console_url
-from breakpoints.channels.routes import route_add
-from breakpoints.channels.slack_blocks import MORE
 from breakpoints.services import breakpoint_cancel
-from breakpoints.webhooks.outbox import deliveries_enqueue
+from channels.slack.blocks import MORE
+from core.actors import Actor
+from notifications.base import console_url
+from notifications.outbox import deliveries_enqueue
+from policies.routes import route_add
 from tests.channels.test_slack_support import (
     CHANNEL,
     PUBLIC_URL,

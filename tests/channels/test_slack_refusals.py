@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from audit.models import Event
-from reviews.models import Feedback
+from breakpoints.models import Feedback
 from tests.channels.test_slack_support import (
     SIGNING_SECRET,
     announce,

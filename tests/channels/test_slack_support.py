@@ -14,10 +14,10 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.channels.routes import route_add
-from breakpoints.models import WebhookDelivery
-from breakpoints.webhooks import delivery_attempt
+from core.actors import Actor
+from notifications.models import WebhookDelivery
+from notifications.services import delivery_attempt
+from policies.routes import route_add
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.standins.slack import SlackStandIn, signed_interaction
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from bpm_client import Client
-
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
+
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.integration.conftest import (  # noqa: F401 - fixtures used by these tests
     System,

@@ -18,11 +18,11 @@ from typing import Any, Literal, Union
 import pytest
 from bpm_client import errors
 from bpm_client import models as sdk
+from breakpoints.api.schema import ERROR_CODES
+from breakpoints.tokens import token_create_for_agent
 from drf_spectacular.generators import SchemaGenerator
 
 import tests.conftest as api_fixtures
-from breakpoints.api.schema import ERROR_CODES
-from breakpoints.tokens import token_create_for_agent
 
 # SDK model -> its component in the schema.
 MODELS: dict[type[sdk.Model], str] = {

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from breakpoints.tokens import token_create_for_agent
+from accounts.tokens import token_create_for_agent
 from tests.e2e.conftest import needs_chromium
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
@@ -223,8 +223,8 @@ def test_review_page_notices_a_release_made_elsewhere(
     live_server, agent, e2e_reviewer, new_page, login
 ):
     """Another reviewer decides while this page is open: a notice, and no second release."""
-    from breakpoints.actors import Actor
     from breakpoints.services import feedback_add
+    from core.actors import Actor
     from tests.factories import ReviewerFactory
 
     breakpoint_id = agent.post(payload={"question": "Merge the hotfix?"})

@@ -3,9 +3,9 @@
 import pytest
 from playwright.sync_api import expect
 
-from breakpoints.actors import Actor
-from breakpoints.models import AutoApprovalRule
 from breakpoints.services import feedback_add
+from core.actors import Actor
+from policies.models import AutoApprovalRule
 from tests.e2e.conftest import needs_chromium
 from tests.e2e.test_console_e2e import Agent
 

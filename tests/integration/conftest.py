@@ -30,9 +30,9 @@ from django.conf import settings
 from django.db import connection
 from django.test import override_settings
 
-from breakpoints import webhooks
-from breakpoints.models import Webhook
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from accounts.tokens import token_create_for_agent, token_create_for_user
+from notifications import services as webhooks
+from notifications.models import Webhook
 from tests.factories import ReviewerFactory
 from tests.support.net import free_port
 

@@ -7,7 +7,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
-from breakpoints.models import WebhookDelivery
+from notifications.models import WebhookDelivery
 from tests.integration.conftest import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

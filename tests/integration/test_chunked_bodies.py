@@ -1,7 +1,7 @@
 """Chunked request bodies over real HTTP, against the production web server (gunicorn + uvicorn).
 
 httpx sends a generator body as `Transfer-Encoding: chunked` with no Content-Length;
-before config/asgi_body.py Django (WSGI behind a2wsgi) read such a body as empty.
+before core/asgi_body.py Django (WSGI behind a2wsgi) read such a body as empty.
 """
 
 import json
@@ -23,7 +23,7 @@ def web(make_system) -> System:
 
 @pytest.fixture
 def token(transactional_db) -> str:
-    from breakpoints.tokens import token_create_for_agent
+    from accounts.tokens import token_create_for_agent
 
     return token_create_for_agent(agent_id="agent-a")[1]
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from django.db import connection
 
-from breakpoints.actors import Actor
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from core.actors import Actor
 from tests.aio import run_async
 from tests.factories import ReviewerFactory
 from tests.integration.conftest import Process, database_url, free_port, wait_until

@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from django.test import Client, override_settings
 
-from breakpoints.channels.email_links import APPROVE, Link, new_nonce
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.models import Breakpoint
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
+from channels.email.links import APPROVE, Link, new_nonce
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.integration.conftest import System, database_url
 from tests.integration.tcp_proxy import TcpProxy

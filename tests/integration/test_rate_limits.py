@@ -4,7 +4,7 @@ rate through the real server (issue 19: 1.95x got through, with no 429)."""
 import httpx
 import pytest
 
-from breakpoints.tokens import token_create_for_agent
+from accounts.tokens import token_create_for_agent
 from tests.integration.conftest import System
 from tests.support.threads import repeat_in_parallel
 

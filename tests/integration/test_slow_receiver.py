@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from breakpoints.models import WebhookDelivery
-from breakpoints.tokens import token_create_for_agent
+from accounts.tokens import token_create_for_agent
+from notifications.models import WebhookDelivery
 from tests.integration.conftest import System
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -17,8 +17,8 @@ import pytest
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, transaction
 
-from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_create, feedback_add
+from core.actors import Actor
 from tests.aio import run_async
 from tests.factories import ReviewerFactory
 from tests.integration.conftest import System
@@ -39,7 +39,7 @@ def waiting_system(make_system) -> System:
 
 @pytest.fixture
 def agent(waiting_system, transactional_db) -> dict[str, Any]:
-    from breakpoints.tokens import token_create_for_agent
+    from accounts.tokens import token_create_for_agent
 
     raw = token_create_for_agent(agent_id="agent-a")[1]
     return {"token": raw, "headers": {"Authorization": f"Bearer {raw}"}}
@@ -177,7 +177,7 @@ def test_two_hundred_waiters_block_neither_a_release_nor_the_console(
     hasher = PBKDF2PasswordHasher()
     reviewer.password = hasher.encode("a-long-passphrase-42", hasher.salt())
     reviewer.save()
-    from breakpoints.tokens import token_create_for_user
+    from accounts.tokens import token_create_for_user
 
     reviewer_token = token_create_for_user(user=reviewer)[1]
 

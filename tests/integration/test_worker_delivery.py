@@ -7,7 +7,8 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
-from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.models import Breakpoint
+from notifications.models import WebhookDelivery
 from tests.integration.conftest import SWEEP_SECONDS
 from tests.support.api import parse_time
 from tests.webhook_receiver import expected_signature

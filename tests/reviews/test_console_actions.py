@@ -6,10 +6,9 @@ from html import unescape
 import pytest
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoint_cancel, feedback_add
-from reviews.models import Feedback
+from core.actors import Actor
 from tests.factories import BreakpointFactory, ReviewerFactory
 from tests.reviews.conftest import QUEUE_URL, action_url, review_url
 from tests.support.console import messages, session_client

@@ -3,12 +3,12 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import ApiToken
+from accounts.tokens import token_authenticate, token_create_for_agent
 from audit.models import Event
-from breakpoints.models import ApiToken
-from breakpoints.tokens import token_authenticate, token_create_for_agent
-from reviews.models import Feedback
+from breakpoints.models import Feedback
 
-TOKENS_URL = "/admin/breakpoints/apitoken/"
+TOKENS_URL = "/admin/accounts/apitoken/"
 
 
 def test_admin_creates_an_agent_token_shown_once(admin_browser):
@@ -93,26 +93,26 @@ def test_event_list_query_count_is_fixed(admin_browser, make_breakpoint):
 
 
 def test_feedback_list_is_read_only_and_flat(reviewer_browser, console_reviewer, make_breakpoint):
-    from breakpoints.actors import Actor
     from breakpoints.services import feedback_add
+    from core.actors import Actor
 
     for _ in range(3):
         feedback_add(
             breakpoint_id=make_breakpoint().pk, actor=Actor.for_user(console_reviewer), comment="hm"
         )
     with CaptureQueriesContext(connection) as few:
-        assert reviewer_browser.get("/admin/reviews/feedback/").status_code == 200
+        assert reviewer_browser.get("/admin/breakpoints/feedback/").status_code == 200
     for _ in range(10):
         feedback_add(
             breakpoint_id=make_breakpoint().pk, actor=Actor.for_user(console_reviewer), comment="hm"
         )
     with CaptureQueriesContext(connection) as many:
-        assert reviewer_browser.get("/admin/reviews/feedback/").status_code == 200
+        assert reviewer_browser.get("/admin/breakpoints/feedback/").status_code == 200
     assert len(few) == len(many)
     feedback = Feedback.objects.first()
     assert (
         reviewer_browser.post(
-            f"/admin/reviews/feedback/{feedback.pk}/delete/", {"post": "yes"}
+            f"/admin/breakpoints/feedback/{feedback.pk}/delete/", {"post": "yes"}
         ).status_code
         == 403
     )

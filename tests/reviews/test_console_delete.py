@@ -16,10 +16,9 @@ from django.db import transaction
 
 from audit.models import Event
 from breakpoints import services
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint
-from config.exceptions import Forbidden, NotFound
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.actors import Actor
+from core.exceptions import Forbidden, NotFound
 from tests.reviews.conftest import QUEUE_URL, review_url
 
 AUDIT_LOGGER = "breakpoints.audit"

@@ -4,8 +4,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
+from core.actors import Actor
 from tests.reviews.conftest import QUEUE_URL, XSS, XSS_IMG, XSS_SCRIPT, action_url, review_url
 
 
@@ -143,7 +143,7 @@ def test_feedback_and_events_render_inert(console_admin, hostile_breakpoint, adm
     for url in (
         review_url(hostile_breakpoint.pk),
         QUEUE_URL + "?status__exact=released",
-        "/admin/reviews/feedback/",
+        "/admin/breakpoints/feedback/",
         "/admin/audit/event/",
     ):
         response = admin_browser.get(url)
@@ -179,22 +179,22 @@ def test_expert_names_and_votes_render_inert(admin_browser, console_admin, make_
 
 
 def test_rule_notes_tags_and_evaluated_keys_render_inert(admin_browser, console_admin):
-    from breakpoints import autoapproval
+    from policies import autoapproval
 
     actor = Actor.for_user(console_admin)
     rule = autoapproval.rule_create(actor=actor, pattern="confirm.*", note=f"note {XSS}")
     autoapproval.always_break_on_add(actor=actor, tag=XSS_IMG, note=f"why {XSS}")
     for url in (
-        "/admin/breakpoints/autoapprovalrule/",
-        f"/admin/breakpoints/autoapprovalrule/{rule.pk}/change/",
-        "/admin/breakpoints/alwaysbreakontag/",
-        "/admin/breakpoints/autoapprovalrule/evaluate/?key=confirm.x&tags=" + XSS_SCRIPT,
+        "/admin/policies/autoapprovalrule/",
+        f"/admin/policies/autoapprovalrule/{rule.pk}/change/",
+        "/admin/policies/alwaysbreakontag/",
+        "/admin/policies/autoapprovalrule/evaluate/?key=confirm.x&tags=" + XSS_SCRIPT,
     ):
         response = admin_browser.get(url)
         assert response.status_code == 200, url
         assert_inert(response.content.decode())
     response = admin_browser.post(
-        "/admin/breakpoints/autoapprovalrule/add/", {"pattern": XSS, "action": "auto-approve"}
+        "/admin/policies/autoapprovalrule/add/", {"pattern": XSS, "action": "auto-approve"}
     )
     assert response.status_code == 200
     assert_inert(response.content.decode())

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from breakpoints.channels.email_links import decision_urls
+from channels.email.links import decision_urls
 from tests.reviews.conftest import review_url
 
 NORMAL_MARKDOWN = "# Plan\n\nSome *text*, `code` and [a link](https://example.com).\n\n- a\n- b\n\n"

@@ -49,8 +49,8 @@ def test_the_queue_search_with_a_nul_is_answered(reviewer_browser):
         "/admin/breakpoints/breakpoint/bp-x%00y/change/",
         "/admin/breakpoints/breakpoint/bp-x%00y/history/",
         "/admin/breakpoints/breakpoint/bp-x%00y/delete/",
-        "/admin/breakpoints/autoapprovalrule/rule-%00/change/",
-        "/admin/breakpoints/webhookdelivery/1%00/change/",
+        "/admin/policies/autoapprovalrule/rule-%00/change/",
+        "/admin/notifications/webhookdelivery/1%00/change/",
     ],
 )
 def test_an_object_id_with_a_nul_is_400_not_500(admin_browser, path):

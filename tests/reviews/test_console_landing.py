@@ -39,7 +39,7 @@ def test_all_sections_keeps_the_app_index_one_click_away(reviewer_browser, admin
     html = sections.content.decode()
     for url in (
         "/admin/breakpoints/breakpoint/",
-        "/admin/breakpoints/apitoken/",
+        "/admin/accounts/apitoken/",
         "/admin/auth/user/",
     ):
         assert url in html

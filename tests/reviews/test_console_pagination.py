@@ -3,7 +3,7 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from reviews import pagination
+from core.console import pagination
 from tests.factories import BreakpointFactory
 from tests.reviews.conftest import QUEUE_URL
 

@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from breakpoints.accounts import person_set_role
-from breakpoints.actors import Actor
-from config.exceptions import Forbidden
+from accounts.people import person_set_role
+from core.actors import Actor
+from core.exceptions import Forbidden
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.support.console import session_client
 
@@ -79,7 +79,7 @@ def assert_no_more_than_a_reviewer(user) -> None:
     assert "admins" not in group_names(user)
     assert not user.user_permissions.exists()
     assert not user.has_perm("sessions.delete_session")
-    assert not user.has_perm("breakpoints.add_apitoken")
+    assert not user.has_perm("accounts.add_apitoken")
 
 
 @pytest.mark.parametrize("kind", ["superuser", "admins group", "permission"])

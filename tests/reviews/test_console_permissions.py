@@ -3,7 +3,8 @@
 import pytest
 from django.contrib.admin.utils import quote
 
-from breakpoints.models import ApiToken, Breakpoint
+from accounts.models import ApiToken
+from breakpoints.models import Breakpoint
 from tests.factories import UserFactory
 from tests.reviews.conftest import (
     QUEUE_URL,
@@ -47,8 +48,8 @@ def test_reviewer_posting_to_expire_is_refused_and_nothing_changes(
 @pytest.mark.parametrize(
     "url",
     [
-        "/admin/breakpoints/apitoken/",
-        "/admin/breakpoints/apitoken/add/",
+        "/admin/accounts/apitoken/",
+        "/admin/accounts/apitoken/add/",
         "/admin/auth/user/",
         "/admin/auth/group/",
         "/admin/auth/user/add/",
@@ -74,7 +75,7 @@ def test_reviewer_index_lists_only_console_models(reviewer_browser):
     assert index.status_code == 200
     assert b"/admin/breakpoints/breakpoint/" in index.content
     assert b"/admin/audit/event/" in index.content
-    assert b"/admin/breakpoints/apitoken/" not in index.content
+    assert b"/admin/accounts/apitoken/" not in index.content
     assert b"/admin/auth/user/" not in index.content
 
 
@@ -83,7 +84,7 @@ def test_admin_sees_expire_delete_tokens_and_users(admin_browser, make_breakpoin
     detail = admin_browser.get(review_url(bp.pk))
     assert action_url("expire", bp.pk).encode() in detail.content
     assert admin_browser.get(action_url("expire", bp.pk)).status_code == 200
-    assert admin_browser.get("/admin/breakpoints/apitoken/").status_code == 200
+    assert admin_browser.get("/admin/accounts/apitoken/").status_code == 200
     assert admin_browser.get("/admin/auth/user/").status_code == 200
     assert admin_browser.get(f"{QUEUE_URL}{quote(bp.pk)}/delete/").status_code == 200
 
@@ -130,14 +131,14 @@ def test_anonymous_is_sent_to_login(client, make_breakpoint):
 def test_reviewer_group_has_view_permissions_only(console_reviewer):
     """The role sync grants Django's own view permissions, nothing more."""
     assert console_reviewer.has_perm("breakpoints.view_breakpoint")
-    assert console_reviewer.has_perm("reviews.view_feedback")
+    assert console_reviewer.has_perm("breakpoints.view_feedback")
     assert console_reviewer.has_perm("audit.view_event")
     for perm in (
         "breakpoints.change_breakpoint",
         "breakpoints.delete_breakpoint",
         "breakpoints.add_breakpoint",
-        "breakpoints.view_apitoken",
-        "breakpoints.add_apitoken",
+        "accounts.view_apitoken",
+        "accounts.add_apitoken",
         "auth.change_user",
         "auth.add_group",
     ):
@@ -147,8 +148,8 @@ def test_reviewer_group_has_view_permissions_only(console_reviewer):
 def test_admin_group_has_all_console_permissions(console_admin):
     for perm in (
         "breakpoints.delete_breakpoint",
-        "breakpoints.add_apitoken",
-        "breakpoints.change_apitoken",
+        "accounts.add_apitoken",
+        "accounts.change_apitoken",
         "auth.change_user",
         "auth.view_group",
         "audit.view_event",
@@ -160,10 +161,10 @@ def test_admin_group_has_all_console_permissions(console_admin):
 
 
 def test_reviewer_create_gives_console_access(db, make_breakpoint):
-    from breakpoints.accounts import reviewer_create
+    from accounts.people import reviewer_create
 
     user = reviewer_create(username="newbie", password="a-long-password-123")
     client = session_client(user)
     assert client.get(QUEUE_URL).status_code == 200
-    assert client.get("/admin/breakpoints/apitoken/").status_code == 403
+    assert client.get("/admin/accounts/apitoken/").status_code == 403
     assert ApiToken.objects.count() == 0

@@ -6,8 +6,8 @@ from django.test.utils import CaptureQueriesContext
 
 from audit.models import EventType
 from audit.services import event_record
-from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
+from core.actors import Actor
 from tests.factories import BreakpointFactory
 from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, review_url
 
@@ -97,7 +97,7 @@ def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoin
         QUEUE_URL,
         review_url(bp.pk),
         "/admin/audit/event/",
-        "/admin/reviews/feedback/",
+        "/admin/breakpoints/feedback/",
     ):
         response = reviewer_browser.get(url)
         assert response.status_code == 200, url
@@ -105,7 +105,7 @@ def test_waiting_badge_is_on_every_console_page(reviewer_browser, make_breakpoin
 
 
 def test_waiting_badge_stops_counting_at_its_cap(reviewer_browser, make_breakpoint, monkeypatch):
-    from reviews import context_processors
+    from console import context_processors
 
     monkeypatch.setattr(context_processors, "WAITING_BADGE_CAP", 2)
     for _ in range(3):

@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from audit.models import EventType
 from audit.services import event_record
-from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_expire, feedback_add
+from core.actors import Actor
 from tests.factories import BreakpointFactory
 from tests.reviews.conftest import XSS, XSS_SCRIPT, review_url
 from tests.reviews.test_console_escaping import assert_inert

@@ -3,8 +3,8 @@ missing, experts that resolve to nobody flagged, and the "Assigned to me" queue 
 
 import pytest
 
-from breakpoints.actors import Actor
 from breakpoints.services import feedback_add
+from core.actors import Actor
 from tests.reviews.conftest import QUEUE_URL, action_url, review_url
 from tests.support.console import session_client
 

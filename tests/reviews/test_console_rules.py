@@ -5,15 +5,15 @@ from unittest import mock
 
 import pytest
 
-from breakpoints import autoapproval
-from breakpoints.actors import Actor
-from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.actors import Actor
+from policies import autoapproval
+from policies.models import AlwaysBreakOnTag, AutoApprovalRule
 from tests.reviews.conftest import QUEUE_URL, SECTIONS_URL, action_url, review_url
 from tests.support.console import messages, session_client
 
-RULES_URL = "/admin/breakpoints/autoapprovalrule/"
-TAGS_URL = "/admin/breakpoints/alwaysbreakontag/"
+RULES_URL = "/admin/policies/autoapprovalrule/"
+TAGS_URL = "/admin/policies/alwaysbreakontag/"
 
 
 def _rule(pattern: str = "confirm.*", **fields) -> AutoApprovalRule:
@@ -145,7 +145,7 @@ def test_reviewer_cannot_add_or_remove_rules(reviewer_browser):
     assert response.status_code == 403
     assert list(AutoApprovalRule.objects.values_list("pattern", flat=True)) == ["confirm.*"]
     sections = reviewer_browser.get(SECTIONS_URL).content
-    assert b"/admin/breakpoints/autoapprovalrule/" not in sections
+    assert b"/admin/policies/autoapprovalrule/" not in sections
 
 
 def test_evaluate_a_key_shows_the_verdict_and_the_matched_rule(admin_browser):

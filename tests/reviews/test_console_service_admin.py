@@ -10,16 +10,17 @@ from unittest import mock
 import pytest
 from django.test import override_settings
 
-from breakpoints import webhooks
-from breakpoints.admin import tokens as token_admin
-from breakpoints.admin import webhooks as webhook_admin
-from breakpoints.models import ApiToken, Webhook
-from breakpoints.tokens import token_create_for_agent
-from config.exceptions import InvalidInput, NotFound
+from accounts.admin import tokens as token_admin
+from accounts.models import ApiToken
+from accounts.tokens import token_create_for_agent
+from core.exceptions import InvalidInput, NotFound
+from notifications import admin as webhook_admin
+from notifications import services as webhooks
+from notifications.models import Webhook
 from tests.support.console import messages
 
-TOKENS_URL = "/admin/breakpoints/apitoken/"
-WEBHOOKS_URL = "/admin/breakpoints/webhook/"
+TOKENS_URL = "/admin/accounts/apitoken/"
+WEBHOOKS_URL = "/admin/notifications/webhook/"
 LOOPBACK = ["127.0.0.1"]
 
 
@@ -45,7 +46,7 @@ def test_the_raw_token_page_is_never_cached_nor_redirected(admin_browser):
     response = admin_browser.post(TOKENS_URL + "add/", {"agent_id": "agent-7"})
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
-    assert "admin/breakpoints/apitoken/created.html" in [t.name for t in response.templates]
+    assert "admin/accounts/apitoken/created.html" in [t.name for t in response.templates]
     assert response.context["token"].agent_id == "agent-7"
 
 

@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from breakpoints.actors import Actor
-from breakpoints.choices import Via
+from breakpoints.models import Feedback
 from breakpoints.services import breakpoint_cancel, feedback_add
-from reviews.models import Feedback
+from core.actors import Actor
+from core.choices import Via
 from tests.factories import ReviewerFactory
 from tests.reviews.conftest import action_url, review_url
 

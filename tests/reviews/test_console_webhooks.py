@@ -8,14 +8,14 @@ attempts are made by calling webhooks.delivery_attempt against a real local rece
 import pytest
 from django.test import override_settings
 
-from breakpoints import webhooks
-from breakpoints.models import DeliveryStatus, Webhook, WebhookDelivery
+from notifications import services as webhooks
+from notifications.models import DeliveryStatus, Webhook, WebhookDelivery
 from tests.reviews.conftest import SECTIONS_URL, review_url
 from tests.support.console import messages
 from tests.webhook_receiver import WebhookReceiver
 
-WEBHOOKS_URL = "/admin/breakpoints/webhook/"
-DELIVERIES_URL = "/admin/breakpoints/webhookdelivery/"
+WEBHOOKS_URL = "/admin/notifications/webhook/"
+DELIVERIES_URL = "/admin/notifications/webhookdelivery/"
 LOOPBACK = ["127.0.0.1"]
 
 

@@ -5,7 +5,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints.models import Breakpoint, WebhookDelivery
+from breakpoints.models import Breakpoint
+from notifications.models import WebhookDelivery
 
 
 def events_of(bp_id: str, type: str) -> list[Event]:

@@ -12,11 +12,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import Event
-from breakpoints.actors import Actor
-from breakpoints.models import Breakpoint, WebhookDelivery
-from breakpoints.webhooks import webhook_add
-from config.exceptions import InvalidInput
-from reviews.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
+from core.actors import Actor
+from core.exceptions import InvalidInput
+from notifications.models import WebhookDelivery
+from notifications.services import webhook_add
 from tests.support.api import assert_error
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule

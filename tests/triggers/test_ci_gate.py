@@ -7,7 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from audit.models import Event, EventType
-from breakpoints.actors import Actor
+from core.actors import Actor
 from triggers import services
 from triggers.models import EventStatus, ExternalEvent
 from triggers.verification import sign_github

@@ -20,8 +20,8 @@ from django.db import connections
 from django.test import Client
 
 from audit.models import Event, EventType
-from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
+from core.actors import Actor
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent
 from triggers.verification import sign_generic, sign_github

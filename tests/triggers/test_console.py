@@ -9,8 +9,8 @@ import json
 import pytest
 from django.utils import timezone
 
-from breakpoints.actors import Actor
 from breakpoints.models import Breakpoint
+from core.actors import Actor
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.reviews.conftest import SECTIONS_URL, XSS, review_url
 from tests.support.console import messages, session_client

@@ -6,14 +6,14 @@ run answers 200 with it, the worker marks the event processed with it)."""
 import pytest
 from django.utils import timezone
 
-from breakpoints.actors import Actor
-from breakpoints.limits import (
+from config.celery import app
+from core.actors import Actor
+from core.limits import (
     MAX_EXPRESSION_DEPTH,
     MAX_EXPRESSION_FANOUT,
     MAX_EXPRESSION_STEPS,
     MAX_FUNCTION_NESTING,
 )
-from config.celery import app
 from triggers import services
 from triggers.expressions import check_expression
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule

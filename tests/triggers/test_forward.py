@@ -2,9 +2,9 @@
 
 import json
 
-from breakpoints.actors import Actor
-from breakpoints.models import WebhookDelivery
-from breakpoints.webhooks import delivery_attempt, webhook_add
+from core.actors import Actor
+from notifications.models import WebhookDelivery
+from notifications.services import delivery_attempt, webhook_add
 from tests.triggers.test_ci_gate import deliver, run_event
 from tests.webhook_receiver import expected_signature
 from triggers import services

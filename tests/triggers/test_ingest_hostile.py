@@ -19,9 +19,9 @@ from django.test import Client
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event, EventType
-from breakpoints.actors import Actor
-from breakpoints.limits import MAX_COMMENT_LENGTH, MAX_PAYLOAD_VALUES, MAX_REASON_LENGTH
 from breakpoints.models import Breakpoint
+from core.actors import Actor
+from core.limits import MAX_COMMENT_LENGTH, MAX_PAYLOAD_VALUES, MAX_REASON_LENGTH
 from triggers import services
 from triggers.models import EventSource, ExternalEvent
 from triggers.verification import sign_generic, sign_github

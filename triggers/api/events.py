@@ -16,12 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from breakpoints.api.fields import StrictCharField
-from breakpoints.api.pagination import BreakpointCursorPagination
-from breakpoints.api.permissions import IsAdmin
 from breakpoints.api.views import _errors
-from breakpoints.limits import MAX_EVENT_TYPE_LENGTH, MAX_SOURCE_NAME_LENGTH
-from config.exceptions import NotFound
+from core.api.fields import StrictCharField
+from core.api.pagination import BreakpointCursorPagination
+from core.api.permissions import IsAdmin
+from core.exceptions import NotFound
+from core.limits import MAX_EVENT_TYPE_LENGTH, MAX_SOURCE_NAME_LENGTH
 from triggers.api.ingest import ACCEPTED, EventIngestView
 from triggers.api.serializers import ExternalEventDetailSerializer, ExternalEventSerializer
 from triggers.models import EventStatus, ExternalEvent

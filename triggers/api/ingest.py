@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from breakpoints.api.views import _errors
-from breakpoints.ratelimits import client_address
+from core.ratelimits import client_address
 from triggers import services
 
 ACCEPTED = inline_serializer(

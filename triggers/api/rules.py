@@ -10,10 +10,10 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints.actors import actor_for_request_user
-from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.views import _errors, _validated
-from config.exceptions import InvalidInput, NotFound
+from core.actors import actor_for_request_user
+from core.api.permissions import AdminViewSet
+from core.exceptions import InvalidInput, NotFound
 from triggers.api.serializers import (
     DryRunResultSerializer,
     TriggerRuleListSerializer,

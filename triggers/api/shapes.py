@@ -15,9 +15,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField, unknown_keys
-from breakpoints.api.schema import EnvelopedListSchema
-from breakpoints.limits import (
+from core.api.fields import StrictBody, StrictBooleanField, StrictCharField, unknown_keys
+from core.api.schema import EnvelopedListSchema
+from core.limits import (
     MAX_CONDITIONS,
     MAX_EVENT_TYPE_LENGTH,
     MAX_EXPRESSION_DEPTH,
@@ -29,7 +29,7 @@ from breakpoints.limits import (
     MAX_TTL_SECONDS,
     MAX_WEBHOOK_SECRET_LENGTH,
 )
-from breakpoints.storable import storable_problem
+from core.storable import storable_problem
 from triggers.models import SourceKind, TriggerAction
 
 # A slug as the services take it; fullmatch (a trailing newline is no slug).

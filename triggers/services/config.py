@@ -5,16 +5,16 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from breakpoints import actors
-from breakpoints.actors import Actor
-from breakpoints.limits import (
+from core import actors
+from core.actors import Actor
+from core.exceptions import Conflict, InvalidInput, NotFound
+from core.limits import (
     MAX_CONDITIONS,
     MAX_EVENT_TYPE_LENGTH,
     MAX_SOURCE_NAME_LENGTH,
     MAX_TTL_SECONDS,
     MAX_WEBHOOK_SECRET_LENGTH,
 )
-from config.exceptions import Conflict, InvalidInput, NotFound
 from triggers.expressions import check_expression, check_template
 from triggers.models import (
     EventSource,

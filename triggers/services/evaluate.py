@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from breakpoints.rule_patterns import PatternError
-from config.exceptions import DomainError
+from core.exceptions import DomainError
+from policies.patterns import PatternError
 from triggers import actions
 from triggers.expressions import ExpressionError, holds
 from triggers.models import EventStatus, ExternalEvent, TriggerRule

@@ -13,10 +13,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from breakpoints.ratelimits import rate_limit
-from breakpoints.storable import storable_problem
 from config.celery import publish
-from config.exceptions import InvalidInput, NotAuthenticated, NotFound
+from core.exceptions import InvalidInput, NotAuthenticated, NotFound
+from core.ratelimits import rate_limit
+from core.storable import storable_problem
 from triggers.models import EventSource, ExternalEvent
 from triggers.verification import verify
 

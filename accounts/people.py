@@ -1,0 +1,215 @@
+"""Reviewer and admin accounts: the groups that carry the roles, their permissions, people.
+
+Reviewers may view breakpoints, feedback and audit events (the console's queue and
+review screens) and change nothing directly. Admins get every permission on the
+project's models, and may view, add and change users, but not groups or raw
+permissions: only superusers grant superuser, staff, group membership or permissions.
+The console's ModelAdmins check the roles themselves; these grants keep Django's own
+checks (user.has_perm, stock User/Group admin) in agreement.
+
+People: an admin gives people a product role (reviewer or none) and expert groups, and
+manages only people who hold no more than a reviewer does (never a superuser, another
+admin, or someone with permissions granted by hand). The rule lives here, in
+`people_manageable_by`; the console's people screen (accounts/admin/people.py) and
+the services below both apply it.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.db import models, transaction
+from django.db.models import QuerySet
+
+from core.actors import ADMINS_GROUP, REVIEWERS_GROUP, Actor, is_admin
+from core.exceptions import Forbidden, InvalidInput
+from core.limits import MAX_GROUP_NAME_LENGTH
+
+ROLE_GROUPS = (REVIEWERS_GROUP, ADMINS_GROUP)
+
+
+class Role(models.TextChoices):
+    """A person's product role: which role groups they are in."""
+
+    NONE = "none", "No role (no console access)"
+    REVIEWER = "reviewer", "Reviewer"
+    ADMIN = "admin", "Admin"
+
+
+def reviewer_create(
+    *,
+    username: str,
+    password: str,
+    email: str = "",
+    admin: bool = False,
+    groups: list[str] | None = None,
+    update: bool = False,
+) -> AbstractBaseUser:
+    """A staff user (so the console lets them in) in group `reviewers`, or `admins` too.
+
+    `groups` adds expert groups (created if missing) that payload.expert can route to.
+    With `update`, an existing user of that name is brought up to date instead of refused:
+    the password, the email when one is given, the groups added (an admin stays an admin).
+    A superuser's account is not touched this way (Django's own commands manage it).
+    """
+    User = get_user_model()
+    username = username.strip()
+    if not username:
+        raise InvalidInput("username must not be empty.")
+    expert_groups = [name.strip() for name in groups or [] if name.strip()]
+    if any(len(name) > MAX_GROUP_NAME_LENGTH for name in expert_groups):
+        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters.")
+    if {REVIEWERS_GROUP, ADMINS_GROUP} & set(expert_groups):
+        raise InvalidInput("Roles are not expert groups: use --admin to make an admin.")
+    existing = User.objects.filter(username=username).first()
+    if existing is not None and not update:
+        raise InvalidInput(f"A user named {username!r} already exists.")
+    with transaction.atomic():
+        if existing is None:
+            user = User.objects.create_user(
+                username=username, email=email, password=password, is_staff=True
+            )
+        else:
+            user = _reviewer_refresh(existing, email=email, password=password)
+        roles = [REVIEWERS_GROUP, ADMINS_GROUP] if admin else [REVIEWERS_GROUP]
+        for name in [*roles, *expert_groups]:
+            group, _ = Group.objects.get_or_create(name=name)
+            user.groups.add(group)
+    return user
+
+
+def _reviewer_refresh(user: Any, *, email: str, password: str) -> Any:
+    if user.is_superuser:
+        raise InvalidInput(f"{user.get_username()!r} is a superuser: not updated.")
+    user.set_password(password)
+    user.email = email or user.email
+    user.is_staff = True
+    user.save(update_fields=["password", "email", "is_staff"])
+    return user
+
+
+REVIEWER_PERMISSIONS = (
+    ("breakpoints", "view_breakpoint"),
+    ("reviews", "view_feedback"),
+    ("audit", "view_event"),
+)
+# The project's apps with models: admins hold every permission on them (a new app joins here;
+# tests/breakpoints/test_accounts.py fails until it does).
+ADMIN_APPS = ("breakpoints", "reviews", "audit", "triggers")
+# Users, not groups or permissions: changing a group's permissions would be granting
+# permissions. Deleting people is for superusers too (admins deactivate instead).
+ADMIN_AUTH_PERMISSIONS = ("view_user", "add_user", "change_user", "view_group")
+
+
+def role_groups_sync(**kwargs) -> None:
+    """Create the role groups and grant their permissions; idempotent.
+
+    Runs after every migrate (post_migrate), so a fresh database, a new model or a
+    flushed test database all end up with the same grants.
+    """
+    reviewers, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
+    admins, _ = Group.objects.get_or_create(name=ADMINS_GROUP)
+    for app_label, codename in REVIEWER_PERMISSIONS:
+        reviewers.permissions.add(
+            *Permission.objects.filter(content_type__app_label=app_label, codename=codename)
+        )
+    auth_permissions = Permission.objects.filter(content_type__app_label="auth")
+    admins.permissions.add(
+        *Permission.objects.filter(content_type__app_label__in=ADMIN_APPS),
+        *auth_permissions.filter(codename__in=ADMIN_AUTH_PERMISSIONS),
+    )
+    # Earlier versions granted every user and group permission; take the rest back.
+    admins.permissions.remove(*auth_permissions.exclude(codename__in=ADMIN_AUTH_PERMISSIONS))
+
+
+def people_manageable_by(*, actor: Actor, queryset: QuerySet | None = None) -> QuerySet:
+    """The people `actor` may edit: everyone for a superuser; for an admin, the people who
+    hold no more than a reviewer (no superuser, no admin, no permission of their own or
+    through a group other than `reviewers`); nobody for anyone else."""
+    qs = get_user_model()._default_manager.all() if queryset is None else queryset
+    user = actor.user
+    if user is None or not is_admin(user):
+        return qs.none()
+    if user.is_superuser:
+        return qs
+    privileged_groups = Group.objects.filter(permissions__isnull=False).exclude(
+        name=REVIEWERS_GROUP
+    )
+    return (
+        qs.filter(is_superuser=False)
+        .exclude(groups__name=ADMINS_GROUP)
+        .exclude(groups__in=privileged_groups)
+        .exclude(user_permissions__isnull=False)
+    )
+
+
+def expert_groups_assignable() -> QuerySet[Group]:
+    """Groups an admin may put people in: not the role groups, and carrying no permission."""
+    return Group.objects.exclude(name__in=ROLE_GROUPS).filter(permissions__isnull=True)
+
+
+def person_role(user: Any) -> Role:
+    names = set(user.groups.filter(name__in=ROLE_GROUPS).values_list("name", flat=True))
+    if ADMINS_GROUP in names:
+        return Role.ADMIN
+    return Role.REVIEWER if REVIEWERS_GROUP in names else Role.NONE
+
+
+def _check_may_manage(actor: Actor, user: Any) -> None:
+    if not people_manageable_by(actor=actor).filter(pk=user.pk).exists():
+        raise Forbidden("You may not change this person.")
+
+
+def person_set_role(*, actor: Actor, user: Any, role: str) -> None:
+    """Put `user` in exactly the role groups of `role`; staff (console access) with a role.
+
+    Only a superuser makes an admin; admins manage reviewers and people without a role.
+    """
+    if role not in Role.values:
+        raise InvalidInput(f"Unknown role {role!r}.", {"role": [f"Choose one of {Role.values}."]})
+    _check_may_manage(actor, user)
+    if role == Role.ADMIN and not actor.user.is_superuser:
+        raise Forbidden("Only a superuser may make an admin.")
+    with transaction.atomic():
+        groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLE_GROUPS}
+        user.groups.remove(*groups.values())
+        if role in (Role.REVIEWER, Role.ADMIN):
+            user.groups.add(groups[REVIEWERS_GROUP])
+        if role == Role.ADMIN:
+            user.groups.add(groups[ADMINS_GROUP])
+        user.is_staff = role != Role.NONE or user.is_superuser
+        user.save(update_fields=["is_staff"])
+    user.__dict__.pop("_bpm_group_names", None)  # actors.group_names' cache
+
+
+def person_set_expert_groups(
+    *, actor: Actor, user: Any, groups: Iterable[Group] = (), new_names: Iterable[str] = ()
+) -> None:
+    """Make `groups` (plus new groups named `new_names`) the expert groups of `user`.
+
+    Expert groups are what payload.expert routes to; role groups and groups that carry
+    permissions are not expert groups (an admin would be granting permissions).
+    """
+    _check_may_manage(actor, user)
+    wanted = list(groups)
+    names = [name.strip() for name in new_names if name.strip()]
+    if any(len(name) > MAX_GROUP_NAME_LENGTH for name in names):
+        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME_LENGTH} characters.")
+    if set(ROLE_GROUPS) & set(names):
+        raise InvalidInput("Roles are not expert groups: choose the role instead.")
+    with transaction.atomic():
+        wanted += [Group.objects.get_or_create(name=name)[0] for name in names]
+        allowed = Group.objects.exclude(name__in=ROLE_GROUPS)
+        if not actor.user.is_superuser:
+            allowed = expert_groups_assignable()
+        assignable = set(
+            allowed.filter(pk__in=[group.pk for group in wanted]).values_list("pk", flat=True)
+        )
+        if any(group.pk not in assignable for group in wanted):
+            raise Forbidden(
+                "Only a superuser may add people to a role or a group with permissions."
+            )
+        user.groups.remove(*user.groups.exclude(name__in=ROLE_GROUPS))
+        user.groups.add(*wanted)
+    user.__dict__.pop("_bpm_group_names", None)

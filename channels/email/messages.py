@@ -1,0 +1,254 @@
+"""The email channel: one mail per delivery, through Django's mail backend (SMTP in
+production, the console backend under `make run`).
+
+created, reminder and escalated announce the breakpoint: title, question, tags,
+agent/run, time left, excerpts of the context files, the console link and, for a
+reviewer (a target naming a user), one-time Approve/Reject links (email_links).
+released, expired and cancelled send the outcome. The mail is built from the delivery's
+body (the breakpoint as the event left it). Both parts come from templates under
+templates/decide/mail/; the HTML part autoescapes everything the agent sent, context file
+excerpts included (rendered by core.rendering.markup, the console's own sanitizer; HTML files
+stay escaped text, as a mail client has no sandbox for them).
+"""
+
+import hashlib
+import smtplib
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail.message import make_msgid
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from audit.models import EventType
+from breakpoints.models import Feedback
+from channels.email.links import decision_urls
+from core.choices import Status
+from core.naming import display_name
+from core.rendering import fileformats
+from core.rendering.budget import RenderBudget
+from core.rendering.markup import compact_duration, render_context_file
+from notifications.base import Sent, console_url
+from notifications.models import WebhookDelivery
+
+ANNOUNCING: dict[str, str] = {
+    EventType.CREATED: "Review needed",
+    EventType.REMINDER: "Reminder",
+    EventType.ESCALATED: "Escalated",
+}
+OUTCOMES = frozenset({EventType.RELEASED, EventType.EXPIRED, EventType.CANCELLED})
+EXCERPT_CHARS = 2_000  # of each context file; the console shows the rest
+MAX_EXCERPT_FILES = 5
+SUBJECT_CHARS = 150
+SEND_TIMEOUT_SECONDS = 10  # when EMAIL_TIMEOUT is not set: a worker never hangs on SMTP
+
+
+def send(delivery: WebhookDelivery) -> Sent:
+    """One attempt: compose the mail for the event and hand it to the mail backend."""
+    address = delivery.target.get("email")
+    if not isinstance(address, str) or not address.strip():
+        return Sent(error="The target has no email address.", retryable=False)
+    message = message_for(delivery, address)
+    if message is None:
+        return Sent(
+            error=f"The email channel mails no {delivery.event_type} event.", retryable=False
+        )
+    try:
+        connection = get_connection(
+            fail_silently=False, timeout=settings.EMAIL_TIMEOUT or SEND_TIMEOUT_SECONDS
+        )
+        sent = connection.send_messages([message])
+    except (OSError, ValueError) as exc:  # SMTP errors are OSErrors; a bad address a ValueError
+        return failure(exc)
+    if not sent:
+        return Sent(error="The mail backend sent nothing.")
+    return Sent(reply={"messageId": message.extra_headers.get("Message-ID", "")})
+
+
+def failure(exc: OSError | ValueError) -> Sent:
+    """An SMTP error as a Sent: temporary (connection, 4xx) is retried, permanent (5xx,
+    refused recipient, a malformed address) fails at once."""
+    error = f"{type(exc).__name__}: {exc}"[:2000]
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in exc.recipients.values()]
+        temporary = bool(codes) and all(400 <= code < 500 for code in codes)
+        return Sent(status_code=codes[0] if codes else None, error=error, retryable=temporary)
+    if isinstance(exc, smtplib.SMTPConnectError | smtplib.SMTPAuthenticationError):
+        # The server refused us, not the recipient: our side to fix, then it goes out.
+        return Sent(status_code=exc.smtp_code, error=error)
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return Sent(status_code=exc.smtp_code, error=error, retryable=exc.smtp_code < 500)
+    if isinstance(exc, ValueError):  # a malformed address or header: never deliverable
+        return Sent(error=error, retryable=False)
+    return Sent(error=error)  # refused connection, timeout, TLS, disconnection: retried
+
+
+def message_for(delivery: WebhookDelivery, address: str) -> EmailMultiAlternatives | None:
+    """The mail of one delivery (None for an event this channel does not mail)."""
+    data = delivery.body.get("data") if isinstance(delivery.body, dict) else None
+    data = data if isinstance(data, dict) else {}
+    event = delivery.event_type
+    if event in ANNOUNCING:
+        context = announce_context(data, event, delivery.target)
+        template, subject = "announce", f"{context['heading']}: {context['title']}"
+    elif event in OUTCOMES:
+        context = outcome_context(data)
+        template, subject = "outcome", f"{context['verdict']}: {context['title']}"
+    else:
+        return None
+    message = EmailMultiAlternatives(
+        subject=_one_line(subject, SUBJECT_CHARS),
+        body=render_to_string(f"decide/mail/{template}.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[address],
+        headers=thread_headers(str(data.get("breakpointId") or ""), address, event),
+    )
+    html = render_to_string(f"decide/mail/{template}.html", context)
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+def thread_headers(breakpoint_id: str, address: str, event: str) -> dict[str, str]:
+    """Headers that thread every mail about one breakpoint to one address under its
+    announcement (whose Message-ID is derived, not stored), and mark them automatic."""
+    domain = urlsplit(settings.BPM_PUBLIC_URL).hostname or "breakpoints.invalid"
+    recipient = hashlib.sha256(address.lower().encode()).hexdigest()[:16]
+    thread = f"<{breakpoint_id}.{recipient}@{domain}>"
+    headers = {"Auto-Submitted": "auto-generated", "X-Breakpoint-Id": breakpoint_id}
+    if event == EventType.CREATED:
+        return {**headers, "Message-ID": thread}
+    return {
+        **headers,
+        "Message-ID": make_msgid(domain=domain),
+        "In-Reply-To": thread,
+        "References": thread,
+    }
+
+
+def _one_line(text: str, limit: int) -> str:
+    """A header-safe line: no line breaks (an agent's title may carry some), cut short."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _title(data: dict[str, Any]) -> str:
+    return display_name(data)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def announce_context(data: dict[str, Any], event: str, target: dict[str, Any]) -> dict[str, Any]:
+    """What the created/reminder/escalated templates show."""
+    breakpoint_id = str(data.get("breakpointId") or "")
+    user_id = target.get("user")
+    links = decision_urls(breakpoint_id, user_id) if isinstance(user_id, int) else None
+    files = _list(_dict(_dict(data.get("payload")).get("context")).get("files"))
+    budget = RenderBudget()  # one message, one rendering budget
+    shown = [excerpt(item, budget) for item in files[:MAX_EXCERPT_FILES]]
+    budget.save()
+    return {
+        "heading": ANNOUNCING.get(event, event),
+        "title": _title(data),
+        "question": str(data.get("question") or ""),
+        "tags": [str(tag) for tag in _list(data.get("tags"))],
+        "agent_id": str(data.get("agentId") or ""),
+        "run_id": str(data.get("runId") or ""),
+        "experts": [str(_dict(seat).get("name")) for seat in _list(data.get("experts"))],
+        "time_left": time_left(data.get("expiresAt")),
+        "files": shown,
+        "more_files": len(files) - len(shown),
+        "console_url": console_url(breakpoint_id),
+        "links": links,
+        "links_valid_for": compact_duration(
+            timedelta(seconds=settings.BPM_EMAIL_LINK_MAX_AGE_SECONDS)
+        ),
+    }
+
+
+def time_left(expires_at: Any) -> str:
+    """'3h 20m left' at sending time ('expired'; 'no expiry' without expiresAt)."""
+    if not isinstance(expires_at, str) or not expires_at:
+        return "no expiry"
+    try:
+        left = datetime.fromisoformat(expires_at) - timezone.now()
+    except (TypeError, ValueError):
+        return "no expiry"
+    return f"{compact_duration(left)} left" if left.total_seconds() > 0 else "expired"
+
+
+def excerpt(item: Any, budget: RenderBudget | None = None) -> dict[str, Any]:
+    """One context file cut to EXCERPT_CHARS: text for the plain part, and for the HTML
+    part the console's sanitized rendering (core.rendering.markup) of markdown, code and text.
+    HTML files stay escaped text: a mail client has no sandbox to show them in."""
+    item = _dict(item)
+    content = item.get("content")
+    path = item.get("path")
+    file_format = fileformats.file_format(item)[0]
+    text = content[:EXCERPT_CHARS] if isinstance(content, str) else ""
+    rendered = (
+        render_context_file({**item, "content": text}, budget) if isinstance(content, str) else None
+    )
+    return {
+        "path": path if isinstance(path, str) and path else "(no path)",
+        "format": file_format,
+        "has_content": isinstance(content, str),
+        "text": text,
+        "html": rendered.html if rendered is not None and not rendered.is_html else None,
+        "truncated": isinstance(content, str) and len(content) > EXCERPT_CHARS,
+    }
+
+
+def outcome_context(data: dict[str, Any]) -> dict[str, Any]:
+    """What the released/expired/cancelled templates show."""
+    breakpoint_id = str(data.get("breakpointId") or "")
+    status = str(data.get("status") or "")
+    result = _dict(data.get("result"))
+    via = release_via(breakpoint_id) if status == Status.RELEASED else ""
+    return {
+        "title": _title(data),
+        "verdict": verdict_word(status, result),
+        "summary": outcome_text(status, result, via),
+        "console_url": console_url(breakpoint_id),
+    }
+
+
+def release_via(breakpoint_id: str) -> str:
+    """Where the releasing feedback was given (api, console, slack, email, jira), if any."""
+    via = (
+        Feedback.objects.filter(breakpoint_id=breakpoint_id, releases=True)
+        .order_by("-created_at", "-id")
+        .values_list("via", flat=True)
+        .first()
+    )
+    return via or ""
+
+
+def verdict_word(status: str, result: dict[str, Any]) -> str:
+    if status == Status.RELEASED:
+        return "Approved" if result.get("approved") is True else "Rejected"
+    return Status(status).label if status in Status.values else status.capitalize()
+
+
+def outcome_text(status: str, result: Any, via: str = "") -> str:
+    """One line for people: "Approved by alice via slack: looks good" / "Expired: …"."""
+    result = result if isinstance(result, dict) else {}
+    feedback = " ".join(str(result.get("feedback") or "").split())
+    if status != Status.RELEASED:
+        return feedback or verdict_word(status, result)
+    by = result.get("respondedBy")
+    by = ", ".join(str(name) for name in by) if isinstance(by, list) else str(by or "")
+    head = verdict_word(status, result)
+    if isinstance(result.get("option"), str) and result["option"]:
+        head += f" ({result['option']})"
+    head += f" by {by}" if by else ""
+    head += f" via {via}" if via else ""
+    return f"{head}: {feedback}" if feedback else head

@@ -1,0 +1,388 @@
+"""The reviewer console: the Breakpoint queue and review screens, and read-only feedback.
+
+Roles decide access (core.actors): reviewers see the queue, comment, release
+and "Always approve"; admins also expire, cancel and delete. Nobody edits a breakpoint
+in a form: what the agent sent is evidence, and every change of state goes through
+breakpoints.services.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import (
+    QuerySet,
+)
+from django.db.models.expressions import Combinable
+from django.db.models.fields.json import KT
+from django.http import HttpRequest
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+
+from accounts import experts as routing
+from breakpoints import services
+from breakpoints.filters import filter_routed_to
+from breakpoints.jsonlists import filter_has_all_tags
+from breakpoints.models import Breakpoint, Feedback
+from breakpoints.models.breakpoint import QUEUE_ORDER
+from breakpoints.services import breakpoint_expire
+from console import views as console
+from core.actors import Actor, is_admin, is_reviewer
+from core.choices import Status
+from core.console.admin import ReviewerReadOnly
+from core.console.pagination import CappedCountPaginator
+from core.exceptions import DomainError
+from core.rendering import html as rendering
+
+admin.site.site_header = "Breakpoint Manager"
+admin.site.site_title = "Breakpoint Manager"
+admin.site.index_title = "Reviewer console"
+
+# Columns the queue never shows: payloads can be megabytes per row.
+HEAVY_FIELDS = ("payload", "result", "auto_approval", "request_hash")
+# What the queue's status badge needs of the (deferred) result: the decision, read in
+# the row query ("true"/"false" and the option's text, or None).
+DECISION_ANNOTATIONS = {
+    "decision_approved": KT("result__approved"),
+    "decision_option": KT("result__option"),
+}
+SOON_SECONDS = 5 * 60
+
+# The queue's default order: waiting first, oldest waiting at the top; then the rest,
+# newest first. Expressions (not field names), so no column claims to be "the" sort.
+QUEUE_ORDERING: list[str | Combinable] = list(QUEUE_ORDER)
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A sidebar filter with a text box (for values too many to list: tags, agents)."""
+
+    template = "admin/breakpoints/input_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self) -> bool:
+        return True
+
+    def choices(self, changelist):
+        # Every other current parameter rides along as a hidden field, so filters combine.
+        yield {
+            "value": self.value() or "",
+            "parameter_name": self.parameter_name,
+            "clear_query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "hidden_params": [
+                (key, value)
+                for key, value in changelist.params.items()
+                if key != self.parameter_name
+            ],
+        }
+
+
+class TagFilter(InputFilter):
+    title = "tag"
+    parameter_name = "tag"
+
+    def tags(self) -> list[str]:
+        return [t.strip() for t in (self.value() or "").split(",") if t.strip()][:10]
+
+    def queryset(self, request, queryset):
+        tags = self.tags()
+        return filter_has_all_tags(queryset, tags) if tags else queryset
+
+
+class AgentFilter(InputFilter):
+    title = "agent id"
+    parameter_name = "agent"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(agent_id=value) if value else queryset
+
+
+class RunFilter(InputFilter):
+    title = "run id"
+    parameter_name = "run"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(run_id=value) if value else queryset
+
+
+class AssignedToMeFilter(admin.SimpleListFilter):
+    """Breakpoints routed (payload.expert) to the reviewer: the API's assignedTo=me."""
+
+    title = "routing"
+    parameter_name = "assigned"
+
+    def lookups(self, request, model_admin):
+        return (("me", "Assigned to me"),)
+
+    def queryset(self, request, queryset):
+        return filter_routed_to(queryset, request.user) if self.value() == "me" else queryset
+
+
+class QueueChangeList(ChangeList):
+    """The queue's page, with every expert name on it resolved at once (not per row)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        # An overdue waiting row is expired now (rare), so the queue never shows it waiting.
+        self.result_list = rows = services.breakpoints_page_read(
+            request.user, list(self.result_list)
+        )
+        names = {name for bp in rows for name in _experts(bp)}
+        resolved = routing.resolve(names)  # two queries per page at most, none without experts
+        for bp in rows:
+            # A per-page annotation for summary(), not a model field.
+            bp.unresolved_experts = [  # type: ignore[attr-defined]
+                name for name in _experts(bp) if not (name in resolved and resolved[name].resolved)
+            ]
+
+
+def _experts(bp: Breakpoint) -> list[str]:
+    return (
+        [name for name in bp.experts if isinstance(name, str)]
+        if isinstance(bp.experts, list)
+        else []
+    )
+
+
+@admin.register(Breakpoint)
+class BreakpointAdmin(admin.ModelAdmin):
+    list_display = ("summary", "agent_id", "run_id", "tag_list", "status_badge", "age", "time_left")
+    list_display_links = ("summary",)
+    list_filter = (
+        "status",
+        AssignedToMeFilter,
+        TagFilter,
+        AgentFilter,
+        RunFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
+    search_fields = ("title", "question")
+    search_help_text = "Search titles and questions."
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    # Rendering an admin row costs ~0.3 ms: 25 rows keep a queue page near 20 ms.
+    list_per_page = 25
+    paginator = CappedCountPaginator
+    ordering = QUEUE_ORDERING
+    actions = ["expire_selected"]
+    sortable_by = ("agent_id", "run_id", "status_badge", "age", "time_left")
+
+    # --- permissions: roles, not per-model grants --------------------------
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_reviewer(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # agents create breakpoints through the API
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the payload is what the agent sent; state moves only via services
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_admin(request.user)
+
+    def has_release_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_expire_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)  # agents cancel through the API; in the console, admins
+
+    # --- the queue -----------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Breakpoint]:
+        return super().get_queryset(request).defer(*HEAVY_FIELDS).annotate(**DECISION_ANNOTATIONS)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return QueueChangeList
+
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        status = request.GET.get("status__exact")
+        if status == Status.WAITING:
+            return ["created_at"]  # oldest first, from the bp_waiting_created partial index
+        if status in Status.values:
+            # The queue's own order for one finished status, read from its partial index.
+            return ["-created_at"]
+        return list(self.ordering)
+
+    @admin.display(description="Breakpoint")
+    def summary(self, bp: Breakpoint) -> str:
+        # Without a title the question is the name: shown once, as the title.
+        question = Truncator(bp.question or "").chars(160) if bp.title else ""
+        unresolved = getattr(bp, "unresolved_experts", None)
+        warning = (
+            format_html(
+                ' <span class="bpm-badge bpm-badge--warn" title="{}">unresolved expert</span>',
+                f"{', '.join(unresolved)}: resolves to nobody — admins answer",
+            )
+            if unresolved
+            else ""
+        )
+        return format_html(
+            '<span class="bpm-title">{}{}</span><span class="bpm-question">{}</span>',
+            Truncator(bp.display_name).chars(160),
+            warning,
+            question,
+        )
+
+    @admin.display(description="Tags")
+    def tag_list(self, bp: Breakpoint) -> str:
+        tags = bp.tags if isinstance(bp.tags, list) else []
+        return format_html_join(
+            "",
+            '<a class="bpm-tag" href="?{}" title="Show only this tag">{}</a>',
+            ((urlencode({"tag": tag}), tag) for tag in tags if isinstance(tag, str)),
+        )
+
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, bp: Breakpoint) -> str:
+        # A released row says its decision (approved / rejected / the option chosen).
+        return rendering.status_badge(
+            bp.status, getattr(bp, "decision_approved", None), getattr(bp, "decision_option", None)
+        )
+
+    @admin.display(description="Age", ordering="created_at")
+    def age(self, bp: Breakpoint) -> str:
+        return format_html(
+            '<time datetime="{}" title="{}">{}</time>',
+            bp.created_at.isoformat(),
+            bp.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            rendering.age(bp.created_at, timezone.now()),
+        )
+
+    @admin.display(description="Time left", ordering="expires_at")
+    def time_left(self, bp: Breakpoint) -> str:
+        now = timezone.now()
+        text = self.time_left_text(bp, now)
+        if bp.expires_at is None or not bp.is_waiting:
+            return format_html('<span class="bpm-muted">{}</span>', text)
+        remaining = (bp.expires_at - now).total_seconds()
+        css = "bpm-soon" if remaining < SOON_SECONDS else "bpm-left"
+        return format_html(
+            '<time class="{}" datetime="{}">{}</time>', css, bp.expires_at.isoformat(), text
+        )
+
+    @staticmethod
+    def time_left_text(bp: Breakpoint, now: datetime) -> str:
+        if not bp.is_waiting:
+            return "—"
+        if bp.expires_at is None:
+            return "no expiry"
+        if bp.is_overdue(now):
+            return "overdue"
+        return rendering.compact_duration(bp.expires_at - now)
+
+    # --- actions ---------------------------------------------------------------
+
+    @admin.action(description="Expire selected waiting breakpoints", permissions=["expire"])
+    def expire_selected(self, request: HttpRequest, queryset: QuerySet[Breakpoint]) -> None:
+        actor = Actor.for_user(request.user)
+        expired, skipped = 0, 0
+        for pk in queryset.filter(status=Status.WAITING).values_list("pk", flat=True):
+            try:
+                breakpoint_expire(breakpoint_id=pk, actor=actor)
+            except DomainError:
+                skipped += 1
+            else:
+                expired += 1
+        if expired:
+            self.message_user(request, f"Expired {expired} breakpoint(s).", messages.SUCCESS)
+        if skipped or not expired:
+            self.message_user(
+                request,
+                f"{skipped} breakpoint(s) were no longer waiting and were left as they are."
+                if skipped
+                else "None of the selected breakpoints was waiting.",
+                messages.WARNING,
+            )
+
+    # --- per-object screens ----------------------------------------------------
+
+    def get_urls(self):
+        def wrap(view):
+            def wrapper(request, object_id):
+                return view(self, request, object_id)
+
+            return self.admin_site.admin_view(wrapper)
+
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path("<path:object_id>/comment/", wrap(console.comment_view), name=f"{name}_comment"),
+            path("<path:object_id>/release/", wrap(console.release_view), name=f"{name}_release"),
+            path("<path:object_id>/expire/", wrap(console.expire_view), name=f"{name}_expire"),
+            path("<path:object_id>/cancel/", wrap(console.cancel_view), name=f"{name}_cancel"),
+            path(
+                "<path:object_id>/always-approve/",
+                wrap(console.always_approve_view),
+                name=f"{name}_always_approve",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The review screen replaces the (never used) edit form."""
+        return console.review_view(self, request, object_id)
+
+    def get_deleted_objects(self, objs, request):
+        # Events and feedback go with their breakpoint; admins may delete without
+        # per-model delete rights on the append-only children.
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
+
+    def delete_model(self, request: HttpRequest, obj: Breakpoint) -> None:
+        """Through breakpoint_delete (admins only), which records the deletion where it
+        survives its cascaded events: the breakpoints.audit log."""
+        try:
+            services.breakpoint_delete(breakpoint_id=obj.pk, actor=Actor.for_user(request.user))
+        except DomainError as exc:  # e.g. deleted meanwhile by someone else
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Breakpoint]) -> None:
+        for obj in queryset.only("pk"):
+            self.delete_model(request, obj)
+
+
+def breakpoint_link(breakpoint_id: str) -> str:
+    url = reverse("admin:breakpoints_breakpoint_change", args=[quote(breakpoint_id)])
+    return format_html('<a href="{}">{}</a>', url, breakpoint_id)
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReviewerReadOnly, admin.ModelAdmin):
+    """Read-only: feedback is written by reviewers on the review screen, via services."""
+
+    list_display = ("created_at", "author", "excerpt", "releases", "approved", "option", "on")
+    list_filter = ("releases", "approved", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("author", "comment", "=breakpoint__id")
+    list_select_related = ("breakpoint",)
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    ordering = ("-created_at", "-id")
+
+    def get_queryset(self, request):
+        return (
+            super().get_queryset(request).defer(*(f"breakpoint__{field}" for field in HEAVY_FIELDS))
+        )
+
+    @admin.display(description="Comment")
+    def excerpt(self, feedback: Feedback) -> str:
+        return Truncator(feedback.comment).chars(120)
+
+    @admin.display(description="Breakpoint")
+    def on(self, feedback: Feedback) -> str:
+        bp = feedback.breakpoint
+        url = reverse("admin:breakpoints_breakpoint_change", args=[quote(bp.pk)])
+        return format_html('<a href="{}">{}</a>', url, Truncator(bp.display_name).chars(120))

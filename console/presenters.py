@@ -1,0 +1,233 @@
+"""What the reviewer console's per-breakpoint pages show, computed from a breakpoint, its
+events and a release preview: no request handling, no URLs (console.views adds those).
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from accounts import experts as routing
+from audit.models import Event, EventType
+from breakpoints.models import Breakpoint, Feedback
+from breakpoints.payload import options_of
+from breakpoints.voting import VOTING_STRATEGIES
+from console.seats import seats_panel
+from core.choices import Status, Via
+from core.exceptions import DomainError
+from core.rendering import html as rendering
+
+if TYPE_CHECKING:
+    from breakpoints.services.decisions import Release
+
+# How a finished breakpoint's header says it ended, and which timestamp says when.
+FINISH = {
+    Status.RELEASED: ("decided", "released_at"),
+    Status.EXPIRED: ("expired", "expired_at"),
+    Status.CANCELLED: ("cancelled", "cancelled_at"),
+}
+# Where a reviewer's feedback came from, as the page says it ("via Slack"); old rows: "".
+VIA_LABELS: dict[str, str] = {
+    Via.API: "the API",
+    Via.CONSOLE: "the console",
+    Via.SLACK: "Slack",
+    Via.EMAIL: "email",
+    Via.JIRA: "JIRA",
+}
+DELIVERY_OUTCOMES = {"delivered": "delivered", "retry": "retrying", "failed": "failed"}
+DELIVERY_BADGE = {"delivered": "released", "retry": "waiting", "failed": "expired"}
+
+
+def as_list(value: Any) -> list[str]:
+    """A payload field that may be one string or a list of them, as a list of strings."""
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def payload_of(bp: Breakpoint) -> dict[str, Any]:
+    return bp.payload if isinstance(bp.payload, dict) else {}
+
+
+def result_of(bp: Breakpoint) -> dict[str, Any]:
+    return bp.result if isinstance(bp.result, dict) else {}
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a released, expired or cancelled breakpoint ended ("decided 3m ago by rita via
+    Slack"); `via` is where its deciding feedback came from, "" when unknown."""
+
+    verb: str
+    at: datetime
+    ago: str
+    by: str
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class FeedbackEntry:
+    """One feedback entry of the thread, and where it was given ("" for old rows)."""
+
+    feedback: Feedback
+    via: str
+
+
+def via_label(via: str) -> str:
+    return VIA_LABELS.get(via, "") if via else ""
+
+
+def decided_via(feedback: Iterable[Feedback]) -> str:
+    """Where the decision came from: the channels of the responses that made it (the
+    release, or every seat's vote), e.g. "Slack" or "the console and Slack"."""
+    labels = dict.fromkeys(
+        via_label(item.via) for item in feedback if item.approved is not None and item.via
+    )
+    labels.pop("", None)
+    return " and ".join(labels)
+
+
+def finish_of(bp: Breakpoint, now: datetime, feedback: Iterable[Feedback] = ()) -> Finish | None:
+    """The header's ending; `feedback` (already loaded) says where a release came from."""
+    if bp.status not in FINISH:
+        return None
+    verb, field = FINISH[Status(bp.status)]
+    at = getattr(bp, field) or bp.updated_at
+    by = ", ".join(as_list(result_of(bp).get("respondedBy")))  # a list when seats voted
+    via = decided_via(feedback) if bp.status == Status.RELEASED else ""
+    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by, via=via)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook delivery of this breakpoint, as its latest attempt left it."""
+
+    event_type: str
+    webhook_id: Any
+    outcome: str  # delivered / retrying / failed
+    badge: str
+    attempts: int
+    status_code: Any
+    error: str
+    at: datetime
+
+
+def _metadata(event: Event) -> dict[str, Any]:
+    return event.metadata if isinstance(event.metadata, dict) else {}
+
+
+def _delivery(event: Event, seen: int) -> Delivery:
+    """A delivery from its last attempt; `seen` counts the attempts in the trail."""
+    meta = _metadata(event)
+    raw = str(meta.get("outcome") or "")
+    attempt = meta.get("attempt")
+    error = str(meta.get("error") or "")
+    if error == f"HTTP {meta.get('statusCode')}":
+        error = ""  # the status code already says it
+    return Delivery(
+        event_type=str(meta.get("eventType") or "?"),
+        webhook_id=meta.get("webhookId"),
+        outcome=DELIVERY_OUTCOMES.get(raw, raw or "unknown"),
+        badge=DELIVERY_BADGE.get(raw, "expired"),
+        attempts=attempt if isinstance(attempt, int) and attempt > seen else seen,
+        status_code=meta.get("statusCode"),
+        error=error,
+        at=event.timestamp,
+    )
+
+
+def split_notifications(events: Iterable[Event]) -> tuple[list[Event], list[Delivery]]:
+    """The timeline without webhook attempts, and those attempts folded per delivery."""
+    timeline: list[Event] = []
+    latest: dict[str, tuple[Event, int]] = {}  # deliveryId -> (last attempt, attempts seen)
+    for event in events:
+        if event.type != EventType.NOTIFICATION:
+            timeline.append(event)
+            continue
+        key = str(_metadata(event).get("deliveryId") or f"event-{event.pk}")
+        seen = latest.get(key, (event, 0))[1]
+        latest[key] = (event, seen + 1)
+    # In order of each delivery's first attempt.
+    return timeline, [_delivery(event, seen) for event, seen in latest.values()]
+
+
+def delivery_summary(deliveries: list[Delivery]) -> str:
+    """One count per outcome, e.g. "2 delivered, 1 failed"."""
+    counts = Counter(delivery.outcome for delivery in deliveries)
+    return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
+
+
+def release_refusal(
+    user: Any, bp: Breakpoint, resolved: Mapping[str, routing.Seat] | None = None
+) -> str | None:
+    """Why this user may comment but not release a routed breakpoint, or None: the review
+    page's note, and the release screens' refusal."""
+    if not bp.experts:
+        return None
+    seats = routing.seats_for(bp.experts, resolved)
+    try:
+        routing.seat_for_response(user, seats, [v.get("seat") for v in bp.votes])
+    except DomainError as exc:
+        return exc.message
+    return None
+
+
+def review_page(
+    bp: Breakpoint,
+    events: Iterable[Event],
+    resolved: Mapping[str, routing.Seat],
+    now: datetime,
+) -> dict[str, Any]:
+    """The review page's view of the breakpoint, the same for every reviewer: question,
+    context files, result, feedback, timeline, webhook deliveries and seats."""
+    payload = payload_of(bp)
+    result = result_of(bp)
+    timeline, deliveries = split_notifications(events)
+    feedback = list(bp.feedback.all())
+    budget = rendering.RenderBudget()  # files first: the raw payload is the last resort
+    files = rendering.context_files(payload, budget)
+    return {
+        "title": bp.display_name,
+        "subtitle": None,
+        "bp": bp,
+        "original": bp,
+        "question": bp.question,
+        "payload": payload,
+        "attempt": payload.get("attempt"),
+        "previous_feedback": payload.get("previousFeedback"),
+        "experts": as_list(payload.get("expert")),
+        "strategy": payload.get("strategy"),
+        "options": options_of(payload),
+        "files": files,
+        "payload_html": rendering.render_json(payload, budget),
+        "result_html": rendering.render_json(bp.result, budget) if bp.result is not None else None,
+        "feedback": [FeedbackEntry(item, via_label(item.via)) for item in feedback],
+        "events": timeline,
+        "deliveries": deliveries,
+        "delivery_summary": delivery_summary(deliveries),
+        "status_badge": rendering.status_badge(
+            bp.status, result.get("approved"), result.get("option"), large=True
+        ),
+        "finish": finish_of(bp, now, feedback),
+        "decision": (
+            rendering.decision(result.get("approved")) if bp.status == Status.RELEASED else ""
+        ),
+        "seats": seats_panel(bp, resolved),
+        "age": rendering.age(bp.created_at, now),
+    }
+
+
+def preview_of(outcome: "Release") -> dict[str, Any]:
+    """What a confirmation page shows as sent: the result, or, for a vote that does not
+    decide yet (nothing is sent), the vote being recorded."""
+    return outcome.result if outcome.result is not None else outcome.votes[-1]
+
+
+def preview_page(bp: Breakpoint, outcome: "Release") -> dict[str, Any]:
+    """What both release confirmation pages (release, always approve) show of the
+    pending release."""
+    return {
+        "is_vote": bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
+        "result_html": rendering.render_json(preview_of(outcome)),
+    }

@@ -1,0 +1,116 @@
+"""Who acts: a person, an agent or the system. Services take an Actor, never a request."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from core.exceptions import Forbidden
+
+REVIEWERS_GROUP = "reviewers"
+ADMINS_GROUP = "admins"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts. `context` goes into the metadata of every audit event the actor causes
+    (e.g. the external event a trigger rule acted on)."""
+
+    name: str
+    user: Any = None
+    agent_id: str | None = None
+    context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @classmethod
+    def for_user(cls, user: AbstractBaseUser | AnonymousUser) -> "Actor":
+        return cls(name=user.get_username(), user=user)
+
+    @classmethod
+    def for_agent(cls, agent_id: str) -> "Actor":
+        return cls(name=f"agent:{agent_id}", agent_id=agent_id)
+
+    @classmethod
+    def system(cls, what: str) -> "Actor":
+        return cls(name=f"system:{what}")
+
+    @property
+    def is_agent(self) -> bool:
+        return self.agent_id is not None
+
+
+class AgentPrincipal(AnonymousUser):
+    """request.user for a request made with an agent token."""
+
+    def __init__(self, agent_id: str):
+        super().__init__()
+        self.agent_id = agent_id
+        # The stub pins AnonymousUser.username to ""; a principal names its agent.
+        self.username = f"agent:{agent_id}"  # type: ignore[assignment]
+
+    @property
+    def is_authenticated(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:  # type: ignore[override]
+        return False
+
+    def __str__(self) -> str:
+        return self.username
+
+
+def _group_names(user: Any) -> set[str]:
+    cached = getattr(user, "_bpm_group_names", None)
+    if cached is None:
+        cached = set(user.groups.values_list("name", flat=True))
+        user._bpm_group_names = cached
+    return cached
+
+
+def group_names(user: Any) -> set[str]:
+    """The names of a person's groups (cached on the user object)."""
+    return _group_names(user)
+
+
+def is_admin(user: Any) -> bool:
+    if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
+        return False
+    return bool(user.is_superuser or ADMINS_GROUP in _group_names(user))
+
+
+def is_reviewer(user: Any) -> bool:
+    """Reviewers and admins may read every breakpoint, comment and release."""
+    if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
+        return False
+    return is_admin(user) or REVIEWERS_GROUP in _group_names(user)
+
+
+def actor_for_request_user(user: Any) -> Actor:
+    if isinstance(user, AgentPrincipal):
+        return Actor.for_agent(user.agent_id)
+    return Actor.for_user(user)
+
+
+def is_system(actor: Actor) -> bool:
+    """The system itself (a sweep, a management command): neither a person nor an agent."""
+    return actor.user is None and not actor.is_agent
+
+
+def require_admin(actor: Actor, refusal: str, *, or_system: bool = False) -> None:
+    """The one admin check: raise Forbidden(refusal) unless the actor is a person with the
+    admin role or, with `or_system`, the system itself (sweeps, management commands).
+    `refusal` names the action: "Only admins can delete breakpoints."."""
+    if or_system and is_system(actor):
+        return
+    if not is_admin(actor.user):
+        raise Forbidden(refusal)
+
+
+FEEDBACK_REFUSAL = "Only reviewers and admins can give feedback."
+
+
+def require_reviewer(actor: Actor) -> None:
+    """Only reviewers and admins give feedback: every channel's decision passes here."""
+    if not is_reviewer(actor.user):
+        raise Forbidden(FEEDBACK_REFUSAL)

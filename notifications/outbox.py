@@ -1,0 +1,181 @@
+"""The transactional outbox: the intent to notify, written with the change it reports.
+
+A change writes one pending WebhookDelivery per interested subscriber, and one per
+channel target (Slack, email, JIRA: notifications.fanout), in its own transaction; after commit the ids are handed to the workers, which may fail harmlessly:
+the sweep (deliveries_due, run by beat) re-publishes every pending row that is due.
+"""
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from breakpoints.models import Breakpoint
+from breakpoints.representation import breakpoint_json, breakpoints_json
+from config.celery import publish
+from core.exceptions import InvalidState, NotFound
+from notifications.fanout import Target, channel_targets, shown_targets
+from notifications.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
+
+# The worker's task (breakpoints.tasks registers it under this name): published by name,
+# so the outbox needs no import of the tasks module, which imports this package.
+DELIVER_TASK = "breakpoints.tasks.deliver_webhook"
+DUE_BATCH_SIZE = 500
+REMOVED_ERROR = "cancelled: the webhook was removed"
+
+
+def sendable() -> Q:
+    """Deliveries that may still be sent: any channel's, or a current webhook's.
+
+    Not a join (`webhook__removed_at`): Django turns an UPDATE with a join into
+    `WHERE id IN (SELECT ...)`, whose conditions PostgreSQL does not re-check on the row a
+    concurrent claim just changed, and two workers could then claim one delivery.
+    """
+    return Q(webhook_id__isnull=True) | Q(webhook_id__in=current_webhook_ids())
+
+
+def current_webhook_ids() -> QuerySet[Webhook, Any]:
+    """Ids of the subscriptions not removed, as a subquery (see sendable)."""
+    return Webhook.objects.current().values("pk")
+
+
+def cancel_pending(deliveries: QuerySet[WebhookDelivery]) -> int:
+    """Fail the pending ones among `deliveries` (their webhook was removed), attempts kept."""
+    return deliveries.filter(status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.FAILED, locked_until=None, last_error=REMOVED_ERROR
+    )
+
+
+def _subscribers(event_type: str) -> list[Webhook]:
+    return [w for w in Webhook.objects.current().filter(active=True) if w.wants(event_type)]
+
+
+def _body(event_type: str, now: datetime, data: dict) -> dict:
+    """The JSON a delivery sends, as stored (JSON-safe): breakpoint.<event> about a
+    breakpoint, trigger.fired as it is."""
+    kind = (
+        event_type if event_type == WebhookEventType.TRIGGER_FIRED else f"breakpoint.{event_type}"
+    )
+    return json.loads(
+        json.dumps({"type": kind, "timestamp": now.isoformat(), "data": data}, default=str)
+    )
+
+
+def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
+    """Write one pending delivery per interested subscriber and channel target, in the
+    caller's transaction."""
+    subscribers = _subscribers(event_type)
+    targets = channel_targets(breakpoint, event_type)
+    if not subscribers and not targets:
+        return []
+    now = timezone.now()
+    body = _body(event_type, now, breakpoint_json(breakpoint))
+    return _deliveries_write([(breakpoint, body, targets)], subscribers, event_type, now)
+
+
+def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
+    """deliveries_enqueue for many breakpoints (the TTL sweep), in queries per batch, not per row.
+
+    The rows are read back in the caller's transaction, so each body shows the breakpoint
+    as the change left it, exactly as the single path does; nothing is read without a
+    subscriber.
+    """
+    subscribers = _subscribers(event_type)
+    shown = shown_targets(breakpoint_ids) if breakpoint_ids else {}
+    if not breakpoint_ids or (not subscribers and not shown):
+        return []
+    now = timezone.now()
+    breakpoints = list(
+        Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
+    )
+    bodies = [_body(event_type, now, data) for data in breakpoints_json(breakpoints)]
+    rows = [
+        (bp, body, shown.get(bp.pk, []))
+        for bp, body in zip(breakpoints, bodies, strict=True)
+        if subscribers or bp.pk in shown
+    ]
+    return _deliveries_write(rows, subscribers, event_type, now)
+
+
+def deliveries_enqueue_unattached(*, event_type: str, data: dict) -> list[str]:
+    """Deliveries about no breakpoint (a forwarded external event), to its subscribers."""
+    subscribers = _subscribers(event_type)
+    if not subscribers:
+        return []
+    now = timezone.now()
+    return _deliveries_write(
+        [(None, _body(event_type, now, data), [])], subscribers, event_type, now
+    )
+
+
+def _deliveries_write(
+    rows: Sequence[tuple[Breakpoint | None, dict, list[Target]]],
+    subscribers: list[Webhook],
+    event_type: str,
+    now: datetime,
+) -> list[str]:
+    """One pending delivery per (breakpoint, body) and subscriber or channel target;
+    published after commit."""
+    common = {"event_type": event_type, "next_attempt_at": now}
+    deliveries = WebhookDelivery.objects.bulk_create(
+        [
+            *(
+                WebhookDelivery(webhook=webhook, breakpoint=bp, body=body, **common)
+                for bp, body, _ in rows
+                for webhook in subscribers
+            ),
+            *(
+                WebhookDelivery(channel=channel, target=target, breakpoint=bp, body=body, **common)
+                for bp, body, targets in rows
+                for channel, target in targets
+            ),
+        ]
+    )
+    ids = [delivery.pk for delivery in deliveries]
+    transaction.on_commit(lambda: publish_deliveries(ids))
+    return ids
+
+
+def publish_deliveries(delivery_ids: list[str]) -> int:
+    """Hand deliveries to the workers (config.celery.publish: never raises; the outbox
+    sweep publishes what a failed publish left pending)."""
+    return publish(DELIVER_TASK, delivery_ids)
+
+
+def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
+    """Pending deliveries whose time has come and that no worker holds.
+
+    Pending deliveries of a removed webhook (written by a change that raced the removal,
+    or put back by an attempt that was under way) are cancelled here, never returned.
+    """
+    cancel_pending(WebhookDelivery.objects.exclude(sendable()))
+    now = timezone.now()
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
+    """An admin sends a delivery again (same webhook-id), whatever became of it,
+    unless its webhook was removed."""
+    with transaction.atomic():
+        updated = WebhookDelivery.objects.filter(sendable(), pk=delivery_id).update(
+            status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None
+        )
+        if not updated:
+            current = WebhookDelivery.objects.filter(pk=delivery_id).first()
+            if current is not None:
+                raise InvalidState(
+                    f"The webhook of delivery {delivery_id} was removed; it cannot be re-sent.",
+                    current_status=current.status,
+                )
+            raise NotFound(f"No delivery {delivery_id}.")
+        transaction.on_commit(lambda: publish_deliveries([delivery_id]))
+    return WebhookDelivery.objects.get(pk=delivery_id)

@@ -1,0 +1,72 @@
+"""The outbox every notification goes through, and the signed HTTP webhooks.
+
+Every notification of a breakpoint change is a WebhookDelivery row: a webhook
+subscriber's signed POST, or a Slack, email or JIRA message (notifications.senders).
+
+- subscriptions: webhook subscriptions, who receives which events (webhook_add,
+  webhook_update, webhook_remove)
+- guard: which addresses a webhook may reach (SSRF), and posting to the vetted ones only
+- outbox: the transactional outbox; the delivery rows of an event, to webhook subscribers
+  and to the channel targets notifications.fanout names, written with the change,
+  handed to the workers after commit, re-published by the sweep while due
+- delivery: one attempt of one delivery (a signed POST for a webhook, the channel's sender
+  through notifications.senders.send for the others), its backoff and its audit event; a
+  worker's turn with one target (delivery_turn)
+- targets: each target's cap of attempts in flight
+
+Other code imports from this package; tests patch the modules themselves.
+"""
+
+from core.net import DeliveryRefused
+from notifications.delivery import (
+    MAX_ATTEMPTS,
+    MAX_BACKOFF_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    WEBHOOK_ACTOR,
+    AttemptOutcome,
+    backoff_seconds,
+    delivery_attempt,
+    delivery_turn,
+    signed_request,
+)
+from notifications.outbox import (
+    DELIVER_TASK,
+    DUE_BATCH_SIZE,
+    REMOVED_ERROR,
+    deliveries_due,
+    deliveries_enqueue,
+    deliveries_enqueue_bulk,
+    delivery_resend,
+    publish_deliveries,
+)
+from notifications.subscriptions import (
+    webhook_add,
+    webhook_build,
+    webhook_remove,
+    webhook_update,
+)
+
+__all__ = [
+    "DELIVER_TASK",
+    "DUE_BATCH_SIZE",
+    "MAX_ATTEMPTS",
+    "MAX_BACKOFF_SECONDS",
+    "REMOVED_ERROR",
+    "REQUEST_TIMEOUT_SECONDS",
+    "WEBHOOK_ACTOR",
+    "AttemptOutcome",
+    "DeliveryRefused",
+    "backoff_seconds",
+    "deliveries_due",
+    "deliveries_enqueue",
+    "deliveries_enqueue_bulk",
+    "delivery_attempt",
+    "delivery_resend",
+    "delivery_turn",
+    "publish_deliveries",
+    "signed_request",
+    "webhook_add",
+    "webhook_build",
+    "webhook_remove",
+    "webhook_update",
+]

@@ -1,0 +1,310 @@
+"""The notification routes API (admins): list, add, read, replace and remove routes.
+
+Every write goes through policies.routes with the admin as actor. The request
+is checked here against its documented schema first (exact channel shapes, no nulls, no
+NUL, no unknown keys), so what the schema calls valid is what the service accepts.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from breakpoints.api.payload_schema import ESCALATE_TO_DESCRIPTION
+from breakpoints.api.views import _errors
+from breakpoints.payload import check_timeout_policy
+from core import limits
+from core.actors import actor_for_request_user
+from core.api.fields import StrictBody, StrictBooleanField, StrictCharField
+from core.api.permissions import AdminViewSet
+from core.api.schema import NOT_BLANK
+from core.choices import Channel, OnTimeout
+from core.exceptions import NotFound
+from core.storable import text_problem
+from policies.api.rules import RulePatternField
+from policies.models import NotificationRoute
+from policies.routes import (
+    DEFAULT_KEYS,
+    EXPERTS,
+    route_add,
+    route_problems,
+    route_remove,
+    route_update,
+    spec_problem,
+)
+
+# --- the documented shapes -----------------------------------------------------------
+
+# What policies.routes takes as an address: an @, none of these characters.
+ADDRESS = r"^[^\r\n,;<>]*@[^\r\n,;<>]*$"
+# An id below 2**63 (any database's integer key); anything else is simply not found.
+ROUTE_ID = re.compile(r"[1-9][0-9]{0,17}")
+FIELD = limits.MAX_CHANNEL_FIELD_LENGTH
+ROUTE_ID_PARAMETER = OpenApiParameter(
+    "id",
+    {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
+    OpenApiParameter.PATH,
+    description="The route's id.",
+)
+
+
+def _text(max_length: int, description: str = "") -> dict[str, Any]:
+    schema = {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
+    return {**schema, "description": description} if description else schema
+
+
+def _shape(title: str, kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "required": ["kind", key],
+        "additionalProperties": False,
+        "properties": {"kind": {"type": "string", "enum": [kind]}, key: value},
+    }
+
+
+EXPERTS_VALUE = {"type": "string", "enum": [EXPERTS]}
+CHANNEL_SHAPES = [
+    _shape("A Slack channel", Channel.SLACK, "channel", _text(FIELD, "A channel id: C0123.")),
+    _shape("A Slack DM to each routed expert", Channel.SLACK, "to", EXPERTS_VALUE),
+    _shape(
+        "An email to a list of addresses",
+        Channel.EMAIL,
+        "to",
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": limits.MAX_EMAIL_RECIPIENTS,
+            "items": {"type": "string", "maxLength": FIELD, "pattern": ADDRESS},
+        },
+    ),
+    _shape("An email to each routed expert", Channel.EMAIL, "to", EXPERTS_VALUE),
+    _shape("A JIRA issue per breakpoint", Channel.JIRA, "project", _text(FIELD, "OPS")),
+]
+CHANNELS_SCHEMA = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": limits.MAX_ROUTE_CHANNELS,
+    "items": {"oneOf": CHANNEL_SHAPES},
+    "description": "Where the matching breakpoints are announced. Routed experts are the "
+    "users holding a seat of payload.expert (their Django email; Slack finds them by it).",
+}
+DEFAULTS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Filled into a matching breakpoint whose payload leaves them out (the "
+    "first matching route by name wins per key).",
+    "properties": {
+        "onTimeout": {"type": "string", "enum": list(OnTimeout.values)},
+        "escalateAfterSeconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": limits.MAX_TTL_SECONDS,
+        },
+        "escalateTo": _text(limits.MAX_EXPERT_NAME_LENGTH, ESCALATE_TO_DESCRIPTION),
+        "remindEverySeconds": {
+            "type": "integer",
+            "minimum": limits.MIN_REMIND_EVERY_SECONDS,
+            "maximum": limits.MAX_TTL_SECONDS,
+        },
+    },
+}
+
+
+@extend_schema_field(CHANNELS_SCHEMA)
+class ChannelsField(serializers.JSONField):
+    """The channel specs as sent; RouteWriteSerializer checks them whole (errors by index)."""
+
+
+@extend_schema_field(DEFAULTS_SCHEMA)
+class DefaultsField(serializers.JSONField):
+    pass
+
+
+class RouteSerializer(serializers.ModelSerializer):
+    channels = ChannelsField()
+    defaults = DefaultsField()
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = NotificationRoute
+        fields = ["id", "name", "pattern", "channels", "defaults", "enabled", "createdBy", "createdAt"]  # fmt: skip
+        read_only_fields = fields
+
+
+class RouteListSerializer(serializers.Serializer):
+    results = RouteSerializer(many=True)
+
+
+class RouteWriteSerializer(StrictBody):
+    """A whole route: to add one, or to replace one (PUT)."""
+
+    name = StrictCharField(max_length=limits.MAX_ROUTE_NAME_LENGTH, help_text="Unique.")
+    pattern = RulePatternField(
+        trim_whitespace=False,  # error positions count from the first character sent
+        max_length=limits.MAX_PATTERN_LENGTH,
+        help_text="The rule pattern language: a key glob with `*`, optionally with "
+        "predicates: `deploy.*(tags contains 'prod' AND expert = 'owner')`.",
+    )
+    channels = ChannelsField()
+    defaults = DefaultsField(required=False)
+    enabled = StrictBooleanField(required=False, default=True)
+
+    def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
+        """The channels' and defaults' exact shapes; when the body is refused, the service's
+        problems too (a malformed pattern, a taken name), so that one 400 names them all."""
+        problems: dict[str, list[str]] = {}
+        for key, check in (("channels", channels_problems), ("defaults", defaults_problems)):
+            if data.get(key) is not None and key not in errors:
+                problems.update(check(data[key]))
+        if errors or problems:
+            fields = {key: data.get(key) for key in ("name", "pattern", "channels", "defaults")}
+            service = route_problems(**fields, route_id=self.context.get("route_id"))
+            for key, messages in service.items():
+                if key not in errors:
+                    problems.setdefault(key, messages)
+        return problems
+
+
+# --- checks beyond the service's -------------------------------------------------------
+
+SHAPE_KEYS = {
+    Channel.SLACK: ({"kind", "channel"}, {"kind", "to"}),
+    Channel.EMAIL: ({"kind", "to"},),
+    Channel.JIRA: ({"kind", "project"},),
+}
+
+
+def channels_problems(channels: Any) -> dict[str, list[str]]:
+    """The service's problem with each spec, else a key its shape does not have, or NUL."""
+    if not isinstance(channels, list) or not 1 <= len(channels) <= limits.MAX_ROUTE_CHANNELS:
+        return {"channels": [f"Must be a list of 1 to {limits.MAX_ROUTE_CHANNELS} channels."]}
+    errors = {}
+    for index, spec in enumerate(channels):
+        problem = spec_problem(spec) or _shape_problem(spec)
+        if problem:
+            errors[f"channels[{index}]"] = [problem]
+    return errors
+
+
+def _shape_problem(spec: dict[str, Any]) -> str | None:
+    kind = spec["kind"]
+    shapes = SHAPE_KEYS[kind]
+    if set(spec) not in shapes:
+        allowed = " or ".join("{" + ", ".join(sorted(keys)) + "}" for keys in shapes)
+        return f"A {kind} channel has exactly the keys {allowed}."
+    texts = [spec.get("channel"), spec.get("project")]
+    texts += spec["to"] if isinstance(spec.get("to"), list) else [spec.get("to")]
+    problems = [text_problem(text) for text in texts if isinstance(text, str)]
+    return next((problem for problem in problems if problem), None)
+
+
+def defaults_problems(defaults: Any) -> dict[str, list[str]]:
+    if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
+        return {"defaults": [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]}
+    errors: dict[str, list[str]] = {}
+    check_timeout_policy(errors, defaults, prefix="defaults")
+    for key, value in defaults.items():
+        if value is None:
+            errors[f"defaults.{key}"] = ["Must not be null: leave the key out instead."]
+        elif isinstance(value, str) and (problem := text_problem(value)):
+            errors[f"defaults.{key}"] = [problem]
+    return errors
+
+
+# --- views -----------------------------------------------------------------------------
+
+
+def _route_id(pk: str) -> int:
+    if not ROUTE_ID.fullmatch(pk):
+        raise NotFound("Route not found.")
+    return int(pk)
+
+
+def _route_body(body: Any, route_id: int | None = None) -> dict[str, Any]:
+    """The validated body of a route write (`route_id`: the route it replaces)."""
+    serializer = RouteWriteSerializer(data=body, context={"route_id": route_id})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _route(pk: str) -> NotificationRoute:
+    route = NotificationRoute.objects.filter(pk=_route_id(pk)).first()
+    if route is None:
+        raise NotFound("Route not found.")
+    return route
+
+
+class RouteViewSet(AdminViewSet):
+    """Which channels hear about which breakpoints, and their timeout defaults."""
+
+    serializer_class = RouteSerializer
+    lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
+
+    def get_queryset(self):
+        return NotificationRoute.objects.all()
+
+    @extend_schema(
+        summary="List notification routes (admins)",
+        description="By name: the order in which their defaults apply.",
+        operation_id="routes_list",
+        responses={200: RouteListSerializer, **_errors(401, 403)},
+    )
+    def list(self, request: Request) -> Response:
+        return Response(RouteListSerializer({"results": self.get_queryset()}).data)
+
+    @extend_schema(
+        summary="Add a notification route (admins)",
+        description="A malformed pattern, a channel spec or a default the service refuses "
+        'is 400, every problem at once with details by field ("name", "pattern", '
+        '"channels[1]", "defaults.onTimeout"); a taken name among them is "name": '
+        '["Already taken."]. A taken name as the only problem is 409 conflict.',
+        request=RouteWriteSerializer,
+        responses={201: RouteSerializer, **_errors(400, 401, 403, 409)},
+    )
+    def create(self, request: Request) -> Response:
+        data = _route_body(request.data)
+        route = route_add(actor=actor_for_request_user(request.user), **data)
+        return Response(RouteSerializer(route).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Get a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        responses={200: RouteSerializer, **_errors(401, 403, 404)},
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(RouteSerializer(_route(pk)).data)
+
+    @extend_schema(
+        summary="Replace a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        description="The whole route: defaults and enabled left out become {} and true. "
+        "Refused as adding one is: 400 with every problem, 409 for a taken name alone.",
+        request=RouteWriteSerializer,
+        responses={200: RouteSerializer, **_errors(400, 401, 403, 404, 409)},
+    )
+    def update(self, request: Request, pk: str) -> Response:
+        body = request.data  # a body that is not JSON is a 415, whatever the id
+        route_id = _route_id(pk)
+        data = _route_body(body, route_id)
+        route = route_update(actor=actor_for_request_user(request.user), route_id=route_id, **data)
+        return Response(RouteSerializer(route).data)
+
+    @extend_schema(
+        summary="Remove a notification route (admins)",
+        parameters=[ROUTE_ID_PARAMETER],
+        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+    )
+    def destroy(self, request: Request, pk: str) -> Response:
+        route_remove(actor=actor_for_request_user(request.user), route_id=_route_id(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,348 @@
+"""Auto-approval: rules, always-break-on tags, the verdict for a key, and decision history.
+
+Precedence, highest first (babysitter's table):
+1. a matching `never-auto-approve` rule: always prompt;
+2. a tag in the always-break-on list: always prompt;
+3. a matching `auto-approve` rule: approve without prompting;
+4. `autoApproveAfterN`: approve once the last N manual decisions on the key's breakpoints
+   of the same agent were approvals (a rejection resets the count; auto-approvals,
+   expiries and cancellations neither count nor reset it). Per (agent, key): another agent
+   reusing a key does not inherit those approvals;
+5. otherwise prompt.
+"""
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from breakpoints.models import Breakpoint
+from breakpoints.results import TIMEOUT_POLICY_RESPONDER
+from core.actors import Actor, require_admin
+from core.choices import Status
+from core.exceptions import InvalidInput, NotFound
+from core.limits import (
+    MAX_KEY_LENGTH,
+    MAX_RULE_NOTE_LENGTH,
+    MAX_TAG_LENGTH,
+    MIN_AUTO_APPROVE_AFTER_N,
+    NO_AUTO_APPROVE_THRESHOLD,
+)
+from core.naming import FALLBACK_KEY
+from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
+from policies.patterns import PatternError, parse_pattern, stored_pattern
+
+logger = logging.getLogger(__name__)
+
+# Without a threshold, consecutiveApprovals is still reported, counted this far back.
+REPORTED_STREAK_LIMIT = 20
+MAX_HISTORY_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The autoApproval object: stored on the breakpoint at creation and returned by evaluate."""
+
+    recommended: bool
+    reason: str
+    matched_rule: str | None = None
+    consecutive_approvals: int = 0
+    responder: str | None = None  # who approves when recommended: rule:<id> or auto:after-N
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "recommended": self.recommended,
+            "reason": self.reason,
+            "matchedRule": self.matched_rule,
+            "consecutiveApprovals": self.consecutive_approvals,
+        }
+
+
+# --- rules -----------------------------------------------------------------------
+
+
+def _check_manager(actor: Actor) -> None:
+    """Admins, and the system (management commands), manage rules and tags."""
+    require_admin(actor, "Only admins may manage auto-approval rules.", or_system=True)
+
+
+def canonical_pattern(pattern: str) -> str:
+    """The canonical text of a pattern; a malformed one is a 400 naming the position."""
+    if not isinstance(pattern, str):
+        raise InvalidInput("pattern must be a string.", {"pattern": ["Must be a string."]})
+    try:
+        return str(parse_pattern(pattern))
+    except PatternError as exc:
+        raise InvalidInput(
+            f"Invalid pattern: {exc}.",
+            {"pattern": [f"{exc.message} at position {exc.position}."], "position": exc.position},
+        ) from exc
+
+
+def _rule_insert(*, pattern: str, action: str, note: str, created_by: str) -> AutoApprovalRule:
+    if action not in RuleAction.values:
+        raise InvalidInput(
+            f"action must be one of: {', '.join(RuleAction.values)}.",
+            {"action": [f"Must be one of: {', '.join(RuleAction.values)}."]},
+        )
+    note = (note or "").strip()
+    if len(note) > MAX_RULE_NOTE_LENGTH:
+        raise InvalidInput(
+            f"note has at most {MAX_RULE_NOTE_LENGTH} characters.",
+            {"note": [f"At most {MAX_RULE_NOTE_LENGTH} characters."]},
+        )
+    return AutoApprovalRule.objects.create(
+        pattern=canonical_pattern(pattern), action=action, note=note, created_by=created_by
+    )
+
+
+def rule_create(
+    *, actor: Actor, pattern: str, action: str = RuleAction.AUTO_APPROVE, note: str = ""
+) -> AutoApprovalRule:
+    """Add a rule (admins and management commands)."""
+    _check_manager(actor)
+    return _rule_insert(pattern=pattern, action=action, note=note, created_by=actor.name)
+
+
+def rule_always_approve_key(*, actor: Actor, key: str, note: str) -> AutoApprovalRule:
+    """The auto-approve rule for exactly `key`, made by a reviewer's "Always approve".
+
+    An existing identical rule is reused rather than duplicated.
+    """
+    existing = AutoApprovalRule.objects.filter(pattern=key, action=RuleAction.AUTO_APPROVE).first()
+    if existing is not None:
+        return existing
+    return _rule_insert(
+        pattern=key, action=RuleAction.AUTO_APPROVE, note=note, created_by=actor.name
+    )
+
+
+def rule_remove(*, actor: Actor, rule_id: str) -> None:
+    _check_manager(actor)
+    deleted, _ = AutoApprovalRule.objects.filter(pk=rule_id).delete()
+    if not deleted:
+        raise NotFound(f"No rule {rule_id}.")
+
+
+def rule_list() -> QuerySet[AutoApprovalRule]:
+    return AutoApprovalRule.objects.order_by("created_at", "id")
+
+
+def rule_get(rule_id: str) -> AutoApprovalRule:
+    rule = AutoApprovalRule.objects.filter(pk=rule_id).first()
+    if rule is None:
+        raise NotFound(f"No rule {rule_id}.")
+    return rule
+
+
+# --- always-break-on tags -----------------------------------------------------------
+
+
+def always_break_on_tags() -> list[str]:
+    return list(AlwaysBreakOnTag.objects.order_by("tag").values_list("tag", flat=True))
+
+
+def always_break_on_add(*, actor: Actor, tag: str, note: str = "") -> AlwaysBreakOnTag:
+    """Make `tag` always require a manual decision (idempotent)."""
+    _check_manager(actor)
+    tag = (tag or "").strip() if isinstance(tag, str) else ""
+    if not tag or len(tag) > MAX_TAG_LENGTH:
+        raise InvalidInput(
+            f"tag must be 1 to {MAX_TAG_LENGTH} characters.",
+            {"tag": [f"Must be 1 to {MAX_TAG_LENGTH} characters."]},
+        )
+    with transaction.atomic():
+        entry, _ = AlwaysBreakOnTag.objects.get_or_create(
+            tag=tag, defaults={"note": note.strip(), "created_by": actor.name}
+        )
+    return entry
+
+
+def always_break_on_remove(*, actor: Actor, tag: str) -> None:
+    _check_manager(actor)
+    deleted, _ = AlwaysBreakOnTag.objects.filter(tag=tag).delete()
+    if not deleted:
+        raise NotFound(f"{tag!r} is not an always-break-on tag.")
+
+
+# --- evaluation ----------------------------------------------------------------------
+
+
+def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
+    """How many of the latest manual decisions on `key` were approvals in a row (the streak),
+    counting at most `limit`: newest first, up to the first decision that was not one.
+
+    Only `agent_id`'s breakpoints count when it is given (what a breakpoint of that agent
+    gets); without it, every agent's (an admin's view of the key as a whole). Auto-approvals
+    and timeout-policy decisions are nobody's decision: they neither count nor break it.
+    Reads at most `limit` decisions. Without an agent, through the (key, -created_at)
+    index; with one, that index also passes other agents' rows of the key until it has
+    `limit` of this agent's (an index on (agent_id, key, -created_at) for released rows
+    would read exactly `limit`).
+    """
+    if limit < 1:
+        return 0
+    decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+    if key == FALLBACK_KEY:  # only the breakpoints that chose this key, not the unnamed ones
+        decided = decided.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
+    if agent_id is not None:
+        decided = decided.filter(agent_id=agent_id)
+    decisions = (
+        decided.exclude(auto_approval__recommended=True)
+        .exclude(result__respondedBy=TIMEOUT_POLICY_RESPONDER)  # nobody decided those either
+        .order_by("-created_at")
+        .values_list("result__approved", flat=True)[:limit]
+    )
+    streak = 0
+    for approved in decisions:
+        if approved is not True:
+            break
+        streak += 1
+    return streak
+
+
+def evaluate(
+    *,
+    key: str,
+    tags: Iterable[str] = (),
+    experts: Iterable[str] = (),
+    auto_approve_after_n: int = NO_AUTO_APPROVE_THRESHOLD,
+    agent_id: str | None = None,
+    explicit_key: bool = True,
+) -> Verdict:
+    """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
+
+    `agent_id` scopes the consecutive approvals to that agent's breakpoints; creation always
+    passes it. Without it (admins asking about a key) they are counted across all agents.
+    A breakpoint without an explicit key (`explicit_key` false: the fallback key every
+    unnamed breakpoint shares) has no decision history: nothing is counted for it.
+    """
+    tags, experts = list(tags), list(experts)
+    threshold = (
+        auto_approve_after_n
+        if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N and explicit_key
+        else NO_AUTO_APPROVE_THRESHOLD
+    )
+    streak = (
+        consecutive_approvals(
+            key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+        )
+        if explicit_key
+        else 0
+    )
+    never, auto = _matching_rules(key, tags, experts)
+    if never is not None:
+        return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
+    tag = _blocking_tag(tags)
+    if tag is not None:
+        return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
+    if auto is not None:
+        return Verdict(
+            True, f"Matched auto-approve rule: {auto.pk}", auto.pk, streak, f"rule:{auto.pk}"
+        )
+    if threshold >= 1 and streak >= threshold:
+        return Verdict(
+            True,
+            f"{streak} consecutive approvals (threshold {threshold})",
+            None,
+            streak,
+            f"auto:after-{threshold}",
+        )
+    return Verdict(False, "No matching rule", None, streak)
+
+
+def _matching_rules(
+    key: str, tags: list[str], experts: list[str]
+) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None]:
+    """The first matching never-auto-approve rule, and the first matching auto-approve one."""
+    never = auto = None
+    for rule in rule_list():
+        compiled = stored_pattern(rule.pattern)
+        if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
+            continue
+        if rule.action == RuleAction.NEVER_AUTO_APPROVE:
+            never = rule
+            break
+        auto = auto or rule
+    return never, auto
+
+
+def _blocking_tag(tags: list[str]) -> str | None:
+    """The first of `tags` that is in the always-break-on list."""
+    if not tags:
+        return None
+    blocking = set(AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True))
+    return next((tag for tag in tags if tag in blocking), None)
+
+
+def forbidding_reason(*, key: str, tags: Iterable[str], experts: Iterable[str]) -> str | None:
+    """Why no automatic approval may release this breakpoint now, or None if one may.
+
+    The rules above auto-approve rules in the precedence (never-auto-approve, always-break-on
+    tags); a timeout policy of `approve` obeys them too.
+    """
+    tags, experts = list(tags), list(experts)
+    never, _ = _matching_rules(key, tags, experts)
+    if never is not None:
+        return f"Matched never-auto-approve rule: {never.pk}"
+    tag = _blocking_tag(tags)
+    return f"Tag '{tag}' is in alwaysBreakOn" if tag is not None else None
+
+
+def check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_LENGTH:
+        raise InvalidInput(
+            f"key must be 1 to {MAX_KEY_LENGTH} characters.",
+            {"key": [f"Must be 1 to {MAX_KEY_LENGTH} characters."]},
+        )
+    return key.strip()
+
+
+def always_approve_refusal(bp: Breakpoint) -> str | None:
+    """Why "Always approve" is not offered for `bp`, or None when it is.
+
+    Not when the agent sent presentAlwaysApprove: false, nor when the key is the fallback
+    every unnamed breakpoint shares (a rule for it would approve unrelated questions).
+    """
+    if (bp.payload or {}).get("presentAlwaysApprove") is False:
+        return "The agent set presentAlwaysApprove to false."
+    if not bp.key_is_explicit:
+        return (
+            "This breakpoint has no key of its own (no breakpointId or title): a rule for "
+            f"'{bp.key}' would approve unrelated questions."
+        )
+    return None
+
+
+# --- history ---------------------------------------------------------------------------
+
+
+def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
+    """Recent decisions (released breakpoints), newest first."""
+    if not 1 <= limit <= MAX_HISTORY_LIMIT:
+        raise InvalidInput(
+            f"limit must be between 1 and {MAX_HISTORY_LIMIT}.",
+            {"limit": [f"Must be between 1 and {MAX_HISTORY_LIMIT}."]},
+        )
+    decided = Breakpoint.objects.filter(status=Status.RELEASED)
+    if key:
+        decided = decided.filter(key=key)
+    rows = decided.order_by("-created_at", "-id").only(
+        "id", "key", "title", "created_at", "released_at", "result", "auto_approval"
+    )[:limit]
+    return [
+        {
+            "breakpointId": bp.pk,
+            "key": bp.key,
+            "title": bp.title,
+            "approved": bool((bp.result or {}).get("approved")),
+            "respondedBy": (bp.result or {}).get("respondedBy"),
+            "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
+            "createdAt": bp.created_at.isoformat(),
+            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
+        }
+        for bp in rows
+    ]

@@ -1,0 +1,35 @@
+"""manage.py list_rules [--json]."""
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from policies.autoapproval import rule_list
+
+
+class Command(BaseCommand):
+    help = "List auto-approval rules, oldest first."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, as_json: bool, **options):
+        rows = [
+            {
+                "id": rule.pk,
+                "pattern": rule.pattern,
+                "action": rule.action,
+                "note": rule.note,
+                "createdBy": rule.created_by,
+                "createdAt": rule.created_at.isoformat(),
+            }
+            for rule in rule_list()
+        ]
+        if as_json:
+            self.stdout.write(json.dumps(rows, indent=2))
+            return
+        if not rows:
+            self.stdout.write("No rules.")
+        for row in rows:
+            note = f"\t# {row['note']}" if row["note"] else ""
+            self.stdout.write(f"{row['id']}\t{row['action']}\t{row['pattern']}{note}")
