@@ -10,7 +10,7 @@ from django.utils.html import format_html
 
 from audit.models import Event, EventType
 from core.console.admin import ReviewerReadOnly
-from notifications.models import redacted_url
+from core.net import redacted_url
 
 
 def shown_metadata(event: Event) -> dict[str, Any]:

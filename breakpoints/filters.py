@@ -1,6 +1,6 @@
 """The one FilterSet for breakpoints, shared by the API list and the selectors."""
 
-from datetime import UTC, timedelta
+from datetime import UTC
 
 import django_filters
 from django import forms
@@ -19,6 +19,7 @@ from core.limits import (
     MAX_RUN_ID_LENGTH,
     MAX_SEARCH_LENGTH,
     MAX_TAG_LENGTH,
+    MAX_UTC_OFFSET,
 )
 from core.storable import text_problem
 
@@ -39,7 +40,6 @@ class TagValuesField(forms.Field):
 
 
 # PostgreSQL's timestamptz takes UTC offsets up to 15:59 either way (a DataError beyond).
-MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):

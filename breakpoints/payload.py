@@ -12,10 +12,9 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from core.choices import FileFormat, OnTimeout, Strategy
+from core.choices import FileFormat, Strategy
 from core.exceptions import InvalidInput
 from core.limits import (
-    MAX_AUTO_APPROVE_AFTER_N,
     MAX_CONTENT_LENGTH,
     MAX_EXPERT_NAME_LENGTH,
     MAX_EXPERTS,
@@ -31,13 +30,11 @@ from core.limits import (
     MAX_TAG_LENGTH,
     MAX_TAGS,
     MAX_TITLE_LENGTH,
-    MAX_TTL_SECONDS,
     MIN_AUTO_APPROVE_AFTER_N,
-    MIN_REMIND_EVERY_SECONDS,
-    NO_AUTO_APPROVE_THRESHOLD,
 )
 from core.naming import FALLBACK_KEY
 from core.storable import storable_problem, text_problem
+from policies.validators import auto_approve_after_n_problem, check_timeout_policy, is_int
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -51,10 +48,6 @@ class BreakpointFields:
     question: str | None
     tags: list[str]
     key: str
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_string(errors: dict, path: str, value: Any, *, max_length: int = 10_000) -> None:
@@ -223,7 +216,7 @@ def validate_payload(payload: Any) -> None:
             payload["previousFeedback"],
             max_length=MAX_PREVIOUS_FEEDBACK_LENGTH,
         )
-    if "attempt" in payload and not (_is_int(payload["attempt"]) and payload["attempt"] >= 1):
+    if "attempt" in payload and not (is_int(payload["attempt"]) and payload["attempt"] >= 1):
         errors["payload.attempt"] = ["Must be a whole number, 1 or more."]
     if "breakpointId" in payload:
         value = payload["breakpointId"]
@@ -248,53 +241,6 @@ def validate_payload(payload: Any) -> None:
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)
-
-
-def _check_seconds(errors: dict, path: str, value: Any, low: int) -> None:
-    if not (_is_int(value) and low <= value <= MAX_TTL_SECONDS):
-        errors[path] = [f"Must be a whole number of seconds from {low} to {MAX_TTL_SECONDS}."]
-
-
-def check_timeout_policy(errors: dict, payload: Mapping[str, Any], prefix: str = "payload") -> None:
-    """onTimeout, escalateAfterSeconds + escalateTo, remindEverySeconds (a payload, or a
-    route's defaults: `prefix` names where they are in the error paths)."""
-    on_timeout = payload.get("onTimeout")
-    if on_timeout is not None and on_timeout not in OnTimeout.values:
-        errors[f"{prefix}.onTimeout"] = [f"Must be one of: {', '.join(OnTimeout.values)}."]
-    if payload.get("escalateAfterSeconds") is not None:
-        _check_seconds(errors, f"{prefix}.escalateAfterSeconds", payload["escalateAfterSeconds"], 1)
-    if payload.get("remindEverySeconds") is not None:
-        _check_seconds(
-            errors,
-            f"{prefix}.remindEverySeconds",
-            payload["remindEverySeconds"],
-            MIN_REMIND_EVERY_SECONDS,
-        )
-    escalate_to = payload.get("escalateTo")
-    if escalate_to is not None:
-        if not isinstance(escalate_to, str) or not escalate_to.strip():
-            errors[f"{prefix}.escalateTo"] = ["Must be an expert name (a non-empty string)."]
-        elif len(escalate_to) > MAX_EXPERT_NAME_LENGTH:
-            errors[f"{prefix}.escalateTo"] = [f"At most {MAX_EXPERT_NAME_LENGTH} characters."]
-        elif problem := text_problem(escalate_to):
-            errors[f"{prefix}.escalateTo"] = [problem]
-    elif on_timeout == OnTimeout.ESCALATE or payload.get("escalateAfterSeconds") is not None:
-        errors[f"{prefix}.escalateTo"] = [
-            "Required with onTimeout: escalate or escalateAfterSeconds: the expert to escalate to."
-        ]
-
-
-def auto_approve_after_n_problem(value: Any) -> str | None:
-    """What is wrong with an autoApproveAfterN (payload, API, console, command), or None."""
-    if _is_int(value) and (
-        value == NO_AUTO_APPROVE_THRESHOLD
-        or MIN_AUTO_APPROVE_AFTER_N <= value <= MAX_AUTO_APPROVE_AFTER_N
-    ):
-        return None
-    return (
-        f"Must be {NO_AUTO_APPROVE_THRESHOLD} (disabled) or a whole number from "
-        f"{MIN_AUTO_APPROVE_AFTER_N} to {MAX_AUTO_APPROVE_AFTER_N}."
-    )
 
 
 def _explicit_key(payload: Mapping[str, Any], title: str | None) -> str:

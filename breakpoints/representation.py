@@ -83,3 +83,12 @@ def breakpoints_json(breakpoints: Iterable[Breakpoint]) -> list[dict[str, Any]]:
     chosen = list(breakpoints)
     seats = routing.resolve({name for bp in chosen for name in bp.experts})
     return [breakpoint_json(bp, seats) for bp in chosen]
+
+
+def represented(breakpoint_ids: list[str]) -> list[tuple[Breakpoint, dict[str, Any]]]:
+    """The breakpoints `breakpoint_ids` read now, each with its representation (in
+    queries per batch: the feedback prefetched)."""
+    breakpoints = list(
+        Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
+    )
+    return list(zip(breakpoints, breakpoints_json(breakpoints), strict=True))

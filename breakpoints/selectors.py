@@ -8,12 +8,16 @@ an overdue waiting breakpoint before anyone sees it.
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import AgentPrincipal
-from core.exceptions import NotFound
+from core.choices import Status
+from core.exceptions import InvalidInput, NotFound
+from core.naming import FALLBACK_KEY
+from policies.autoapproval import MAX_HISTORY_LIMIT
 
 
 def breakpoint_list(user: Any) -> QuerySet[Breakpoint]:
@@ -62,3 +66,67 @@ def breakpoint_events(user: Any, breakpoint_id: str) -> QuerySet[Event]:
     if isinstance(user, AgentPrincipal):
         events = events.exclude(type__in=[EventType.NOTIFICATION, EventType.REFUSED])
     return events.order_by("timestamp", "id")
+
+
+# --- decision history (auto-approval's streaks, breakpoint_history) ---------------
+
+
+def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
+    """How many of the latest manual decisions on `key` were approvals in a row (the streak),
+    counting at most `limit`: newest first, up to the first decision that was not one.
+
+    Only `agent_id`'s breakpoints count when it is given (what a breakpoint of that agent
+    gets); without it, every agent's (an admin's view of the key as a whole). Auto-approvals
+    and timeout-policy decisions are nobody's decision: they neither count nor break it.
+    Reads at most `limit` decisions. Without an agent, through the (key, -created_at)
+    index; with one, that index also passes other agents' rows of the key until it has
+    `limit` of this agent's (an index on (agent_id, key, -created_at) for released rows
+    would read exactly `limit`).
+    """
+    if limit < 1:
+        return 0
+    decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+    if key == FALLBACK_KEY:  # only the breakpoints that chose this key, not the unnamed ones
+        decided = decided.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
+    if agent_id is not None:
+        decided = decided.filter(agent_id=agent_id)
+    decisions = (
+        decided.exclude(auto_approval__recommended=True)
+        .exclude(result__respondedBy=TIMEOUT_POLICY_RESPONDER)  # nobody decided those either
+        .order_by("-created_at")
+        .values_list("result__approved", flat=True)[:limit]
+    )
+    streak = 0
+    for approved in decisions:
+        if approved is not True:
+            break
+        streak += 1
+    return streak
+
+
+def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
+    """Recent decisions (released breakpoints), newest first."""
+    if not 1 <= limit <= MAX_HISTORY_LIMIT:
+        raise InvalidInput(
+            f"limit must be between 1 and {MAX_HISTORY_LIMIT}.",
+            {"limit": [f"Must be between 1 and {MAX_HISTORY_LIMIT}."]},
+        )
+    decided = Breakpoint.objects.filter(status=Status.RELEASED)
+    if key:
+        decided = decided.filter(key=key)
+    rows = decided.order_by("-created_at", "-id").only(
+        "id", "key", "title", "created_at", "released_at", "result", "auto_approval"
+    )[:limit]
+    return [
+        {
+            "breakpointId": bp.pk,
+            "key": bp.key,
+            "title": bp.title,
+            "approved": bool((bp.result or {}).get("approved")),
+            "respondedBy": (bp.result or {}).get("respondedBy"),
+            "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
+            "createdAt": bp.created_at.isoformat(),
+            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
+        }
+        for bp in rows
+    ]

@@ -1,6 +1,5 @@
 """Request-wide concerns: correlation ids, the request body size limit, database outages."""
 
-import re
 import uuid
 from collections.abc import Callable
 
@@ -8,16 +7,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from core import outage
+from core.asgi_http import valid_request_id
 from core.errors import error_response, unavailable_response
 from core.logging import current_request, current_request_id
 from ops import health, metrics
-
-_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-
-
-def valid_request_id(incoming: str) -> str | None:
-    """The caller's X-Request-ID when it is well formed (else the server mints one)."""
-    return incoming if _VALID_REQUEST_ID.match(incoming) else None
 
 
 class RequestIDMiddleware:

@@ -329,6 +329,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.strip_trailing_slashes",
+        "breakpoints.api.schema.input_rules",
     ],
 }
 

@@ -34,7 +34,7 @@ from breakpoints.services import breakpoint_expire
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer
 from core.choices import Status
-from core.console.admin import ReviewerReadOnly
+from core.console.admin import InputFilter, ReviewerReadOnly
 from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
 from core.rendering import html as rendering
@@ -56,31 +56,6 @@ SOON_SECONDS = 5 * 60
 # The queue's default order: waiting first, oldest waiting at the top; then the rest,
 # newest first. Expressions (not field names), so no column claims to be "the" sort.
 QUEUE_ORDERING: list[str | Combinable] = list(QUEUE_ORDER)
-
-
-class InputFilter(admin.SimpleListFilter):
-    """A sidebar filter with a text box (for values too many to list: tags, agents)."""
-
-    template = "admin/breakpoints/input_filter.html"
-
-    def lookups(self, request, model_admin):
-        return ()
-
-    def has_output(self) -> bool:
-        return True
-
-    def choices(self, changelist):
-        # Every other current parameter rides along as a hidden field, so filters combine.
-        yield {
-            "value": self.value() or "",
-            "parameter_name": self.parameter_name,
-            "clear_query_string": changelist.get_query_string(remove=[self.parameter_name]),
-            "hidden_params": [
-                (key, value)
-                for key, value in changelist.params.items()
-                if key != self.parameter_name
-            ],
-        }
 
 
 class TagFilter(InputFilter):

@@ -3,11 +3,11 @@ the body reader): headers, the client address, the request id, and JSON answers 
 envelope."""
 
 import json
+import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from config.middleware import valid_request_id
 from core.ratelimits import address_of
 
 Scope = dict[str, Any]
@@ -19,6 +19,13 @@ SECURITY_HEADERS = (
     (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 )
+
+_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+def valid_request_id(incoming: str) -> str | None:
+    """The caller's X-Request-ID when it is well formed (else the server mints one)."""
+    return incoming if _VALID_REQUEST_ID.match(incoming) else None
 
 
 def header(scope: Scope, name: bytes) -> str | None:

@@ -4,6 +4,8 @@ Serializers, forms, filters, models, commands and services import these; nothing
 a number. Database column sizes are limits too: a model's max_length names one of these.
 """
 
+from datetime import timedelta
+
 # --- the breakpoint's own fields ---------------------------------------------------
 BREAKPOINT_ID_LENGTH = 40  # Breakpoint.id (bp_ + random); longer ids are never queried
 MAX_AGENT_ID_LENGTH = 128
@@ -76,3 +78,6 @@ MAX_FUNCTION_NESTING = 8  # function calls inside function calls
 MAX_EXPRESSION_STEPS = 1_000_000
 MAX_SELECTED_BREAKPOINTS = 100  # a release or cancel acts on at most this many
 EVENT_TOLERANCE_SECONDS = 5 * 60  # signed timestamps older or newer than this are refused
+
+# PostgreSQL's timestamptz takes UTC offsets up to 15:59 either way.
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)

@@ -102,3 +102,17 @@ def post_pinned(
             error = exc
     assert error is not None  # vetted_addresses never returns an empty list
     raise error
+
+
+def redacted_url(url: str) -> str:
+    """The URL without user:password, query string or fragment: scheme, host, port, path.
+
+    A subscription's URL may carry credentials; only this form goes into the audit trail,
+    the API and the console's lists.
+    """
+    try:
+        parts = urlsplit(str(url))
+        host = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return ""
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

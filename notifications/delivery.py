@@ -27,10 +27,11 @@ from audit.models import EventType
 from audit.services import event_record
 from core import net as guard
 from core.choices import Channel
+from core.net import redacted_url
 from notifications import outbox, targets
 from notifications import senders as channels
 from notifications.base import Sent
-from notifications.models import DeliveryStatus, WebhookDelivery, redacted_url
+from notifications.models import DeliveryStatus, WebhookDelivery
 from notifications.outbox import sendable
 
 WEBHOOK_ACTOR = "system:webhooks"

@@ -11,13 +11,12 @@ A channel that is not configured (no SLACK_BOT_TOKEN, no JIRA_URL, email off) is
 """
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 
 from accounts import experts as routing
 from audit.models import EventType
-from breakpoints.models import Breakpoint
 from core.choices import Channel
 from notifications.models import WebhookDelivery
 from policies.routes import EXPERTS, routes_matching
@@ -27,6 +26,15 @@ Target = tuple[str, dict[str, Any]]  # (channel, target)
 ANNOUNCING = frozenset({EventType.CREATED, EventType.REMINDER, EventType.ESCALATED})
 OUTCOMES = frozenset({EventType.RELEASED, EventType.EXPIRED, EventType.CANCELLED})
 DEFAULT_SPECS = [{"kind": Channel.EMAIL, "to": EXPERTS}]
+
+
+class Routed(Protocol):
+    """What routing reads of a breakpoint (breakpoints.models.Breakpoint has it)."""
+
+    pk: Any
+    key: str
+    tags: list[str]
+    experts: list[str]
 
 
 def configured(channel: str) -> bool:
@@ -44,7 +52,7 @@ def any_configured() -> bool:
     return any(configured(channel) for channel in (Channel.SLACK, Channel.EMAIL, Channel.JIRA))
 
 
-def channel_targets(bp: Breakpoint, event_type: str) -> list[Target]:
+def channel_targets(bp: Routed, event_type: str) -> list[Target]:
     """The targets of one breakpoint's event (see the module docstring)."""
     if not any_configured():
         return []
@@ -58,7 +66,7 @@ def channel_targets(bp: Breakpoint, event_type: str) -> list[Target]:
     return []
 
 
-def _route_targets(bp: Breakpoint, event_type: str) -> list[Target]:
+def _route_targets(bp: Routed, event_type: str) -> list[Target]:
     routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
     specs = [spec for route in routes for spec in route.channels] if routes else DEFAULT_SPECS
     targets: list[Target] = []

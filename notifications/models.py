@@ -2,13 +2,13 @@
 
 import base64
 import secrets
-from urllib.parse import urlsplit, urlunsplit
 
 from django.db import models
 from django.db.models import Q
 
 from core import limits
 from core.choices import Channel
+from core.net import redacted_url
 
 
 def new_delivery_id() -> str:
@@ -18,20 +18,6 @@ def new_delivery_id() -> str:
 
 def new_webhook_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-def redacted_url(url: str) -> str:
-    """The URL without user:password, query string or fragment: scheme, host, port, path.
-
-    A subscription's URL may carry credentials; only this form goes into the audit trail,
-    the API and the console's lists.
-    """
-    try:
-        parts = urlsplit(str(url))
-        host = parts.netloc.rpartition("@")[2]
-    except ValueError:
-        return ""
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class WebhookQuerySet(models.QuerySet["Webhook"]):

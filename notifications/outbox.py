@@ -6,7 +6,7 @@ the sweep (deliveries_due, run by beat) re-publishes every pending row that is d
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,11 +14,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from breakpoints.models import Breakpoint
-from breakpoints.representation import breakpoint_json, breakpoints_json
-from config.celery import publish
 from core.exceptions import InvalidState, NotFound
-from notifications.fanout import Target, channel_targets, shown_targets
+from core.publishing import publish
+from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
 
 # The worker's task (breakpoints.tasks registers it under this name): published by name,
@@ -65,37 +63,38 @@ def _body(event_type: str, now: datetime, data: dict) -> dict:
     )
 
 
-def deliveries_enqueue(*, breakpoint: Breakpoint, event_type: str) -> list[str]:
+def deliveries_enqueue(*, breakpoint: Routed, data: dict, event_type: str) -> list[str]:
     """Write one pending delivery per interested subscriber and channel target, in the
-    caller's transaction."""
+    caller's transaction; `data` is the breakpoint's representation, the body's data."""
     subscribers = _subscribers(event_type)
     targets = channel_targets(breakpoint, event_type)
     if not subscribers and not targets:
         return []
     now = timezone.now()
-    body = _body(event_type, now, breakpoint_json(breakpoint))
+    body = _body(event_type, now, data)
     return _deliveries_write([(breakpoint, body, targets)], subscribers, event_type, now)
 
 
-def deliveries_enqueue_bulk(*, breakpoint_ids: list[str], event_type: str) -> list[str]:
+def deliveries_enqueue_bulk(
+    *,
+    breakpoint_ids: list[str],
+    event_type: str,
+    represented: Callable[[list[str]], Sequence[tuple[Routed, dict]]],
+) -> list[str]:
     """deliveries_enqueue for many breakpoints (the TTL sweep), in queries per batch, not per row.
 
-    The rows are read back in the caller's transaction, so each body shows the breakpoint
-    as the change left it, exactly as the single path does; nothing is read without a
-    subscriber.
+    `represented` reads the rows back with their representations, in the caller's
+    transaction, so each body shows the breakpoint as the change left it, exactly as the
+    single path does; nothing is read without a subscriber.
     """
     subscribers = _subscribers(event_type)
     shown = shown_targets(breakpoint_ids) if breakpoint_ids else {}
     if not breakpoint_ids or (not subscribers and not shown):
         return []
     now = timezone.now()
-    breakpoints = list(
-        Breakpoint.objects.filter(pk__in=breakpoint_ids).order_by().prefetch_related("feedback")
-    )
-    bodies = [_body(event_type, now, data) for data in breakpoints_json(breakpoints)]
     rows = [
-        (bp, body, shown.get(bp.pk, []))
-        for bp, body in zip(breakpoints, bodies, strict=True)
+        (bp, _body(event_type, now, data), shown.get(bp.pk, []))
+        for bp, data in represented(breakpoint_ids)
         if subscribers or bp.pk in shown
     ]
     return _deliveries_write(rows, subscribers, event_type, now)
@@ -112,8 +111,12 @@ def deliveries_enqueue_unattached(*, event_type: str, data: dict) -> list[str]:
     )
 
 
+def _id(bp: Routed | None) -> str | None:
+    return None if bp is None else bp.pk
+
+
 def _deliveries_write(
-    rows: Sequence[tuple[Breakpoint | None, dict, list[Target]]],
+    rows: Sequence[tuple[Routed | None, dict, list[Target]]],
     subscribers: list[Webhook],
     event_type: str,
     now: datetime,
@@ -124,12 +127,14 @@ def _deliveries_write(
     deliveries = WebhookDelivery.objects.bulk_create(
         [
             *(
-                WebhookDelivery(webhook=webhook, breakpoint=bp, body=body, **common)
+                WebhookDelivery(webhook=webhook, breakpoint_id=_id(bp), body=body, **common)
                 for bp, body, _ in rows
                 for webhook in subscribers
             ),
             *(
-                WebhookDelivery(channel=channel, target=target, breakpoint=bp, body=body, **common)
+                WebhookDelivery(
+                    channel=channel, target=target, breakpoint_id=_id(bp), body=body, **common
+                )
                 for bp, body, targets in rows
                 for channel, target in targets
             ),
@@ -141,7 +146,7 @@ def _deliveries_write(
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:
-    """Hand deliveries to the workers (config.celery.publish: never raises; the outbox
+    """Hand deliveries to the workers (core.publishing.publish: never raises; the outbox
     sweep publishes what a failed publish left pending)."""
     return publish(DELIVER_TASK, delivery_ids)
 

@@ -1,32 +1,25 @@
-"""The Slack, email and JIRA channels' outbound side, all through the webhooks' outbox.
+"""The senders of the channels other than webhooks: one per channel, registered by it.
 
-- routes: notification routes (admins): which channels hear about which breakpoints
-- fanout: the channel targets of one breakpoint event (the outbox writes one delivery each)
-- slack (with slack_blocks, its messages), email (with email_links, the signed one-time
-  decision links in its mails), jira: each one attempt of a delivery (`send`)
-- base: what a send returns (Sent), links to the console
-
-The inbound side (Slack's buttons, the email links' decision page, JIRA's webhook) is in
-breakpoints.integrations. The outbox (notifications.outbox) writes channel
-deliveries in the transaction of the change, like webhook ones;
-notifications.delivery claims, sends through `send` below, retries with backoff and
-records every attempt.
+The outbox writes a Slack, email or JIRA delivery like a webhook one, in the
+transaction of the change; notifications.delivery claims it, sends it through `send`
+below, retries with backoff and records every attempt. Each channel's package registers
+its sender when the app registry is ready (channels.apps), so this app imports none of
+them.
 """
 
 from collections.abc import Callable
 
-from channels.email import messages as email
-from channels.jira import issues as jira
-from channels.slack import messages as slack
-from core.choices import Channel
 from notifications.base import Sent
 from notifications.models import WebhookDelivery
 
-SENDERS: dict[str, Callable[[WebhookDelivery], Sent]] = {
-    Channel.SLACK: slack.send,
-    Channel.EMAIL: email.send,
-    Channel.JIRA: jira.send,
-}
+Sender = Callable[[WebhookDelivery], Sent]
+
+SENDERS: dict[str, Sender] = {}
+
+
+def register(channel: str, sender: Sender) -> None:
+    """`sender` makes one attempt of a delivery on `channel` (slack, email, jira)."""
+    SENDERS[channel] = sender
 
 
 def send(delivery: WebhookDelivery) -> Sent:
@@ -34,4 +27,4 @@ def send(delivery: WebhookDelivery) -> Sent:
     return SENDERS[delivery.channel](delivery)
 
 
-__all__ = ["SENDERS", "Sent", "send"]
+__all__ = ["SENDERS", "Sent", "register", "send"]

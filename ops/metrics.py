@@ -18,8 +18,6 @@ Without it (`make run`) the series are this process's own.
 import hmac
 import ipaddress
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
@@ -35,8 +33,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
-    Counter,
-    Gauge,
     Histogram,
     generate_latest,
 )
@@ -48,7 +44,11 @@ from psycopg_pool import PoolTimeout
 from accounts.authentication import bearer_credentials
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint
-from breakpoints.waiting.hub import hub_state
+from breakpoints.waiting.metrics import (
+    ensure_process_gauges_refresher,
+    multiprocess_enabled,
+    refresh_process_gauges,
+)
 from core.choices import Status
 from core.ratelimits import client_address
 from notifications.models import DeliveryStatus, WebhookDelivery
@@ -61,12 +61,6 @@ COUNT_CAP = 10_000
 # Events by type are counted among at most this many newest events (by primary key).
 EVENT_WINDOW = 10_000
 EVENT_WINDOW_SECONDS = 3600
-# How often a process under PROMETHEUS_MULTIPROC_DIR writes its long-poll gauges.
-PROCESS_GAUGE_REFRESH_SECONDS = 5.0
-
-
-def multiprocess_enabled() -> bool:
-    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 
 
 # --- process metrics -----------------------------------------------------------------
@@ -76,62 +70,6 @@ REQUEST_DURATION = Histogram(
     "Django requests by resolved route name, method and status class (2xx, 4xx, 5xx).",
     ["route", "method", "status"],
 )
-STATUS_REQUESTS = Counter(
-    "bpm_status_requests",
-    "Status requests answered by the waiting handler (GET .../status with a Bearer token), "
-    "by kind: one breakpoint or many.",
-    ["kind"],
-)
-LONGPOLLS_OPEN = Gauge(
-    "bpm_longpolls_open",
-    "Long-polls (status requests waiting for a decision) held by the web processes.",
-    multiprocess_mode="livesum",
-)
-LISTENER_UP = Gauge(
-    "bpm_waiting_listener_up",
-    "1 when every web process's wake-up listener (PostgreSQL LISTEN) is up; 0 when one is "
-    "down (reconnecting) or there is none (SQLite, or no ASGI lifespan).",
-    multiprocess_mode="livemin",
-)
-
-
-def refresh_process_gauges() -> None:
-    state = hub_state()
-    LONGPOLLS_OPEN.set(state["waiters"])
-    LISTENER_UP.set(1 if state["listener"] == "up" else 0)
-
-
-_refresher_pid: int | None = None
-_refresher_lock = threading.Lock()
-
-
-def ensure_process_gauges_refresher() -> None:
-    """Under PROMETHEUS_MULTIPROC_DIR, write this process's long-poll gauges every few
-    seconds: a scrape is answered by one process and cannot ask the others."""
-    global _refresher_pid
-    pid = os.getpid()
-    if _refresher_pid == pid or not multiprocess_enabled():
-        return
-    with _refresher_lock:
-        if _refresher_pid == pid:
-            return
-        _refresher_pid = pid
-        threading.Thread(target=_refresh_forever, name="metrics-refresh", daemon=True).start()
-
-
-def _refresh_forever() -> None:
-    while True:
-        try:
-            refresh_process_gauges()
-        except Exception:  # noqa: BLE001 - a metrics thread must never die of a bad read
-            logger.debug("Could not refresh the long-poll gauges", exc_info=True)
-        time.sleep(PROCESS_GAUGE_REFRESH_SECONDS)
-
-
-def count_status_request(*, many: bool) -> None:
-    """Called by the waiting handler for each status request it serves."""
-    STATUS_REQUESTS.labels(kind="many" if many else "one").inc()
-    ensure_process_gauges_refresher()
 
 
 # --- domain metrics, read at scrape time -------------------------------------------

@@ -14,15 +14,12 @@ Precedence, highest first (babysitter's table):
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
-from breakpoints.models import Breakpoint
-from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import Actor, require_admin
-from core.choices import Status
 from core.exceptions import InvalidInput, NotFound
 from core.limits import (
     MAX_KEY_LENGTH,
@@ -31,7 +28,6 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
     NO_AUTO_APPROVE_THRESHOLD,
 )
-from core.naming import FALLBACK_KEY
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
 from policies.patterns import PatternError, parse_pattern, stored_pattern
 
@@ -168,40 +164,39 @@ def always_break_on_remove(*, actor: Actor, tag: str) -> None:
         raise NotFound(f"{tag!r} is not an always-break-on tag.")
 
 
+class Keyed(Protocol):
+    """What always_approve_refusal reads of a breakpoint."""
+
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def key_is_explicit(self) -> bool: ...
+
+
 # --- evaluation ----------------------------------------------------------------------
 
 
-def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) -> int:
-    """How many of the latest manual decisions on `key` were approvals in a row (the streak),
-    counting at most `limit`: newest first, up to the first decision that was not one.
+class DecisionHistory(Protocol):
+    def __call__(self, key: str, *, agent_id: str | None = None, limit: int) -> int: ...
 
-    Only `agent_id`'s breakpoints count when it is given (what a breakpoint of that agent
-    gets); without it, every agent's (an admin's view of the key as a whole). Auto-approvals
-    and timeout-policy decisions are nobody's decision: they neither count nor break it.
-    Reads at most `limit` decisions. Without an agent, through the (key, -created_at)
-    index; with one, that index also passes other agents' rows of the key until it has
-    `limit` of this agent's (an index on (agent_id, key, -created_at) for released rows
-    would read exactly `limit`).
-    """
-    if limit < 1:
-        return 0
-    decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
-    if key == FALLBACK_KEY:  # only the breakpoints that chose this key, not the unnamed ones
-        decided = decided.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
-    if agent_id is not None:
-        decided = decided.filter(agent_id=agent_id)
-    decisions = (
-        decided.exclude(auto_approval__recommended=True)
-        .exclude(result__respondedBy=TIMEOUT_POLICY_RESPONDER)  # nobody decided those either
-        .order_by("-created_at")
-        .values_list("result__approved", flat=True)[:limit]
-    )
-    streak = 0
-    for approved in decisions:
-        if approved is not True:
-            break
-        streak += 1
-    return streak
+
+_decision_history: DecisionHistory | None = None
+
+
+def decision_history_register(reader: DecisionHistory) -> None:
+    """The streak of approvals of a key, read from the breakpoints' decisions: registered by
+    the breakpoints app when ready (breakpoints.selectors.consecutive_approvals), so this
+    app does not import it."""
+    global _decision_history
+    _decision_history = reader
+
+
+def _streak(key: str, *, agent_id: str | None, limit: int) -> int:
+    if _decision_history is None:
+        raise RuntimeError("No decision history registered (the breakpoints app is not ready).")
+    return _decision_history(key, agent_id=agent_id, limit=limit)
 
 
 def evaluate(
@@ -227,7 +222,7 @@ def evaluate(
         else NO_AUTO_APPROVE_THRESHOLD
     )
     streak = (
-        consecutive_approvals(
+        _streak(
             key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
         )
         if explicit_key
@@ -301,7 +296,7 @@ def check_key(key: Any) -> str:
     return key.strip()
 
 
-def always_approve_refusal(bp: Breakpoint) -> str | None:
+def always_approve_refusal(bp: Keyed) -> str | None:
     """Why "Always approve" is not offered for `bp`, or None when it is.
 
     Not when the agent sent presentAlwaysApprove: false, nor when the key is the fallback
@@ -315,34 +310,3 @@ def always_approve_refusal(bp: Breakpoint) -> str | None:
             f"'{bp.key}' would approve unrelated questions."
         )
     return None
-
-
-# --- history ---------------------------------------------------------------------------
-
-
-def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
-    """Recent decisions (released breakpoints), newest first."""
-    if not 1 <= limit <= MAX_HISTORY_LIMIT:
-        raise InvalidInput(
-            f"limit must be between 1 and {MAX_HISTORY_LIMIT}.",
-            {"limit": [f"Must be between 1 and {MAX_HISTORY_LIMIT}."]},
-        )
-    decided = Breakpoint.objects.filter(status=Status.RELEASED)
-    if key:
-        decided = decided.filter(key=key)
-    rows = decided.order_by("-created_at", "-id").only(
-        "id", "key", "title", "created_at", "released_at", "result", "auto_approval"
-    )[:limit]
-    return [
-        {
-            "breakpointId": bp.pk,
-            "key": bp.key,
-            "title": bp.title,
-            "approved": bool((bp.result or {}).get("approved")),
-            "respondedBy": (bp.result or {}).get("respondedBy"),
-            "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
-            "createdAt": bp.created_at.isoformat(),
-            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
-        }
-        for bp in rows
-    ]

@@ -10,7 +10,6 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from breakpoints.payload import check_timeout_policy
 from core import limits
 from core.actors import Actor, require_admin
 from core.choices import Channel
@@ -18,6 +17,7 @@ from core.exceptions import Conflict, InvalidInput, NotFound
 from core.storable import storable_text
 from policies.models import NotificationRoute
 from policies.patterns import PatternError, parse_pattern, stored_pattern
+from policies.validators import check_timeout_policy
 
 ROUTES_REFUSAL = "Only admins manage notification routes."
 EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)

@@ -18,9 +18,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from console.admin import InputFilter
 from core.actors import Actor
-from core.console.admin import AdminOnly, ServiceAdmin, ShownOnce
+from core.console.admin import AdminOnly, InputFilter, ServiceAdmin, ShownOnce
 from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
 from core.limits import (

@@ -7,6 +7,7 @@ from breakpoints.payload import KEY_PATTERN
 from core import limits
 from core.api.schema import NOT_BLANK
 from core.choices import FileFormat, OnTimeout, Strategy
+from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA, ESCALATE_TO_DESCRIPTION
 
 
 def _nullable(schema: dict) -> dict:
@@ -20,19 +21,6 @@ def text_schema(max_length: int) -> dict:
 # Rules that tie one key to another are said in words (and enforced with a 400 by
 # breakpoints.payload), never as anyOf/oneOf/not: code generators cannot express those
 # and drop or mangle the object's own properties (openapi-python-client did).
-ESCALATE_TO_DESCRIPTION = (
-    "An expert name. Required (a name, not null) when escalateAfterSeconds is set or "
-    "onTimeout is escalate; without it such a request is refused with 400."
-)
-# -1 (never auto-approve) or MIN..MAX: one integer range, 0 refused in words and with a 400.
-AUTO_APPROVE_AFTER_N_SCHEMA = {
-    "type": "integer",
-    "minimum": limits.NO_AUTO_APPROVE_THRESHOLD,
-    "maximum": limits.MAX_AUTO_APPROVE_AFTER_N,
-    "description": f"Auto-approve after this many consecutive manual approvals of the same "
-    f"key: {limits.MIN_AUTO_APPROVE_AFTER_N}-{limits.MAX_AUTO_APPROVE_AFTER_N}, or "
-    f"{limits.NO_AUTO_APPROVE_THRESHOLD} for never; 0 is refused with 400.",
-}
 
 FORMAT_DESCRIPTION = (
     "How the console shows the file. When omitted (or null) it is inferred from the path's "

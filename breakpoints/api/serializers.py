@@ -18,8 +18,9 @@ from core.api.fields import (
     StrictIntegerField,
     TagListField,
 )
-from core.api.schema import ERROR_CODES, NOT_BLANK
+from core.api.schema import NOT_BLANK
 from core.choices import Status, Strategy
+from policies.api.serializers import AutoApprovalSerializer
 
 # --- documentation-only shapes ------------------------------------------------
 
@@ -83,31 +84,6 @@ class ExpertSerializer(serializers.Serializer):
         allow_null=True,
         help_text="What the name resolved to; null when unresolved.",
     )
-
-
-class AutoApprovalSerializer(serializers.Serializer):
-    recommended = serializers.BooleanField()
-    reason = serializers.CharField()
-    matchedRule = serializers.CharField(allow_null=True)
-    consecutiveApprovals = serializers.IntegerField()
-
-
-class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.ChoiceField(
-        choices=list(ERROR_CODES),
-        help_text="validation_error (400), not_authenticated (401), permission_denied (403), "
-        "not_found (404), method_not_allowed (405), not_acceptable (406), invalid_state, "
-        "idempotency_conflict and conflict (409), payload_too_large (413), unsupported_media_type (415), "
-        "throttled (429), server_error (500), unavailable (503).",
-    )
-    message = serializers.CharField()
-    details = serializers.DictField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The error envelope every API error uses."""
-
-    error = ErrorBodySerializer()
 
 
 @extend_schema_field(BreakpointResultSerializer(allow_null=True))

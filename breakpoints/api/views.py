@@ -12,7 +12,6 @@ from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
     BreakpointSerializer,
     CancelSerializer,
-    ErrorSerializer,
     EventListSerializer,
     FeedbackCreatedSerializer,
     FeedbackCreateSerializer,
@@ -31,29 +30,9 @@ from core.actors import actor_for_request_user
 from core.api.pagination import BreakpointCursorPagination
 from core.api.permissions import IsAgentOrReviewer, IsReviewer
 from core.api.schema import NOT_BLANK
+from core.api.views import error_responses, validated
 from core.exceptions import InvalidInput, NotFound
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
-
-
-def _errors(*codes: int, invalid: str = "") -> dict:
-    """Error responses of an operation; `invalid` names the input rules its 400 enforces
-    that the request schema states only in words (rules between fields)."""
-    descriptions = {
-        400: "validation_error",
-        401: "not_authenticated",
-        403: "permission_denied",
-        404: "not_found",
-        409: "invalid_state, idempotency_conflict or conflict",
-        413: "payload_too_large",
-        429: "throttled (with Retry-After)",
-        503: "unavailable (with Retry-After)",
-    }
-    if invalid:
-        descriptions[400] = f"validation_error, among others when {invalid}"
-    return {
-        code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes
-    }
-
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -83,7 +62,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     @extend_schema(
         summary="List breakpoints",
         description="Reviewers see all breakpoints, agents only their own. Newest first.",
-        responses={200: BreakpointSerializer(many=True), **_errors(400, 401, 403)},
+        responses={200: BreakpointSerializer(many=True), **error_responses(400, 401, 403)},
     )
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
@@ -102,7 +81,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         responses={
             201: BreakpointSerializer,
             200: OpenApiResponse(BreakpointSerializer, description="Idempotent replay."),
-            **_errors(
+            **error_responses(
                 400,
                 401,
                 403,
@@ -114,7 +93,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         },
     )
     def create(self, request: Request) -> Response:
-        data = _validated(BreakpointCreateSerializer, request)
+        data = validated(BreakpointCreateSerializer, request)
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is not None and (
             not idempotency_key.strip() or len(idempotency_key) > MAX_IDEMPOTENCY_KEY_LENGTH
@@ -141,7 +120,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Get a breakpoint",
-        responses={200: BreakpointSerializer, **_errors(401, 403, 404)},
+        responses={200: BreakpointSerializer, **error_responses(401, 403, 404)},
     )
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(BreakpointSerializer(services.breakpoint_read(request.user, pk)).data)
@@ -152,7 +131,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         "answer is held while the breakpoint is waiting, until it is decided or N seconds "
         "pass; a decided one answers at once. `pollAfterMs` hints when to ask again.",
         parameters=[StatusQuerySerializer],
-        responses={200: StatusSerializer, **_errors(400, 401, 403, 404, 429, 503)},
+        responses={200: StatusSerializer, **error_responses(400, 401, 403, 404, 429, 503)},
     )
     @action(detail=True, methods=["get"], url_path="status", filterset_class=None)
     def poll_status(self, request: Request, pk: str) -> Response:
@@ -171,7 +150,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         "(0-60 s) the answer is held while every one of them is waiting, and comes as "
         "soon as any of them is decided: drop the decided ones and ask again.",
         parameters=[ManyStatusQuerySerializer],
-        responses={200: ManyStatusSerializer, **_errors(400, 401, 403, 429, 503)},
+        responses={200: ManyStatusSerializer, **error_responses(400, 401, 403, 429, 503)},
     )
     @action(
         detail=False,
@@ -194,11 +173,11 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         description="Its agent or an admin. Cancelling a cancelled one again is 200; "
         "a released or expired one is 409.",
         request=CancelSerializer,
-        responses={200: StatusOnlySerializer, **_errors(400, 401, 403, 404, 409)},
+        responses={200: StatusOnlySerializer, **error_responses(400, 401, 403, 404, 409)},
     )
     @action(detail=True, methods=["post"], filterset_class=None)
     def cancel(self, request: Request, pk: str) -> Response:
-        data = _validated(CancelSerializer, request)
+        data = validated(CancelSerializer, request)
         bp = services.breakpoint_cancel(
             breakpoint_id=pk, actor=actor_for_request_user(request.user), reason=data["reason"]
         )
@@ -206,7 +185,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="A breakpoint's audit events",
-        responses={200: EventListSerializer, **_errors(401, 403, 404)},
+        responses={200: EventListSerializer, **error_responses(401, 403, 404)},
     )
     @action(detail=True, methods=["get"], filterset_class=None, pagination_class=None)
     def events(self, request: Request, pk: str) -> Response:
@@ -220,7 +199,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         request=FeedbackCreateSerializer,
         responses={
             201: FeedbackCreatedSerializer,
-            **_errors(
+            **error_responses(
                 400,
                 401,
                 403,
@@ -233,7 +212,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     )
     @action(detail=True, methods=["post"], permission_classes=[IsReviewer], filterset_class=None)
     def feedback(self, request: Request, pk: str) -> Response:
-        data = _validated(FeedbackCreateSerializer, request)
+        data = validated(FeedbackCreateSerializer, request)
         feedback, bp = services.feedback_add(
             breakpoint_id=pk,
             actor=actor_for_request_user(request.user),
@@ -252,7 +231,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     @extend_schema(
         summary="Expire a breakpoint (admins)",
         request=None,
-        responses={200: StatusOnlySerializer, **_errors(401, 403, 404, 409)},
+        responses={200: StatusOnlySerializer, **error_responses(401, 403, 404, 409)},
     )
     @action(detail=True, methods=["post"], filterset_class=None)
     def expire(self, request: Request, pk: str) -> Response:
@@ -260,9 +239,3 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             breakpoint_id=pk, actor=actor_for_request_user(request.user)
         )
         return Response({"status": bp.status})
-
-
-def _validated(serializer_class, request: Request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data

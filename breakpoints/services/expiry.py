@@ -14,6 +14,7 @@ from django.utils import timezone
 from audit.models import EventType
 from audit.services import event_record_bulk
 from breakpoints.models import Breakpoint
+from breakpoints.representation import represented
 from breakpoints.results import (
     TIMEOUT_POLICY_RESPONDER,
     result_expired,
@@ -182,7 +183,9 @@ def _expire_batch(due: dict[str, int | None]) -> list[str]:
             for bp_id in moved
         },
     )
-    deliveries_enqueue_bulk(breakpoint_ids=moved, event_type=EventType.EXPIRED)
+    deliveries_enqueue_bulk(
+        breakpoint_ids=moved, event_type=EventType.EXPIRED, represented=represented
+    )
     return moved
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from audit.services import event_record
 from breakpoints.models import Breakpoint
+from breakpoints.representation import breakpoint_json
 from breakpoints.wakeups import announce
 from core.actors import Actor
 from core.choices import ALLOWED_TRANSITIONS, Status
@@ -31,7 +32,7 @@ def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any])
         breakpoint_id=bp.pk, type=type, actor=actor.name, metadata={**actor.context, **metadata}
     )
     if type in WebhookEventType.values:
-        deliveries_enqueue(breakpoint=bp, event_type=type)
+        deliveries_enqueue(breakpoint=bp, data=breakpoint_json(bp), event_type=type)
 
 
 def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:

@@ -27,13 +27,13 @@ from breakpoints.waiting import reads
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
+from breakpoints.waiting.metrics import count_status_request
 from breakpoints.waiting.query import StatusQuery
 from core import asgi_http, outage
 from core.choices import Status
 from core.errors import envelope, http_status, unavailable_envelope
 from core.exceptions import DomainError, RateLimited
 from core.logging import current_request_id
-from ops.metrics import count_status_request
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 
-from breakpoints.filters import MAX_UTC_OFFSET
+from core.limits import MAX_UTC_OFFSET
 
 ORDERINGS = {
     "-createdAt": ("-created_at", "-id"),

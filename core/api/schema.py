@@ -8,13 +8,11 @@ from drf_spectacular.extensions import (
 )
 from drf_spectacular.openapi import AutoSchema
 
-from breakpoints.filters import BreakpointFilter
-
 # Text that is not blank once trimmed: a character Python's str.strip() keeps (it also
 # strips \x1c-\x1f and \x85, which the schema's \s does not cover).
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
 # PostgreSQL's timestamptz takes UTC offsets up to 15:59 either way (breakpoints.filters).
-_UTC_OFFSET_IN_RANGE = r"([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])$"
+UTC_OFFSET_IN_RANGE = r"([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])$"
 
 # Every code of the error envelope, with its status (the schema's one list of them).
 ERROR_CODES = {
@@ -109,43 +107,12 @@ def strip_trailing_slashes(result, generator, request, public):
     """POSTPROCESSING_HOOK: list paths as the contract writes them (/api/breakpoints/{id}/status).
 
     The router accepts both forms ("/?"), which drf-spectacular renders as a trailing slash.
-    The settings name this one hook of ours, so it also declares the errors common to
-    every operation and the input rules the serializers cannot state (see below).
+    It also declares the errors common to every operation (see below); the input rules the
+    serializers cannot state are breakpoints.api.schema's hook, next in the settings.
     """
     result["paths"] = {path.rstrip("/") or "/": item for path, item in result["paths"].items()}
     declare_common_errors(result)
-    declare_input_rules(result)
     return result
-
-
-def declare_input_rules(result: dict) -> None:
-    """Input rules the serializers cannot say by themselves.
-
-    A rule that ties one field to another (a comment unless release is true) is said in
-    the field's description and answered with a 400, never as anyOf/oneOf: generators such
-    as openapi-python-client cannot express such unions and drop the operation.
-    """
-    schemas = result.get("components", {}).get("schemas", {})
-    feedback = result["paths"].get("/api/breakpoints/{id}/feedback", {}).get("post", {})
-    if "requestBody" in feedback:
-        feedback["requestBody"]["required"] = True  # a comment, or release: true
-    # A rule's pattern takes blank text only to report "pattern is empty" itself: the
-    # pattern's grammar, not drf-spectacular's "or blank" alternative, says what is valid.
-    pattern = schemas.get("RuleCreateRequest", {}).get("properties", {}).get("pattern", {})
-    if "oneOf" in pattern:
-        pattern.update(pattern.pop("oneOf")[0])
-    # The list's filters (django-filter) take an empty value as "not given".
-    operation = result["paths"].get("/api/breakpoints", {}).get("get", {})
-    for parameter in operation.get("parameters", []):
-        if (
-            parameter.get("in") == "query"
-            and parameter["name"] in BreakpointFilter.base_filters
-            and parameter["schema"].get("type") != "array"  # tag= is a list with one blank
-        ):
-            parameter["allowEmptyValue"] = True
-        if parameter["name"] in ("createdAfter", "createdBefore"):
-            parameter["schema"]["pattern"] = _UTC_OFFSET_IN_RANGE
-            parameter["description"] = "An ISO 8601 date-time; UTC offset within ±15:59."
 
 
 def declare_common_errors(result: dict) -> None:

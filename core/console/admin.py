@@ -226,3 +226,28 @@ class ServiceAdmin(AdminOnly, admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for obj in queryset:
             self.delete_model(request, obj)
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A sidebar filter with a text box (for values too many to list: tags, agents)."""
+
+    template = "admin/breakpoints/input_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self) -> bool:
+        return True
+
+    def choices(self, changelist):
+        # Every other current parameter rides along as a hidden field, so filters combine.
+        yield {
+            "value": self.value() or "",
+            "parameter_name": self.parameter_name,
+            "clear_query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "hidden_params": [
+                (key, value)
+                for key, value in changelist.params.items()
+                if key != self.parameter_name
+            ],
+        }

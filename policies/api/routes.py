@@ -19,18 +19,17 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints.api.payload_schema import ESCALATE_TO_DESCRIPTION
-from breakpoints.api.views import _errors
-from breakpoints.payload import check_timeout_policy
 from core import limits
 from core.actors import actor_for_request_user
 from core.api.fields import StrictBody, StrictBooleanField, StrictCharField
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
+from core.api.views import error_responses
 from core.choices import Channel, OnTimeout
 from core.exceptions import NotFound
 from core.storable import text_problem
 from policies.api.rules import RulePatternField
+from policies.api.schema import ESCALATE_TO_DESCRIPTION
 from policies.models import NotificationRoute
 from policies.routes import (
     DEFAULT_KEYS,
@@ -41,6 +40,7 @@ from policies.routes import (
     route_update,
     spec_problem,
 )
+from policies.validators import check_timeout_policy
 
 # --- the documented shapes -----------------------------------------------------------
 
@@ -258,7 +258,7 @@ class RouteViewSet(AdminViewSet):
         summary="List notification routes (admins)",
         description="By name: the order in which their defaults apply.",
         operation_id="routes_list",
-        responses={200: RouteListSerializer, **_errors(401, 403)},
+        responses={200: RouteListSerializer, **error_responses(401, 403)},
     )
     def list(self, request: Request) -> Response:
         return Response(RouteListSerializer({"results": self.get_queryset()}).data)
@@ -270,7 +270,7 @@ class RouteViewSet(AdminViewSet):
         '"channels[1]", "defaults.onTimeout"); a taken name among them is "name": '
         '["Already taken."]. A taken name as the only problem is 409 conflict.',
         request=RouteWriteSerializer,
-        responses={201: RouteSerializer, **_errors(400, 401, 403, 409)},
+        responses={201: RouteSerializer, **error_responses(400, 401, 403, 409)},
     )
     def create(self, request: Request) -> Response:
         data = _route_body(request.data)
@@ -280,7 +280,7 @@ class RouteViewSet(AdminViewSet):
     @extend_schema(
         summary="Get a notification route (admins)",
         parameters=[ROUTE_ID_PARAMETER],
-        responses={200: RouteSerializer, **_errors(401, 403, 404)},
+        responses={200: RouteSerializer, **error_responses(401, 403, 404)},
     )
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(RouteSerializer(_route(pk)).data)
@@ -291,7 +291,7 @@ class RouteViewSet(AdminViewSet):
         description="The whole route: defaults and enabled left out become {} and true. "
         "Refused as adding one is: 400 with every problem, 409 for a taken name alone.",
         request=RouteWriteSerializer,
-        responses={200: RouteSerializer, **_errors(400, 401, 403, 404, 409)},
+        responses={200: RouteSerializer, **error_responses(400, 401, 403, 404, 409)},
     )
     def update(self, request: Request, pk: str) -> Response:
         body = request.data  # a body that is not JSON is a 415, whatever the id
@@ -303,7 +303,7 @@ class RouteViewSet(AdminViewSet):
     @extend_schema(
         summary="Remove a notification route (admins)",
         parameters=[ROUTE_ID_PARAMETER],
-        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
     )
     def destroy(self, request: Request, pk: str) -> Response:
         route_remove(actor=actor_for_request_user(request.user), route_id=_route_id(pk))

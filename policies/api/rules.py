@@ -13,18 +13,18 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints.api.payload_schema import AUTO_APPROVE_AFTER_N_SCHEMA
-from breakpoints.api.serializers import AutoApprovalSerializer
-from breakpoints.api.views import _errors, _validated
-from breakpoints.payload import auto_approve_after_n_problem
 from core import limits
 from core.actors import actor_for_request_user
 from core.api.fields import StrictCharField, StrictIntegerField
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
+from core.api.views import error_responses, validated
 from core.limits import MAX_PATTERN_LENGTH
 from policies import autoapproval
+from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA
+from policies.api.serializers import AutoApprovalSerializer
 from policies.models import AutoApprovalRule, RuleAction
+from policies.validators import auto_approve_after_n_problem
 
 # --- shapes ------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ class RuleViewSet(AdminViewSet):
     @extend_schema(
         summary="List auto-approval rules (admins)",
         operation_id="rules_list",
-        responses={200: RuleListSerializer, **_errors(401, 403)},
+        responses={200: RuleListSerializer, **error_responses(401, 403)},
     )
     def list(self, request: Request) -> Response:
         return Response(RuleListSerializer({"results": autoapproval.rule_list()}).data)
@@ -165,10 +165,10 @@ class RuleViewSet(AdminViewSet):
         description="A malformed pattern is 400 with `details.position`, the 0-based "
         "index of the problem.",
         request=RuleCreateSerializer,
-        responses={201: RuleSerializer, **_errors(400, 401, 403)},
+        responses={201: RuleSerializer, **error_responses(400, 401, 403)},
     )
     def create(self, request: Request) -> Response:
-        data = _validated(RuleCreateSerializer, request)
+        data = validated(RuleCreateSerializer, request)
         rule = autoapproval.rule_create(
             actor=actor_for_request_user(request.user),
             pattern=data["pattern"],
@@ -179,14 +179,14 @@ class RuleViewSet(AdminViewSet):
 
     @extend_schema(
         summary="Get an auto-approval rule (admins)",
-        responses={200: RuleSerializer, **_errors(401, 403, 404)},
+        responses={200: RuleSerializer, **error_responses(401, 403, 404)},
     )
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(RuleSerializer(autoapproval.rule_get(pk)).data)
 
     @extend_schema(
         summary="Remove an auto-approval rule (admins)",
-        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
     )
     def destroy(self, request: Request, pk: str) -> Response:
         autoapproval.rule_remove(actor=actor_for_request_user(request.user), rule_id=pk)
@@ -197,7 +197,7 @@ class RuleViewSet(AdminViewSet):
         description="What a breakpoint with this key, tags and experts would get as "
         "`autoApproval` if it were created now.",
         parameters=EVALUATE_PARAMETERS,
-        responses={200: AutoApprovalSerializer, **_errors(400, 401, 403)},
+        responses={200: AutoApprovalSerializer, **error_responses(400, 401, 403)},
     )
     @action(detail=False, methods=["get"])
     def evaluate(self, request: Request) -> Response:

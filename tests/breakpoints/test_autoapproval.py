@@ -5,6 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import Event
+from breakpoints import selectors
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (
     breakpoint_always_approve,
@@ -190,7 +191,7 @@ def test_the_counter_reads_at_most_n_rows(db, make_breakpoint, reviewer):
     manual_decisions(make_breakpoint, reviewer, True, True, True, True, True)
 
     with CaptureQueriesContext(connection) as captured:
-        assert autoapproval.consecutive_approvals("confirm.star-repo", limit=3) == 3
+        assert selectors.consecutive_approvals("confirm.star-repo", limit=3) == 3
 
     assert len(captured.captured_queries) == 1
     assert "LIMIT 3" in captured.captured_queries[0]["sql"]
@@ -506,8 +507,7 @@ def test_the_per_agent_counter_reads_at_most_n_rows(db, make_breakpoint, reviewe
 
     with CaptureQueriesContext(connection) as captured:
         assert (
-            autoapproval.consecutive_approvals("confirm.star-repo", agent_id="agent-a", limit=3)
-            == 3
+            selectors.consecutive_approvals("confirm.star-repo", agent_id="agent-a", limit=3) == 3
         )
 
     [query] = captured.captured_queries

@@ -16,10 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from breakpoints.api.views import _errors
 from core.api.fields import StrictCharField
 from core.api.pagination import BreakpointCursorPagination
 from core.api.permissions import IsAdmin
+from core.api.views import error_responses
 from core.exceptions import NotFound
 from core.limits import MAX_EVENT_TYPE_LENGTH, MAX_SOURCE_NAME_LENGTH
 from triggers.api.ingest import ACCEPTED, EventIngestView
@@ -104,7 +104,7 @@ class EventListView(generics.ListAPIView):
         description="Newest first, with what each matching rule did (results) and any "
         "evaluation error; the payload is in the detail.",
         parameters=FILTERS,
-        responses={200: ExternalEventSerializer(many=True), **_errors(400, 401, 403)},
+        responses={200: ExternalEventSerializer(many=True), **error_responses(400, 401, 403)},
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         self.queryset_filters = event_filters(request)
@@ -155,7 +155,7 @@ class EventView(EventIngestView):
         summary="Get an external event (admins)",
         description="With its payload, as received.",
         parameters=[REF_FOR_READING],
-        responses={200: ExternalEventDetailSerializer, **_errors(401, 403, 404)},
+        responses={200: ExternalEventDetailSerializer, **error_responses(401, 403, 404)},
     )
     def get(self, request: Request, ref: str) -> Response:
         event = ExternalEvent.objects.select_related("source").filter(pk=ref).first()
@@ -176,7 +176,7 @@ class EventView(EventIngestView):
         responses={
             202: OpenApiResponse(ACCEPTED, description="Stored; rules evaluated shortly."),
             200: OpenApiResponse(ACCEPTED, description="A redelivery: already stored."),
-            **_errors(400, 401, 403, 404, 413, 429),
+            **error_responses(400, 401, 403, 404, 413, 429),
         },
     )
     def post(self, request: Request, ref: str) -> Response:

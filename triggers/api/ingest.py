@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from breakpoints.api.views import _errors
+from core.api.views import error_responses
 from core.ratelimits import client_address
 from triggers import services
 
@@ -44,7 +44,7 @@ class EventIngestView(APIView):
         responses={
             202: OpenApiResponse(ACCEPTED, description="Stored; rules evaluated shortly."),
             200: OpenApiResponse(ACCEPTED, description="A redelivery: already stored."),
-            **_errors(400, 401, 403, 404, 413, 429),
+            **error_responses(400, 401, 403, 404, 413, 429),
         },
     )
     def post(self, request: Request, source: str) -> Response:

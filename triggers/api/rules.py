@@ -10,9 +10,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints.api.views import _errors, _validated
 from core.actors import actor_for_request_user
 from core.api.permissions import AdminViewSet
+from core.api.views import error_responses, validated
 from core.exceptions import InvalidInput, NotFound
 from triggers.api.serializers import (
     DryRunResultSerializer,
@@ -81,7 +81,7 @@ class TriggerRuleViewSet(AdminViewSet):
         summary="List trigger rules (admins)",
         description="By name.",
         operation_id="triggers_list",
-        responses={200: TriggerRuleListSerializer, **_errors(401, 403)},
+        responses={200: TriggerRuleListSerializer, **error_responses(401, 403)},
     )
     def list(self, request: Request) -> Response:
         return Response(TriggerRuleListSerializer({"results": self.get_queryset()}).data)
@@ -98,10 +98,10 @@ class TriggerRuleViewSet(AdminViewSet):
         '"wait-for-ci", "runId": "{{ workflow_run.head_sha }}"}, "feedback": "CI passed: '
         '{{ workflow_run.html_url }}"}}.',
         request=documented(TRIGGER_CREATE_SCHEMA),
-        responses={201: TriggerRuleSerializer, **_errors(400, 401, 403, 409)},
+        responses={201: TriggerRuleSerializer, **error_responses(400, 401, 403, 409)},
     )
     def create(self, request: Request) -> Response:
-        data = _validated(TriggerCreateSerializer, request)
+        data = validated(TriggerCreateSerializer, request)
         rule = rule_add(
             actor=actor_for_request_user(request.user),
             name=data["name"],
@@ -118,7 +118,7 @@ class TriggerRuleViewSet(AdminViewSet):
     @extend_schema(
         summary="Get a trigger rule (admins)",
         parameters=[RULE_NAME],
-        responses={200: TriggerRuleSerializer, **_errors(401, 403, 404)},
+        responses={200: TriggerRuleSerializer, **error_responses(401, 403, 404)},
     )
     def retrieve(self, request: Request, name: str) -> Response:
         return Response(TriggerRuleSerializer(rule_named(name)).data)
@@ -126,7 +126,7 @@ class TriggerRuleViewSet(AdminViewSet):
     @extend_schema(
         summary="Remove a trigger rule (admins)",
         parameters=[RULE_NAME],
-        responses={204: OpenApiResponse(description="Removed."), **_errors(401, 403, 404)},
+        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
     )
     def destroy(self, request: Request, name: str) -> Response:
         rule_remove(actor=actor_for_request_user(request.user), name=name)
@@ -141,11 +141,11 @@ class TriggerRuleViewSet(AdminViewSet):
         "that fails on the sample is the answer's `error`, not a 400.",
         parameters=[RULE_NAME],
         request=documented(DRY_RUN_SCHEMA),
-        responses={200: DryRunResultSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: DryRunResultSerializer, **error_responses(400, 401, 403, 404)},
     )
     @action(detail=True, methods=["post"])
     def test(self, request: Request, name: str) -> Response:
-        data = _validated(DryRunSerializer, request)  # the body first: 415 before 404
+        data = validated(DryRunSerializer, request)  # the body first: 415 before 404
         rule = rule_named(name)
         event = sample_event(rule, data)
         outcome = evaluate_rule(rule, event, dry_run=True)

@@ -7,9 +7,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints.api.views import _errors, _validated
 from core.actors import actor_for_request_user
 from core.api.permissions import AdminViewSet
+from core.api.views import error_responses, validated
 from core.exceptions import NotFound
 from triggers.api.serializers import (
     EventSourceCreatedSerializer,
@@ -56,7 +56,7 @@ class EventSourceViewSet(AdminViewSet):
         summary="List event sources (admins)",
         description="By name. Secrets are never listed.",
         operation_id="event_sources_list",
-        responses={200: EventSourceListSerializer, **_errors(401, 403)},
+        responses={200: EventSourceListSerializer, **error_responses(401, 403)},
     )
     def list(self, request: Request) -> Response:
         return Response(EventSourceListSerializer({"results": self.get_queryset()}).data)
@@ -67,10 +67,10 @@ class EventSourceViewSet(AdminViewSet):
         "again. A malformed name or a secret of the wrong length is 400 with details by "
         "field; a taken name is 409 conflict.",
         request=documented(SOURCE_CREATE_SCHEMA),
-        responses={201: EventSourceCreatedSerializer, **_errors(400, 401, 403, 409)},
+        responses={201: EventSourceCreatedSerializer, **error_responses(400, 401, 403, 409)},
     )
     def create(self, request: Request) -> Response:
-        data = _validated(SourceCreateSerializer, request)
+        data = validated(SourceCreateSerializer, request)
         actor = actor_for_request_user(request.user)
         with transaction.atomic():
             source = source_add(
@@ -83,7 +83,7 @@ class EventSourceViewSet(AdminViewSet):
     @extend_schema(
         summary="Get an event source (admins)",
         parameters=[SOURCE_NAME],
-        responses={200: EventSourceSerializer, **_errors(401, 403, 404)},
+        responses={200: EventSourceSerializer, **error_responses(401, 403, 404)},
     )
     def retrieve(self, request: Request, name: str) -> Response:
         return Response(EventSourceSerializer(source_named(name)).data)
@@ -94,10 +94,10 @@ class EventSourceViewSet(AdminViewSet):
         "source's does, until it is resumed. Nothing else changes here.",
         parameters=[SOURCE_NAME],
         request=documented(SOURCE_PATCH_SCHEMA),
-        responses={200: EventSourceSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: EventSourceSerializer, **error_responses(400, 401, 403, 404)},
     )
     def partial_update(self, request: Request, name: str) -> Response:
-        data = _validated(SourcePatchSerializer, request)  # the body first: 415 before 404
+        data = validated(SourcePatchSerializer, request)  # the body first: 415 before 404
         source = source_set_enabled(
             actor=actor_for_request_user(request.user), name=name, enabled=data["enabled"]
         )

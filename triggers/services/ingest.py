@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.celery import publish
 from core.exceptions import InvalidInput, NotAuthenticated, NotFound
+from core.publishing import publish
 from core.ratelimits import rate_limit
 from core.storable import storable_problem
 from triggers.models import EventSource, ExternalEvent

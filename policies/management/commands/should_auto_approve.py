@@ -4,10 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from breakpoints.payload import auto_approve_after_n_problem
 from core.exceptions import DomainError
 from core.limits import MAX_AGENT_ID_LENGTH, NO_AUTO_APPROVE_THRESHOLD
 from policies.autoapproval import check_key, evaluate
+from policies.validators import auto_approve_after_n_problem
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from breakpoints.selectors import history
 from core.exceptions import DomainError
-from policies.autoapproval import history
 
 
 class Command(BaseCommand):
