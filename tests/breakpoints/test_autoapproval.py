@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from audit.models import Event
 from breakpoints import selectors
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.selectors import history
 from breakpoints.services import (
     breakpoint_always_approve,
     breakpoint_cancel,
@@ -21,7 +22,6 @@ from policies.autoapproval import (
     always_break_on_add,
     always_break_on_remove,
     evaluate,
-    history,
     rule_create,
     rule_remove,
 )

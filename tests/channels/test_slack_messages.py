@@ -5,6 +5,7 @@ from django.db import transaction
 from django.test import Client
 
 from audit.models import Event
+from breakpoints.representation import breakpoint_json
 from breakpoints.services import breakpoint_cancel
 from channels.slack.blocks import MORE
 from core.actors import Actor
@@ -196,7 +197,7 @@ def test_a_dm_to_an_email_slack_does_not_know_fails_at_once(standin, people, mak
 
 def enqueue(bp, event_type: str) -> None:
     with transaction.atomic():
-        deliveries_enqueue(breakpoint=bp, event_type=event_type)
+        deliveries_enqueue(breakpoint=bp, data=breakpoint_json(bp), event_type=event_type)
 
 
 def test_a_reminder_goes_in_the_thread_of_the_posted_message(standin, slack_route, make_breakpoint):

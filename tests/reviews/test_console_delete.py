@@ -85,7 +85,7 @@ def test_admin_deletes_through_the_service_and_the_deletion_is_logged(
     assert (record["status"], record["deletedBy"]) == ("waiting", "adam")
     assert record["deleted"]["breakpoints.Breakpoint"] == 1
     assert record["deleted"]["audit.Event"] == 2  # created, feedback
-    assert record["deleted"]["reviews.Feedback"] == 1
+    assert record["deleted"]["breakpoints.Feedback"] == 1
     [line] = [r for r in caplog.records if r.name == AUDIT_LOGGER]
     assert line.levelno == logging.WARNING  # kept even at LOG_LEVEL=WARNING
     assert line.breakpoint_id == commented.pk
