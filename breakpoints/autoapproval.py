@@ -32,6 +32,7 @@ from breakpoints.models import AlwaysBreakOnTag, AutoApprovalRule, Breakpoint, R
 from breakpoints.naming import FALLBACK_KEY
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from breakpoints.rule_patterns import PatternError, parse_pattern, stored_pattern
+from breakpoints.timestamps import timestamp
 from config.exceptions import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -340,8 +341,8 @@ def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
             "approved": bool((bp.result or {}).get("approved")),
             "respondedBy": (bp.result or {}).get("respondedBy"),
             "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
-            "createdAt": bp.created_at.isoformat(),
-            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
+            "createdAt": timestamp(bp.created_at),
+            "decidedAt": timestamp(bp.released_at),
         }
         for bp in rows
     ]

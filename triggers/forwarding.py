@@ -2,6 +2,7 @@
 for an orchestrator to start a run with the event's payload as its inputs."""
 
 from breakpoints.models import WebhookEventType
+from breakpoints.timestamps import timestamp
 from breakpoints.webhooks.outbox import deliveries_enqueue_unattached
 from triggers.models import ExternalEvent
 
@@ -13,7 +14,7 @@ def forward_body(event: ExternalEvent, rule_name: str) -> dict:
             "source": event.source.name,
             "type": event.type,
             "deliveryId": event.delivery_id,
-            "receivedAt": event.received_at.isoformat(),
+            "receivedAt": timestamp(event.received_at),
             "payload": event.payload,
         },
         "rule": rule_name,

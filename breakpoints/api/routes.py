@@ -21,7 +21,12 @@ from rest_framework.response import Response
 
 from breakpoints import limits
 from breakpoints.actors import actor_for_request_user
-from breakpoints.api.fields import StrictBody, StrictBooleanField, StrictCharField
+from breakpoints.api.fields import (
+    StrictBody,
+    StrictBooleanField,
+    StrictCharField,
+    UtcDateTimeField,
+)
 from breakpoints.api.payload_schema import ESCALATE_TO_DESCRIPTION
 from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.rules import RulePatternField
@@ -134,7 +139,7 @@ class RouteSerializer(serializers.ModelSerializer):
     channels = ChannelsField()
     defaults = DefaultsField()
     createdBy = serializers.CharField(source="created_by")
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
 
     class Meta:
         model = NotificationRoute

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from breakpoints import autoapproval, limits
 from breakpoints.actors import actor_for_request_user
-from breakpoints.api.fields import StrictCharField, StrictIntegerField
+from breakpoints.api.fields import StrictCharField, StrictIntegerField, UtcDateTimeField
 from breakpoints.api.payload_schema import AUTO_APPROVE_AFTER_N_SCHEMA
 from breakpoints.api.permissions import AdminViewSet
 from breakpoints.api.schema import NOT_BLANK
@@ -30,7 +30,7 @@ from breakpoints.payload import auto_approve_after_n_problem
 
 class RuleSerializer(serializers.ModelSerializer):
     createdBy = serializers.CharField(source="created_by")
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
 
     class Meta:
         model = AutoApprovalRule

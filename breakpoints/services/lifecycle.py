@@ -18,6 +18,7 @@ from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move
+from breakpoints.timestamps import timestamp
 from breakpoints.wakeups import announce
 from config.exceptions import InvalidInput
 
@@ -91,7 +92,7 @@ def breakpoint_delete(*, breakpoint_id: str, actor: Actor, reason: str = "") -> 
             "agentId": bp.agent_id,
             "runId": bp.run_id,
             "status": bp.status,
-            "createdAt": bp.created_at.isoformat(),
+            "createdAt": timestamp(bp.created_at),
             "deletedBy": actor.name,
             "reason": reason,
             "deleted": deleted,

@@ -23,6 +23,7 @@ from breakpoints.models import (
     WebhookEventType,
 )
 from breakpoints.representation import breakpoint_json, breakpoints_json
+from breakpoints.timestamps import timestamp
 from config.celery import publish
 from config.exceptions import InvalidState, NotFound
 
@@ -66,7 +67,7 @@ def _body(event_type: str, now: datetime, data: dict) -> dict:
         event_type if event_type == WebhookEventType.TRIGGER_FIRED else f"breakpoint.{event_type}"
     )
     return json.loads(
-        json.dumps({"type": kind, "timestamp": now.isoformat(), "data": data}, default=str)
+        json.dumps({"type": kind, "timestamp": timestamp(now), "data": data}, default=str)
     )
 
 

@@ -23,6 +23,7 @@ from breakpoints.services import (
     breakpoints_remind_due,
     feedback_add,
 )
+from breakpoints.timestamps import timestamp
 from breakpoints.webhooks import outbox
 from tests.support.records import deliveries_of, events_of, history
 from tests.support.threads import run_together
@@ -92,7 +93,7 @@ def test_escalation_waits_for_its_time_then_routes_to_escalate_to_once(
     assert event.metadata == {
         "escalateTo": "ops-lead",
         "experts": ["tech-lead", "ops-lead"],
-        "expiresAt": bp.expires_at.isoformat(),
+        "expiresAt": timestamp(bp.expires_at),
     }
     [delivery] = deliveries_of(bp.pk, "escalated")
     assert delivery.webhook_id == hook.pk

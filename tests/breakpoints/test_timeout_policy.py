@@ -21,6 +21,7 @@ from breakpoints.services import (
     breakpoints_expire_due,
     feedback_add,
 )
+from breakpoints.timestamps import timestamp
 from breakpoints.webhooks import outbox
 from config.exceptions import Forbidden, InvalidState
 from tests.support.api import parse_time
@@ -487,7 +488,7 @@ def test_on_timeout_escalate_routes_to_escalate_to_waits_one_more_ttl_then_expir
     assert event.metadata == {
         "escalateTo": "ops-lead",
         "experts": ["tech-lead", "ops-lead"],
-        "expiresAt": stored.expires_at.isoformat(),
+        "expiresAt": timestamp(stored.expires_at),
     }
     [delivery] = deliveries_of(bp.pk, "escalated")
     assert delivery.webhook_id == hook.pk

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from breakpoints.models import Webhook
+from breakpoints.timestamps import timestamp
 
 
 class Command(BaseCommand):
@@ -25,8 +26,8 @@ class Command(BaseCommand):
                 "url": w.url,
                 "events": w.event_types or ["all"],
                 "active": w.active,
-                "createdAt": w.created_at.isoformat(),
-                "removedAt": w.removed_at.isoformat() if w.removed_at else None,
+                "createdAt": timestamp(w.created_at),
+                "removedAt": timestamp(w.removed_at),
             }
             for w in webhooks.order_by("id")
         ]
