@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from core.timestamps import timestamp
+
 
 def vote(
     *,
@@ -23,7 +25,7 @@ def vote(
         "respondedBy": responder,
         "approved": approved,
         "feedback": comment,
-        "respondedAt": at.isoformat(),
+        "respondedAt": timestamp(at),
     }
     if option is not None:
         response["option"] = option

@@ -17,6 +17,7 @@ from core.actors import AgentPrincipal
 from core.choices import Status
 from core.exceptions import InvalidInput, NotFound
 from core.naming import FALLBACK_KEY
+from core.timestamps import timestamp
 from policies.autoapproval import MAX_HISTORY_LIMIT
 
 
@@ -125,8 +126,8 @@ def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
             "approved": bool((bp.result or {}).get("approved")),
             "respondedBy": (bp.result or {}).get("respondedBy"),
             "autoApproved": bool((bp.auto_approval or {}).get("recommended")),
-            "createdAt": bp.created_at.isoformat(),
-            "decidedAt": bp.released_at.isoformat() if bp.released_at else None,
+            "createdAt": timestamp(bp.created_at),
+            "decidedAt": timestamp(bp.released_at),
         }
         for bp in rows
     ]

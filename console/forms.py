@@ -19,7 +19,7 @@ class CommentForm(forms.Form):
         strip=True,
         max_length=MAX_COMMENT_LENGTH,
         widget=forms.Textarea(
-            attrs={"rows": 5, "placeholder": "Feedback for the agent (required to reject)"}
+            attrs={"rows": 5, "placeholder": "Feedback for the agent (optional)"}
         ),
     )
 
@@ -51,7 +51,7 @@ class DecisionForm(CommentForm):
             (str(index), option.label) for index, option in enumerate(self.options)
         ]
         decision_field = cast(forms.ChoiceField, self.fields["decision"])
-        decision_field.choices = [(APPROVE, "Approve"), (REJECT, "Reject with feedback")]
+        decision_field.choices = [(APPROVE, "Approve"), (REJECT, "Reject")]
 
     def option_choices(self) -> list[dict[str, Any]]:
         """The option radios with each option's verdict, for the template ("rejects")."""
@@ -83,9 +83,6 @@ class DecisionForm(CommentForm):
                 "Choose Approve or Reject"
                 + (f": option “{chosen.label}” does not decide it." if chosen else "."),
             )
-        # The agent defined what a verdict-carrying option means; a bare rejection needs why.
-        if data.get("decision") == REJECT and not decides and not data.get("comment"):
-            self.add_error("comment", "Tell the agent why: rejecting needs feedback.")
         return data
 
     @property

@@ -215,9 +215,7 @@ def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     if not model_admin.has_release_permission(request):
         raise PermissionDenied
     comment = (request.POST.get("comment") or "").strip()
-    if not comment:
-        return screen.back("Write a comment first: an empty comment was not added.")
-    try:
+    try:  # an empty comment: the service refuses it, as it does through the API
         services.feedback_add(
             breakpoint_id=unquote(object_id), actor=screen.actor, comment=comment, via=Via.CONSOLE
         )

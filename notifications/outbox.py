@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.exceptions import InvalidState, NotFound
 from core.publishing import publish
+from core.timestamps import timestamp
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
 
@@ -59,7 +60,7 @@ def _body(event_type: str, now: datetime, data: dict) -> dict:
         event_type if event_type == WebhookEventType.TRIGGER_FIRED else f"breakpoint.{event_type}"
     )
     return json.loads(
-        json.dumps({"type": kind, "timestamp": now.isoformat(), "data": data}, default=str)
+        json.dumps({"type": kind, "timestamp": timestamp(now), "data": data}, default=str)
     )
 
 

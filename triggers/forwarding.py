@@ -1,6 +1,7 @@
 """The `forward` action: the event goes out as a signed webhook of type trigger.fired,
 for an orchestrator to start a run with the event's payload as its inputs."""
 
+from core.timestamps import timestamp
 from notifications.models import WebhookEventType
 from notifications.outbox import deliveries_enqueue_unattached
 from triggers.models import ExternalEvent
@@ -13,7 +14,7 @@ def forward_body(event: ExternalEvent, rule_name: str) -> dict:
             "source": event.source.name,
             "type": event.type,
             "deliveryId": event.delivery_id,
-            "receivedAt": event.received_at.isoformat(),
+            "receivedAt": timestamp(event.received_at),
             "payload": event.payload,
         },
         "rule": rule_name,

@@ -1,7 +1,5 @@
 """API input and output shapes (camelCase, as in the contract)."""
 
-from datetime import UTC
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -17,6 +15,7 @@ from core.api.fields import (
     StrictCharField,
     StrictIntegerField,
     TagListField,
+    UtcDateTimeField,
 )
 from core.api.schema import NOT_BLANK
 from core.choices import Status, Strategy
@@ -30,7 +29,7 @@ class ResponseVoteSerializer(serializers.Serializer):
     approved = serializers.BooleanField()
     feedback = serializers.CharField(required=False)
     option = serializers.CharField(required=False)
-    respondedAt = serializers.DateTimeField()
+    respondedAt = UtcDateTimeField()
     seat = serializers.CharField(
         required=False, help_text="The expert (payload.expert) this response answered for."
     )
@@ -104,15 +103,9 @@ class VotesField(serializers.JSONField):
 # --- output --------------------------------------------------------------------
 
 
-def utc_datetime(**kwargs) -> serializers.DateTimeField:
-    """A time as the contract writes it: in UTC whatever TIME_ZONE says (core.timestamps
-    writes the answers; these declared fields document them)."""
-    return serializers.DateTimeField(default_timezone=UTC, **kwargs)
-
-
 class FeedbackSerializer(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True)
-    createdAt = utc_datetime(source="created_at", read_only=True)
+    createdAt = UtcDateTimeField(source="created_at", read_only=True)
 
     class Meta:
         model = Feedback
@@ -129,12 +122,12 @@ class BreakpointSerializer(serializers.ModelSerializer):
     payload = JSONObjectField()
     tags = TagListField()
     ttlSeconds = serializers.IntegerField(source="ttl_seconds", allow_null=True)
-    expiresAt = utc_datetime(source="expires_at", allow_null=True)
-    createdAt = utc_datetime(source="created_at")
-    updatedAt = utc_datetime(source="updated_at")
-    releasedAt = utc_datetime(source="released_at", allow_null=True)
-    expiredAt = utc_datetime(source="expired_at", allow_null=True)
-    cancelledAt = utc_datetime(source="cancelled_at", allow_null=True)
+    expiresAt = UtcDateTimeField(source="expires_at", allow_null=True)
+    createdAt = UtcDateTimeField(source="created_at")
+    updatedAt = UtcDateTimeField(source="updated_at")
+    releasedAt = UtcDateTimeField(source="released_at", allow_null=True)
+    expiredAt = UtcDateTimeField(source="expired_at", allow_null=True)
+    cancelledAt = UtcDateTimeField(source="cancelled_at", allow_null=True)
     feedback = FeedbackSerializer(many=True, read_only=True)
     result = ResultField(allow_null=True)
     autoApproval = AutoApprovalField(source="auto_approval", allow_null=True)
@@ -177,7 +170,7 @@ class StatusSerializer(serializers.Serializer):
     """Documentation of the status answer (built by breakpoints.waiting.bodies)."""
 
     status = serializers.ChoiceField(choices=Status.choices)
-    updatedAt = utc_datetime(source="updated_at")
+    updatedAt = UtcDateTimeField(source="updated_at")
     result = ResultField(allow_null=True)
     pollAfterMs = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
 
@@ -192,7 +185,7 @@ class ManyStatusEntrySerializer(serializers.Serializer):
 
     breakpointId = serializers.CharField()
     status = serializers.ChoiceField(choices=Status.choices, required=False)
-    updatedAt = serializers.DateTimeField(required=False)
+    updatedAt = UtcDateTimeField(required=False)
     result = ResultField(allow_null=True, required=False)
     pollAfterMs = serializers.IntegerField(
         allow_null=True, required=False, help_text=POLL_AFTER_HELP
@@ -210,6 +203,7 @@ class StatusOnlySerializer(serializers.Serializer):
 
 class EventSerializer(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True)
+    timestamp = UtcDateTimeField(read_only=True)
 
     class Meta:
         model = Event

@@ -144,6 +144,8 @@ def feedback_add(
     """
     require_reviewer(actor)
     comment = comment or ""
+    # The one home of the contract's comment rule: every channel relies on it, none adds
+    # its own (a rejection may come without a comment, as an approval may).
     if not release and not comment.strip():
         raise InvalidInput(
             "comment may be empty only when release is true.",

@@ -20,6 +20,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_admin
 from core.choices import Status
 from core.exceptions import InvalidInput
+from core.timestamps import timestamp
 
 
 def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
@@ -91,7 +92,7 @@ def breakpoint_delete(*, breakpoint_id: str, actor: Actor, reason: str = "") -> 
             "agentId": bp.agent_id,
             "runId": bp.run_id,
             "status": bp.status,
-            "createdAt": bp.created_at.isoformat(),
+            "createdAt": timestamp(bp.created_at),
             "deletedBy": actor.name,
             "reason": reason,
             "deleted": deleted,

@@ -21,6 +21,7 @@ from breakpoints.services.transitions import record
 from core.actors import Actor
 from core.choices import OnTimeout, Status
 from core.limits import MAX_REMINDERS
+from core.timestamps import timestamp
 
 ESCALATION_ACTOR = Actor.system("escalation")
 REMINDER_ACTOR = Actor.system("reminders")
@@ -47,7 +48,7 @@ def escalate_locked(bp: Breakpoint, *, extend_ttl: bool) -> bool:
         return False
     for field, value in changes.items():
         setattr(bp, field, value)
-    expires_at = bp.expires_at.isoformat() if bp.expires_at else None
+    expires_at = timestamp(bp.expires_at)
     record(
         bp,
         type=EventType.ESCALATED,

@@ -64,8 +64,6 @@ class DecisionForm(forms.Form):
         data = super().clean() or {}
         comment = (data.get("comment") or "").replace("\r\n", "\n").replace("\r", "\n")
         data["comment"] = comment
-        if data.get("decision") == REJECT and not comment.strip():
-            self.add_error("comment", "Tell the agent why: rejecting needs feedback.")
         return data
 
 

@@ -193,8 +193,6 @@ def view_submission(payload: dict[str, Any]) -> HttpResponse:
     interaction, comment = submitted
     if not SLACK_ID.fullmatch(interaction.user_id):
         return JsonResponse({"error": "Malformed view_submission payload."}, status=400)
-    if not comment.strip():
-        return _modal_error("Say why you reject it: the agent reads this.")
     if len(comment) > limits.MAX_COMMENT_LENGTH:
         return _modal_error(f"At most {limits.MAX_COMMENT_LENGTH} characters.")
     bp = Breakpoint.objects.filter(pk=interaction.breakpoint_id).first()

@@ -276,6 +276,7 @@ def reject_modal(data: dict[str, Any], *, private_metadata: str) -> Block:
             {
                 "type": "input",
                 "block_id": FEEDBACK_BLOCK,
+                "optional": True,
                 "label": {"type": "plain_text", "text": "Why? The agent reads this."},
                 "element": {
                     "type": "plain_text_input",

@@ -10,6 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from core.timestamps import timestamp
+
 
 class StrictCharField(serializers.CharField):
     """A CharField that refuses numbers, booleans and objects instead of stringifying them,
@@ -46,6 +48,14 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class UtcDateTimeField(serializers.DateTimeField):
+    """A time as the contract writes it (core.timestamps): UTC with `Z`, whatever
+    TIME_ZONE says; read like any DateTimeField."""
+
+    def to_representation(self, value):
+        return timestamp(value)
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})

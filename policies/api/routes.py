@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import StrictBody, StrictBooleanField, StrictCharField
+from core.api.fields import StrictBody, StrictBooleanField, StrictCharField, UtcDateTimeField
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
 from core.api.views import error_responses
@@ -134,7 +134,7 @@ class RouteSerializer(serializers.ModelSerializer):
     channels = ChannelsField()
     defaults = DefaultsField()
     createdBy = serializers.CharField(source="created_by")
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
 
     class Meta:
         model = NotificationRoute

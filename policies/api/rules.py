@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import StrictCharField, StrictIntegerField
+from core.api.fields import StrictCharField, StrictIntegerField, UtcDateTimeField
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
 from core.api.views import error_responses, validated
@@ -31,7 +31,7 @@ from policies.validators import auto_approve_after_n_problem
 
 class RuleSerializer(serializers.ModelSerializer):
     createdBy = serializers.CharField(source="created_by")
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
 
     class Meta:
         model = AutoApprovalRule

@@ -23,6 +23,7 @@ from breakpoints.services import (
 )
 from core.actors import Actor
 from core.limits import MAX_REMINDERS
+from core.timestamps import timestamp
 from notifications import outbox
 from notifications import services as webhooks
 from notifications.models import Webhook, WebhookDelivery
@@ -94,7 +95,7 @@ def test_escalation_waits_for_its_time_then_routes_to_escalate_to_once(
     assert event.metadata == {
         "escalateTo": "ops-lead",
         "experts": ["tech-lead", "ops-lead"],
-        "expiresAt": bp.expires_at.isoformat(),
+        "expiresAt": timestamp(bp.expires_at),
     }
     [delivery] = deliveries_of(bp.pk, "escalated")
     assert delivery.webhook_id == hook.pk

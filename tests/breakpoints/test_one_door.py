@@ -4,7 +4,9 @@
 an email link, the JIRA webhook and a trigger rule; "only admins (or the system)" through
 the API, the console, a trigger rule and the services. Every way ends the same: refused,
 the breakpoint unchanged, and where a channel answers someone outside the API, one
-`refused` audit event of the one shape (audit.services.refusal_record).
+`refused` audit event of the one shape (audit.services.refusal_record). "A comment may be
+empty only with a release" (the contract) is the service's alone: a rejection without a
+comment is accepted every way, an empty comment alone refused with the same message.
 """
 
 from urllib.parse import quote, urlsplit
@@ -26,7 +28,7 @@ from tests.channels.test_jira_webhook import post as post_jira
 from tests.channels.test_slack_support import announce, interact
 from tests.factories import ReviewerFactory, UserFactory
 from tests.support.api import assert_error
-from tests.support.console import session_client
+from tests.support.console import messages, session_client
 from tests.support.records import history, refusals
 from tests.triggers import test_ci_gate as ci_gate_tests
 from tests.triggers.test_ci_gate import deliver, run_event
@@ -261,3 +263,111 @@ def test_an_admin_by_group_may_delete(make_breakpoint, rita):
     bp = make_breakpoint()
     breakpoint_delete(breakpoint_id=bp.pk, actor=Actor.for_user(rita))
     assert not type(bp).objects.filter(pk=bp.pk).exists()
+
+
+# --- a rejection may come without a comment; a comment alone may not be empty ----------------
+# The contract: `comment` may be empty only when `release` is true. feedback_add holds the
+# rule; no channel adds a stricter one ("a rejection needs a comment").
+
+EMPTY_COMMENT_REFUSAL = "comment may be empty only when release is true."
+
+
+def assert_rejected_without_a_comment(bp, via: str) -> None:
+    """Released as a rejection whose response is empty, the one stored result of every way."""
+    bp.refresh_from_db()
+    assert bp.status == "released"
+    result = bp.result
+    assert (result["approved"], result["response"], result["feedback"]) == (False, "", "")
+    (feedback,) = Feedback.objects.filter(breakpoint_id=bp.pk)
+    assert (feedback.comment, feedback.approved, feedback.via) == ("", False, via)
+
+
+def test_api_rejects_without_a_comment(make_breakpoint, rita, client_for):
+    bp = make_breakpoint()
+    response = client_for(rita).post(
+        f"/api/breakpoints/{bp.pk}/feedback",
+        {"comment": "", "release": True, "approved": False},
+        format="json",
+    )
+    assert response.status_code == 201
+    assert_rejected_without_a_comment(bp, "api")
+
+
+def test_console_rejects_without_a_comment(make_breakpoint, rita):
+    bp = make_breakpoint()
+    browser = session_client(rita)
+    url = f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/"
+    confirm = browser.post(url, {"decision": "reject", "comment": ""})
+    assert b'name="confirm" value="yes"' in confirm.content  # the form let it through
+    sent = browser.post(url, {"decision": "reject", "comment": "", "confirm": "yes"})
+    assert sent.status_code == 302
+    assert_rejected_without_a_comment(bp, "console")
+
+
+def test_slack_rejects_without_a_comment(standin, slack_route, make_breakpoint, client, people):
+    bp = make_breakpoint()
+    reply = announce(bp)
+    interact(client, standin.click_payload(reply["channel"], reply["ts"], "bpm_reject", "U0RITA"))
+    (view_id,) = standin.views
+
+    sent = interact(client, standin.submit_payload(view_id, "U0RITA", None))  # left empty
+
+    assert (sent.status_code, sent.content) == (200, b"")  # the modal closes
+    assert_rejected_without_a_comment(bp, "slack")
+
+
+def test_email_link_rejects_without_a_comment(make_breakpoint, rita, client, settings):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = make_breakpoint()
+    reject = urlsplit(decision_urls(bp.pk, rita.pk)["reject"]).path
+
+    response = client.post(reject, {"decision": "reject", "comment": ""})
+
+    assert response.status_code == 200
+    assert_rejected_without_a_comment(bp, "email")
+
+
+def assert_rejected_with_a_note(bp, note: str) -> None:
+    """JIRA and trigger rules accept a rejection without a comment too; the result's
+    response is the channel's note of where it came from (they always wrote one)."""
+    bp.refresh_from_db()
+    result = bp.result
+    assert (bp.status, result["approved"], result["response"]) == ("released", False, note)
+
+
+def test_jira_webhook_rejects_without_a_comment(jira, audited, reviewer, client, settings):
+    settings.JIRA_WEBHOOK_SECRET = JIRA_SECRET
+    jira.users[reviewer.email] = "alice-token"
+    bp = audited()
+    key = created_issue(bp)
+
+    response = post_jira(client, move(jira, key, "Rejected", as_user=reviewer.email))
+
+    assert response.json()["outcome"] == "released"
+    assert_rejected_with_a_note(bp, f"Rejected in JIRA {key}")
+
+
+def test_trigger_rule_rejects_without_a_comment(github, admin_user, make_breakpoint):
+    bp = make_breakpoint(run_id="sha-3")
+    _rule(admin_user, admin_user, "release", {"approved": False})
+
+    taken = _fire(bp)
+
+    assert taken["outcome"] == "released"
+    assert taken["feedback"].startswith("Released by trigger one-door on event ")
+    assert_rejected_with_a_note(bp, taken["feedback"])
+
+
+def test_a_comment_alone_may_not_be_empty_whichever_way(make_breakpoint, rita, client_for):
+    """The API and the console (the ways to comment without deciding) refuse it alike."""
+    bp = make_breakpoint()
+    api = client_for(rita).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": " ", "release": False}, format="json"
+    )
+    console = session_client(rita).post(
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/comment/", {"comment": " "}, follow=True
+    )
+
+    assert assert_error(api, 400)["message"] == EMPTY_COMMENT_REFUSAL
+    assert EMPTY_COMMENT_REFUSAL in messages(console)
+    assert_unchanged(bp)

@@ -20,6 +20,7 @@ from breakpoints.services import (
 from core.actors import Actor
 from core.exceptions import Forbidden, InvalidState
 from core.limits import MAX_EXPERT_NAME_LENGTH, MAX_TTL_SECONDS
+from core.timestamps import timestamp
 from notifications import outbox
 from notifications import services as webhooks
 from notifications.models import Webhook, WebhookDelivery
@@ -488,7 +489,7 @@ def test_on_timeout_escalate_routes_to_escalate_to_waits_one_more_ttl_then_expir
     assert event.metadata == {
         "escalateTo": "ops-lead",
         "experts": ["tech-lead", "ops-lead"],
-        "expiresAt": stored.expires_at.isoformat(),
+        "expiresAt": timestamp(stored.expires_at),
     }
     [delivery] = deliveries_of(bp.pk, "escalated")
     assert delivery.webhook_id == hook.pk

@@ -4,8 +4,14 @@ in the representation (GET detail, webhooks) and in the status answers alike."""
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from django.test import override_settings
+from django.utils import timezone
+
 from breakpoints.models import Breakpoint
 from core.timestamps import timestamp
+from notifications.models import WebhookDelivery
+from notifications.services import webhook_add
+from policies.models import AutoApprovalRule
 from tests.support.api import parse_time
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -44,3 +50,41 @@ def test_detail_and_status_write_the_same_updated_at_in_utc(
     assert status.json()["updatedAt"] == updated_at
     assert many.json()["results"][0]["updatedAt"] == updated_at
     assert parse_time(updated_at) == Breakpoint.objects.get(pk=bp.pk).updated_at
+
+
+@override_settings(TIME_ZONE="Europe/Paris", USE_TZ=True)
+def test_every_contract_time_is_utc_whatever_the_time_zone(
+    make_breakpoint, agent_client, reviewer_client, admin_client
+):
+    with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.1"]):
+        webhook_add(url="http://127.0.0.1:9/hook", event_types=["released"])
+    bp = make_breakpoint()
+
+    before = timezone.now()
+    released = reviewer_client.post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "Fine", "release": True}, format="json"
+    )
+    after = timezone.now()
+    rule = admin_client.post("/api/rules", {"pattern": "confirm.*"}, format="json")
+    detail = agent_client.get(f"/api/breakpoints/{bp.pk}")
+
+    assert released.status_code == 201 and rule.status_code == 201
+    stored = Breakpoint.objects.get(pk=bp.pk)
+    delivery = WebhookDelivery.objects.get(breakpoint=bp, event_type="released")
+    written = {
+        "releasedAt": (detail.json()["releasedAt"], stored.released_at),
+        "rule createdAt": (
+            rule.json()["createdAt"],
+            AutoApprovalRule.objects.get(pk=rule.json()["id"]).created_at,
+        ),
+        "envelope timestamp": (delivery.body["timestamp"], delivery.next_attempt_at),
+        "envelope releasedAt": (delivery.body["data"]["releasedAt"], stored.released_at),
+    }
+    for name, (text, instant) in written.items():
+        assert text.endswith("Z"), name
+        assert parse_time(text) == instant, name
+    responded_at = released.json()["result"]["allResponses"][0]["respondedAt"]
+    assert responded_at.endswith("Z")
+    assert before <= parse_time(responded_at) <= after
+    assert detail.json()["result"]["allResponses"][0]["respondedAt"] == responded_at
+    assert delivery.body["data"]["result"]["allResponses"][0]["respondedAt"] == responded_at

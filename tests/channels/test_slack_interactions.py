@@ -1,4 +1,4 @@
-"""Deciding from Slack: Approve, Reject with feedback (a modal), an option, a double click;
+"""Deciding from Slack: Approve, Reject (a modal for the feedback), an option, a double click;
 the agent's poll sees the reviewer, and the message shows the decision."""
 
 import threading
@@ -78,14 +78,8 @@ def test_reject_opens_a_modal_and_its_feedback_rejects(
     (view_id,) = standin.views
     bp.refresh_from_db()
     assert bp.status == "waiting"  # nothing decided before the feedback is sent
-
-    empty = interact(client, standin.submit_payload(view_id, "U0RITA", "   "))
-
-    assert empty.status_code == 200
-    assert empty.json()["response_action"] == "errors"
-    assert "bpm_feedback" in empty.json()["errors"]
-    bp.refresh_from_db()
-    assert bp.status == "waiting" and not Feedback.objects.filter(breakpoint_id=bp.pk).exists()
+    (feedback_input,) = [b for b in opened["view"]["blocks"] if b["type"] == "input"]
+    assert feedback_input["optional"] is True  # a rejection may come without a comment
 
     sent = interact(client, standin.submit_payload(view_id, "U0RITA", "Not on a Friday."))
 

@@ -7,6 +7,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.api.fields import UtcDateTimeField
 from triggers.models import (
     EventSource,
     EventStatus,
@@ -63,7 +64,7 @@ def source_url(name: str) -> str:
 class EventSourceSerializer(serializers.ModelSerializer):
     kind = SourceKindField()
     createdBy = serializers.CharField(source="created_by")
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
     url = serializers.SerializerMethodField(help_text="Where the sender posts its events.")
 
     class Meta:
@@ -110,7 +111,7 @@ class TriggerRuleSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(
         source="owner.username", help_text="The admin whose permissions the rule acts with."
     )
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = UtcDateTimeField(source="created_at")
 
     class Meta:
         model = TriggerRule
@@ -169,9 +170,9 @@ class OutcomesField(serializers.JSONField):
 class ExternalEventSerializer(serializers.ModelSerializer):
     source = serializers.CharField(source="source.name")  # type: ignore[assignment]
     deliveryId = serializers.CharField(source="delivery_id")
-    receivedAt = serializers.DateTimeField(source="received_at")
+    receivedAt = UtcDateTimeField(source="received_at")
     status = EventStatusField()
-    processedAt = serializers.DateTimeField(source="processed_at", allow_null=True)
+    processedAt = UtcDateTimeField(source="processed_at", allow_null=True)
     results = OutcomesField(help_text="Per matching rule (by source and type): the outcome.")
     error = serializers.CharField(help_text="Why evaluating failed (retried), else empty.")
 

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from core.timestamps import timestamp
 from notifications.models import Webhook
 
 
@@ -25,8 +26,8 @@ class Command(BaseCommand):
                 "url": w.url,
                 "events": w.event_types or ["all"],
                 "active": w.active,
-                "createdAt": w.created_at.isoformat(),
-                "removedAt": w.removed_at.isoformat() if w.removed_at else None,
+                "createdAt": timestamp(w.created_at),
+                "removedAt": timestamp(w.removed_at),
             }
             for w in webhooks.order_by("id")
         ]

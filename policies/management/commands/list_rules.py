@@ -4,6 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from core.timestamps import timestamp
 from policies.autoapproval import rule_list
 
 
@@ -21,7 +22,7 @@ class Command(BaseCommand):
                 "action": rule.action,
                 "note": rule.note,
                 "createdBy": rule.created_by,
-                "createdAt": rule.created_at.isoformat(),
+                "createdAt": timestamp(rule.created_at),
             }
             for rule in rule_list()
         ]
