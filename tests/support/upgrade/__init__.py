@@ -18,10 +18,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = Path(__file__).resolve().parent
 STEP_TIMEOUT_SECONDS = 600
+CREATE = sql.SQL("CREATE DATABASE {}")
+DROP = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
 
 
 class UpgradeSetupError(Exception):
@@ -56,25 +59,27 @@ def export_tree(commit: str, destination: Path) -> Path:
 
 @contextlib.contextmanager
 def scratch_database(tests_database_url: str, directory: Path) -> Iterator[str]:
-    """A new, empty database beside the tests' own: PostgreSQL `<tests' name>_upgrade` on
-    the same server (dropped afterwards), or a SQLite file in `directory`."""
+    """A new, empty database beside the tests' own: PostgreSQL `<tests' name>_upgrade`
+    (per xdist worker) on the same server, dropped afterwards; else a SQLite file in
+    `directory`."""
     parts = urlsplit(tests_database_url)
     if not parts.scheme.startswith("postgres"):
         yield f"sqlite:///{directory / 'upgrade.sqlite3'}"
         return
-    name = f"{parts.path.lstrip('/')}_upgrade"
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # each worker runs the module's fixture
+    name = f"{parts.path.lstrip('/')}_upgrade" + (f"_{worker}" if worker else "")
     server = urlunsplit(parts._replace(path="/postgres"))
-    _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # a killed run's
-    _admin(server, f'CREATE DATABASE "{name}"')
+    _admin(server, DROP, name)  # left by a killed run
+    _admin(server, CREATE, name)
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
-        _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _admin(server, DROP, name)
 
 
-def _admin(server_url: str, statement: str) -> None:
+def _admin(server_url: str, statement: sql.SQL, database: str) -> None:
     with psycopg.connect(server_url, autocommit=True) as connection:
-        connection.execute(statement)  # type: ignore[arg-type]  # names, not parameters
+        connection.execute(statement.format(sql.Identifier(database)))
 
 
 class Tree:

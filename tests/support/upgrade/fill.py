@@ -108,7 +108,7 @@ def _grants_and_history(moves: list[list[str]], admin: Any, granted: Any) -> Non
         permissions = Permission.objects.filter(content_type=content_type, codename__in=codenames)
         granted.user_permissions.add(*permissions)
         auditors.permissions.add(*permissions.filter(codename__startswith="view_"))
-        obj = model._default_manager.order_by("pk").first()
+        obj = model._default_manager.earliest("pk")
         LogEntry.objects.create(
             user=admin,
             content_type=content_type,

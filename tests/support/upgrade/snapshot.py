@@ -25,7 +25,6 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
-from django.http import HttpResponse
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import NoReverseMatch, reverse
@@ -83,12 +82,18 @@ def _edited_pk(entry: LogEntry) -> str | None:
         return None
 
 
+def _model_of(entry: LogEntry) -> type[models.Model] | None:
+    return None if entry.content_type is None else entry.content_type.model_class()
+
+
 def log_entries() -> list[dict[str, Any]]:
     return [
         {
             "id": entry.pk,
-            "content_type": [entry.content_type.app_label, entry.content_type.model],
-            "model_class": label_of(entry.content_type.model_class()),
+            "content_type": None
+            if entry.content_type is None
+            else [entry.content_type.app_label, entry.content_type.model],
+            "model_class": label_of(_model_of(entry)),
             "object_id": entry.object_id,
             "object_repr": entry.object_repr,
             "change_message": entry.change_message,
@@ -117,9 +122,10 @@ def api_answers(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return answers
 
 
-def _console_page(client: Client, entry: LogEntry, view: str, *args: str) -> HttpResponse | None:
-    """The console's `view` page of the entry's model (None: no model, or not in the console)."""
-    model = entry.content_type.model_class()
+def _console_page(client: Client, entry: LogEntry, view: str, *args: str) -> tuple[int, str] | None:
+    """The status and text of the console's `view` page of the entry's model (None: no
+    model, or not in the console)."""
+    model = _model_of(entry)
     if model is None or not admin.site.is_registered(model):
         return None
     meta = model._meta
@@ -127,20 +133,21 @@ def _console_page(client: Client, entry: LogEntry, view: str, *args: str) -> Htt
         url = reverse(f"admin:{meta.app_label}_{meta.model_name}_{view}", args=args)
     except NoReverseMatch:
         return None
-    return client.get(url)
+    response = client.get(url)
+    return response.status_code, response.content.decode()
 
 
 def _console_answers(client: Client, entry: LogEntry) -> dict[str, Any]:
-    history = _console_page(client, entry, "history", quote(entry.object_id))
+    history = _console_page(client, entry, "history", quote(entry.object_id or ""))
     changelist = _console_page(client, entry, "changelist")
     if history is None or changelist is None:
         return {"log_entry": entry.pk, "in_console": False}
     return {
         "log_entry": entry.pk,
         "in_console": True,
-        "history": history.status_code,
-        "history_lists_entry": entry.change_message in history.content.decode(),
-        "changelist": changelist.status_code,
+        "history": history[0],
+        "history_lists_entry": entry.change_message in history[1],
+        "changelist": changelist[0],
     }
 
 
