@@ -21,7 +21,8 @@ from django.urls import reverse
 
 from channels.models import DecisionLinkUse
 
-SALT = "channels.email.messages.decide"
+# Fixed: links already mailed carry it (it predates the move to channels.email).
+SALT = "breakpoints.channels.email.decide"
 APPROVE, REJECT = "approve", "reject"
 VERDICTS = (APPROVE, REJECT)
 

@@ -78,7 +78,7 @@ MOVES = [
     ),
     Move("breakpoints", "Webhook", "notifications", "Webhook", "breakpoints_webhook"),
     Move(
-        "breakpoints", "WebhookDelivery", "notifications", "Delivery", "breakpoints_webhookdelivery"
+        "breakpoints", "WebhookDelivery", "notifications", "WebhookDelivery", "breakpoints_webhookdelivery"
     ),
     Move(
         "breakpoints",
