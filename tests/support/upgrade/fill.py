@@ -1,3 +1,4 @@
+# ruff: noqa: I001 - the base commit's own import paths (this runs in the base tree)
 """Fill a database at the base commit with one of everything the model moves touch.
 
 Run by tests/live/test_upgrade.py in a subprocess whose code is the base commit's tree
