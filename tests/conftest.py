@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from bpm_client import models as sdk
@@ -12,6 +13,19 @@ from breakpoints.actors import Actor
 from breakpoints.services import breakpoint_create
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
+
+# Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
+LIVE_TESTS = Path(__file__).resolve().parent / "live"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/live/ is `slow`, by its path: `make test-fast` (-m "not slow")
+    leaves them out; `make test` runs them all."""
+    for item in items:
+        if item.path.is_relative_to(LIVE_TESTS):
+            item.add_marker(pytest.mark.slow)
+
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the
 # many-status path comes before the detail path it also matches).

@@ -62,11 +62,6 @@ LEFT_TO_API_ERROR = {
 Shape = frozenset[Any]  # the alternatives a value may take: "str", ("list", Shape), ...
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _integration_requirements() -> None:
-    """Overrides the live-server requirement of tests/clients: the schema is built in-process."""
-
-
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
     return SchemaGenerator().get_schema(request=None, public=True)
