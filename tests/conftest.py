@@ -136,7 +136,7 @@ def django_db_modify_db_settings(
     request, django_db_modify_db_settings_parallel_suffix, tmp_path_factory
 ) -> None:
     """On SQLite, a test database in a file when a test starts the live system
-    (tests/clients): its web, worker and beat processes open the same file. Otherwise
+    (tests/live/clients): its web, worker and beat processes open the same file. Otherwise
     Django's in-memory one, as before."""
     from django.conf import settings
 
