@@ -9,7 +9,7 @@ RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 
-.PHONY: help install run web migrate test lint docs format schema clean
+.PHONY: help install run web migrate test test-fast lint docs format schema clean
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
@@ -41,6 +41,11 @@ web: migrate ## Serve only the web process (port 8000)
 
 test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# For daily work: every test but those under tests/live/ (they start servers, workers,
+# browsers; marked slow by their path in tests/conftest.py).
+test-fast: install ## Run the suite without the tests that start processes (tests/live/)
+	$(TEST_ENV) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: install docs ## ruff, mypy, import layers, migrations, OpenAPI, the docs build
 	$(BIN)/ruff check .

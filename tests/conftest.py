@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from bpm_client import models as sdk
@@ -12,6 +13,19 @@ from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
+
+# Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
+LIVE_TESTS = Path(__file__).resolve().parent / "live"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/live/ is `slow`, by its path: `make test-fast` (-m "not slow")
+    leaves them out; `make test` runs them all."""
+    for item in items:
+        if item.path.is_relative_to(LIVE_TESTS):
+            item.add_marker(pytest.mark.slow)
+
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the
 # many-status path comes before the detail path it also matches).
@@ -122,7 +136,7 @@ def django_db_modify_db_settings(
     request, django_db_modify_db_settings_parallel_suffix, tmp_path_factory
 ) -> None:
     """On SQLite, a test database in a file when a test starts the live system
-    (tests/clients): its web, worker and beat processes open the same file. Otherwise
+    (tests/live/clients): its web, worker and beat processes open the same file. Otherwise
     Django's in-memory one, as before."""
     from django.conf import settings
 

@@ -3,7 +3,7 @@ may have arriving at once (429), and a declared length over the limit (413, noth
 
 Bodies with a Content-Length are read whole before the app (Django on its thread pool) is
 called at all: a slow body never holds a thread (issue 19; the live-server check is
-tests/integration/test_slow_bodies.py).
+tests/live/integration/test_slow_bodies.py).
 """
 
 import asyncio

@@ -19,7 +19,7 @@ PRODUCTION_ENV = {
 
 
 def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    # tests/e2e/conftest.py sets DJANGO_ALLOW_ASYNC_UNSAFE for the whole session; production
+    # tests/live/e2e/conftest.py sets DJANGO_ALLOW_ASYNC_UNSAFE for the whole session; production
     # never has it, and check --deploy warns about it.
     unset = {*PRODUCTION_ENV, "DJANGO_ALLOW_ASYNC_UNSAFE"}
     base = {k: v for k, v in os.environ.items() if k not in unset}

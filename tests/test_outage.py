@@ -3,7 +3,7 @@
 connection the process answers so at once for a moment instead of waiting each time.
 
 The live version (a real PostgreSQL refusing, the real server) is
-tests/integration/test_database_outage.py; here the failure is injected under the ORM.
+tests/live/integration/test_database_outage.py; here the failure is injected under the ORM.
 """
 
 from collections.abc import Iterator

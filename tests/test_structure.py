@@ -1,5 +1,6 @@
-"""The architecture's rules, checked: small modules and functions, imports at the top,
-and the import layers (the import-linter contracts in pyproject.toml).
+"""The architecture's rules, checked: small functions, imports at the top, the import layers
+(the import-linter contracts in pyproject.toml), and a warning that names a module past ~500
+lines (cohesion decides a module's size, not a number).
 
 No database and no imports of the project: the sources are parsed, not run.
 """
@@ -9,11 +10,14 @@ import subprocess
 import sys
 import time
 import tomllib
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_PACKAGES = ("breakpoints", "reviews", "audit", "config", "triggers")
-MAX_MODULE_LINES = 400
+# Cohesion decides a module's size: past this the suite names it in a warning, to weigh a
+# split by subject, and does not fail.
+MODULE_WARNING_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 # The only imports allowed inside a function: (path, function, import) -> why it must be
@@ -86,16 +90,18 @@ def parsed(path: Path) -> _Functions:
     return visitor
 
 
-def test_no_module_is_over_the_line_limit():
+def test_modules_past_the_size_warning_are_named_in_a_warning():
     too_long = [
         f"{name(path)}:1: {lines} lines"
         for path in app_modules()
-        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+        if (lines := len(path.read_text().splitlines())) > MODULE_WARNING_LINES
     ]
-    assert not too_long, (
-        f"{len(too_long)} module(s) over {MAX_MODULE_LINES} lines; split them by concern:\n"
-        + "\n".join(too_long)
-    )
+    if too_long:
+        warnings.warn(
+            f"{len(too_long)} module(s) over {MODULE_WARNING_LINES} lines; does each hold one "
+            "subject? (a warning, not a failure):\n" + "\n".join(too_long),
+            stacklevel=1,
+        )
 
 
 def test_no_function_is_over_the_line_limit():

@@ -1,8 +1,6 @@
 """Races on real row locks (PostgreSQL): one release wins, idempotent retries make one row."""
 
-import threading
 from collections import Counter
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -15,6 +13,7 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoints_expire_due
 from tests.conftest import bearer_client
 from tests.factories import ReviewerFactory
+from tests.support.threads import run_indexed
 
 THREADS = 8
 
@@ -26,29 +25,6 @@ pytestmark = [
         "set DATABASE_URL=postgres://... (CI does)",
     ),
 ]
-
-
-def run_together(work: Callable[[int], object], count: int = THREADS) -> list[object]:
-    """Run work(i) in `count` threads released at once; each closes its own DB connection."""
-    barrier = threading.Barrier(count)
-    results: list[object] = [None] * count
-
-    def target(i: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[i] = work(i)
-        except Exception as exc:  # noqa: BLE001 - reported to the test as a result
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    return results
 
 
 def reviewer_clients(count: int) -> list:
@@ -70,7 +46,7 @@ def test_eight_simultaneous_releases_give_exactly_one_winner(make_breakpoint):
         )
         return response.status_code, response.json()
 
-    results = run_together(release)
+    results = run_indexed(THREADS, release)
 
     statuses = Counter(status for status, _ in results)
     assert statuses == {201: 1, 409: THREADS - 1}, results
@@ -101,7 +77,7 @@ def test_simultaneous_release_and_cancel_have_one_winner(make_breakpoint, agent_
         response = agents[i // 2].post(f"/api/breakpoints/{bp.pk}/cancel", format="json")
         return "cancel", response.status_code
 
-    results = run_together(act)
+    results = run_indexed(THREADS, act)
 
     stored = Breakpoint.objects.get(pk=bp.pk)
     assert stored.status in {"released", "cancelled"}
@@ -127,7 +103,7 @@ def test_concurrent_retries_with_one_idempotency_key_create_one_breakpoint(agent
         )
         return response.status_code, response.json().get("breakpointId")
 
-    results = run_together(create)
+    results = run_indexed(THREADS, create)
 
     assert Breakpoint.objects.count() == 1
     only = Breakpoint.objects.get()
@@ -142,7 +118,7 @@ def test_overlapping_sweeps_expire_each_breakpoint_once(make_breakpoint):
         expires_at=timezone.now() - timedelta(seconds=5)
     )
 
-    counts = run_together(lambda i: breakpoints_expire_due(batch_size=3), count=4)
+    counts = run_indexed(4, lambda i: breakpoints_expire_due(batch_size=3))
 
     assert not any(isinstance(c, Exception) for c in counts), counts
     assert sum(counts) == 20

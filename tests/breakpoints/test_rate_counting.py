@@ -3,7 +3,7 @@
 Issue 19: DRF's throttle kept a history list with a get-then-set, so parallel requests
 read the same history and all got through (32 connections: 1.95x the limit). The counter
 is now an atomic increment in the cache (Redis INCR, or under the local cache's lock).
-The live check, 32 clients against the real server, is tests/integration/test_rate_limits.py.
+The live check, 32 clients against the real server, is tests/live/integration/test_rate_limits.py.
 """
 
 from types import SimpleNamespace

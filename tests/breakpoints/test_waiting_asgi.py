@@ -2,7 +2,7 @@
 
 These run the project's ASGI application (config.asgi) with httpx's ASGI transport, on
 whichever database the suite uses; the bridge threads read through their own connections,
-so the data is committed (transactional_db). tests/integration/test_waiting.py drives the
+so the data is committed (transactional_db). tests/live/integration/test_waiting.py drives the
 production server over real HTTP on PostgreSQL.
 """
 

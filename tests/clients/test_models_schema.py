@@ -18,11 +18,11 @@ from typing import Any, Literal, Union
 import pytest
 from bpm_client import errors
 from bpm_client import models as sdk
-from breakpoints.api.schema import ERROR_CODES
 from breakpoints.tokens import token_create_for_agent
 from drf_spectacular.generators import SchemaGenerator
 
 import tests.conftest as api_fixtures
+from core.api.schema import ERROR_CODES
 
 # SDK model -> its component in the schema.
 MODELS: dict[type[sdk.Model], str] = {
@@ -60,11 +60,6 @@ LEFT_TO_API_ERROR = {
 }
 
 Shape = frozenset[Any]  # the alternatives a value may take: "str", ("list", Shape), ...
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _integration_requirements() -> None:
-    """Overrides the live-server requirement of tests/clients: the schema is built in-process."""
 
 
 @pytest.fixture(scope="module")

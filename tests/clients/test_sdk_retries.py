@@ -40,11 +40,6 @@ NOW = "2026-01-01T00:00:00Z"
 FAST = Retry(attempts=4, base=0.01)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _integration_requirements() -> None:
-    """Overrides the live-server requirement of tests/clients: nothing here needs one."""
-
-
 def breakpoint_json(**changes: Any) -> dict[str, Any]:
     """A complete representation, as the API answers it (strict decoding accepts it)."""
     body = {

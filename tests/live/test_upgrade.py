@@ -78,7 +78,11 @@ MOVES = [
     ),
     Move("breakpoints", "Webhook", "notifications", "Webhook", "breakpoints_webhook"),
     Move(
-        "breakpoints", "WebhookDelivery", "notifications", "WebhookDelivery", "breakpoints_webhookdelivery"
+        "breakpoints",
+        "WebhookDelivery",
+        "notifications",
+        "WebhookDelivery",
+        "breakpoints_webhookdelivery",
     ),
     Move(
         "breakpoints",
@@ -91,7 +95,7 @@ MOVES = [
 ]
 
 # Tables written after every migrate as apps and models are added (Django's bookkeeping,
-# and breakpoints.accounts.role_groups_sync granting admins each new permission): they
+# and accounts.people.role_groups_sync granting admins each new permission): they
 # may grow, never shrink. A grant lost or left on a stale name fails the grant tests.
 GROWING_TABLES = {
     "django_migrations",

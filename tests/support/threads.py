@@ -3,6 +3,7 @@
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from typing import Any
 
 from django.db import connections
@@ -61,3 +62,10 @@ def repeat_in_parallel(
     for thread in threads:
         thread.join()
     return results
+
+
+def run_indexed(count: int, work: Callable[[int], object]) -> list[object]:
+    """work(0) ... work(count - 1), each in its own thread, released at once (run_together);
+    the results in that order."""
+    results = run_together({str(i): partial(work, i) for i in range(count)})
+    return [results[str(i)] for i in range(count)]

@@ -6,22 +6,18 @@ work). SQLite serialises writers, so these tests are skipped there.
 """
 
 import json
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connections
 from django.test import Client
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint
 from core.actors import Actor
+from tests.support.threads import run_indexed
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent
 from triggers.verification import sign_generic, sign_github
@@ -43,21 +39,6 @@ def _postgresql_only() -> None:
 @pytest.fixture(autouse=True)
 def _no_rate_limit(settings) -> None:
     settings.BPM_THROTTLE_ANON_RATE = "off"  # 100 deliveries from one address on purpose
-
-
-def at_once(count: int, work: Callable[[int], Any]) -> list[Any]:
-    """work(i) in `count` threads released together; each closes its connection after."""
-    barrier = threading.Barrier(count)
-
-    def run(index: int) -> Any:
-        try:
-            barrier.wait(timeout=60)
-            return work(index)
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        return list(pool.map(run, range(count)))
 
 
 def one_delivery(kind: str) -> tuple[bytes, dict[str, str]]:
@@ -92,7 +73,7 @@ def deliver_concurrently(kind: str) -> str:
         assert response.status_code < 500, response.content
         return response.status_code, response.json().get("eventId", "")
 
-    answers = at_once(COPIES, post)
+    answers = run_indexed(COPIES, post)
     assert Counter(status for status, _ in answers) == {202: 1, 200: COPIES - 1}, answers
     (event_id,) = {event_id for _, event_id in answers}
     return event_id
@@ -130,7 +111,7 @@ def test_concurrent_deliveries_then_concurrent_workers_act_once(
     waiting = make_breakpoint(run_id="r-1")
     event_id = deliver_concurrently("generic-hmac")
 
-    outcomes = at_once(WORKERS, lambda _: services.event_evaluate(event_id))
+    outcomes = run_indexed(WORKERS, lambda _: services.event_evaluate(event_id))
 
     assert Counter(outcomes) == {"processed": 1, "skipped": WORKERS - 1}
     assert Event.objects.filter(type=EventType.RELEASED).count() == 1

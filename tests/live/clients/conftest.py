@@ -1,46 +1,54 @@
 """The agent side (clients/python: SDK, `bpm` CLI, MCP server) against a live server.
 
-The server is the whole system as real processes (tests/integration/conftest.py): gunicorn
-with a uvicorn worker, a Celery worker and beat (the TTL sweep runs every second), on the
-test database and a dedicated redis-server. The test database is PostgreSQL's, or on the
+The server is the whole system as real processes (tests/support/system.py): gunicorn with a
+uvicorn worker, a Celery worker and beat (the TTL sweep runs every second), on the test
+database and a dedicated redis-server. The test database is PostgreSQL's, or on the
 embedded default a SQLite file (tests/conftest.py puts it in one when these tests run), so
 these tests need only `redis-server` on PATH. The test commits tokens and users
 (transactional db) so the server sees them; the clients talk to it over real HTTP.
+
+A module's tests share one system (`module_system`): each creates its own breakpoints with
+its own tokens, and its rows are flushed after it. A test that restarts the server is
+marked `own_system` and gets a system of its own.
 """
 
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bpm_client import Client
 from breakpoints.tokens import token_create_for_agent, token_create_for_user
 
 from tests.factories import AdminFactory, ReviewerFactory
-from tests.integration.conftest import (  # noqa: F401 - fixtures used by these tests
-    System,
-    _missing_requirement,
-    make_system,
-    redis_server,
-    static_root,
-)
+from tests.support.system import System, missing_requirement
 
 BPM = str(Path(sys.executable).parent / "bpm")
+LIVE_ENV = {"BPM_WAIT_RECHECK_SECONDS": "2"}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _integration_requirements(django_db_setup) -> None:
-    """As tests/integration's, but any test database the server can share will do."""
-    reason = _missing_requirement(postgres=False)
+    """As tests/live/integration's, but any test database the server can share will do."""
+    reason = missing_requirement(postgres=False)
     if reason:
         pytest.skip(reason)
 
 
+@pytest.fixture(scope="module")
+def module_system_options() -> dict[str, Any]:
+    return {"env": LIVE_ENV}
+
+
 @pytest.fixture
-def live(request) -> System:
-    """The running system; `live.base_url`, `live.restart_web()`."""
-    return request.getfixturevalue("make_system")(env={"BPM_WAIT_RECHECK_SECONDS": "2"})
+def live(request, transactional_db) -> System:
+    """The running system; `live.base_url`, `live.restart_web()`: the module's, or one of the
+    test's own when it is marked `own_system`."""
+    if request.node.get_closest_marker("own_system"):
+        return request.getfixturevalue("make_system")(env=LIVE_ENV)
+    return request.getfixturevalue("module_system")
 
 
 @pytest.fixture

@@ -5,12 +5,9 @@ import subprocess
 import venv
 from pathlib import Path
 
-import pytest
-
-CLIENT_DIR = Path(__file__).resolve().parents[2] / "clients" / "python"
+CLIENT_DIR = Path(__file__).resolve().parents[3] / "clients" / "python"
 
 
-@pytest.mark.slow
 def test_fresh_venv_install_gives_bpm(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -5,10 +5,10 @@ import httpx
 import pytest
 
 from accounts.tokens import token_create_for_agent
-from tests.integration.conftest import System
+from tests.support.system import System
 from tests.support.threads import repeat_in_parallel
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 LIMIT = 50
 PARALLEL = 32

@@ -13,13 +13,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bpm_client import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from tests.aio import run_async
-from tests.clients.conftest import BPM
-from tests.integration.conftest import free_port
+from tests.live.clients.conftest import BPM
+from tests.support.net import free_port
 
 SERVER_COMMAND = [BPM, "mcp"]  # what an MCP client runs
 TOOLS = {
@@ -216,6 +217,7 @@ def test_cancel_breakpoint_in_the_same_session_ends_the_waiting_call(bpm_env, ag
     assert answer["status"] == "cancelled" and answer["approved"] is False
 
 
+@pytest.mark.own_system
 def test_the_wait_survives_a_server_restart_and_still_returns_the_approval(live, bpm_env, reviewer):
     def restart_then_approve():
         live.restart_web(down_seconds=3)

@@ -21,8 +21,8 @@ from typing import IO
 import pytest
 from bpm_client import Client
 
-from tests.clients.conftest import BPM
-from tests.integration.conftest import free_port
+from tests.live.clients.conftest import BPM
+from tests.support.net import free_port
 
 # Seconds a `bpm` subprocess may take before the test fails (a guard, not an assertion).
 DEADLINE = 60
@@ -298,6 +298,7 @@ def test_wait_with_a_timeout_on_a_waiting_breakpoint_exits_3(bpm_env):
     assert bpm("status", breakpoint_id, env=bpm_env).stdout == "waiting\n"
 
 
+@pytest.mark.own_system
 def test_ask_survives_a_server_restart_while_waiting(live, bpm_env, reviewer_env, start):
     asking = start("ask", "Deploy during the restart?", env=bpm_env)
     breakpoint_id = asking.created_id()

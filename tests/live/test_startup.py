@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 NO_REDIS = "REDIS_URL is not set"
 NO_HOSTS = "ALLOWED_HOSTS is not set"
@@ -40,7 +40,6 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
 def test_the_asgi_server_refuses_to_start_without_redis_or_allowed_hosts(tmp_path):
     result = run(
         [str(BIN / "uvicorn"), "config.asgi:application", "--port", "0"], production_env(tmp_path)
@@ -51,7 +50,6 @@ def test_the_asgi_server_refuses_to_start_without_redis_or_allowed_hosts(tmp_pat
     assert NO_HOSTS in result.stderr
 
 
-@pytest.mark.slow
 def test_the_wsgi_application_refuses_to_load_without_redis(tmp_path):
     env = production_env(tmp_path, ALLOWED_HOSTS="bpm.example.com")
 
@@ -66,7 +64,6 @@ def test_the_wsgi_application_refuses_to_load_without_redis(tmp_path):
     assert embedded.returncode == 0, embedded.stderr
 
 
-@pytest.mark.slow
 def test_the_celery_worker_refuses_to_start_without_redis(tmp_path):
     result = run(
         [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO"],

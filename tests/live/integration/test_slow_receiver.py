@@ -16,9 +16,9 @@ import pytest
 
 from accounts.tokens import token_create_for_agent
 from notifications.models import WebhookDelivery
-from tests.integration.conftest import System
+from tests.support.system import System
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 BREAKPOINTS = 16
 SLOW_SECONDS = 2.0

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from config.supervisor import GRACE_SECONDS
-from tests.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env, http, manage
+from tests.live.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env, http, manage
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BOOT_TIMEOUT_SECONDS = 90
 # The supervisor's grace before SIGKILL, and a little for the kill itself.
 STOP_DEADLINE_SECONDS = GRACE_SECONDS + 3
@@ -33,7 +33,6 @@ WORKER_READY = "ready."
 BEAT_READY = "beat: Starting"
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)"),
     pytest.mark.skipif(shutil.which("make") is None, reason="needs make"),
 ]

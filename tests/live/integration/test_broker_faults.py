@@ -8,9 +8,9 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
 from notifications.models import WebhookDelivery
-from tests.integration.conftest import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
+from tests.support.system import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 CREATE_BOUND_SECONDS = 10.0  # generous: a hang on the broker is the bug
 BATCH = 8  # breakpoints created while the broker is down

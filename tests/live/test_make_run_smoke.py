@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.net import free_port
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_PROJECT_FILES = shutil.ignore_patterns(
     ".venv",
     ".git",
@@ -101,7 +101,6 @@ def wait_until_healthy(base: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"/healthz did not answer within {BOOT_TIMEOUT_SECONDS}s:\n{log.read_text()}")
 
 
-@pytest.mark.slow
 def test_fresh_copy_migrates_serves_and_accepts_a_breakpoint_on_sqlite(tmp_path):
     app = tmp_path / "app"
     shutil.copytree(REPO_ROOT, app, ignore=NOT_PROJECT_FILES)

@@ -19,8 +19,9 @@ from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.aio import run_async
 from tests.factories import ReviewerFactory
-from tests.integration.conftest import Process, database_url, free_port, wait_until
-from tests.test_make_run_smoke import procfile_web_command
+from tests.live.test_make_run_smoke import procfile_web_command
+from tests.support.net import free_port
+from tests.support.system import Process, database_url, wait_until
 
 POOL_MAX = 4
 APP_NAME = "bpm-burst-test"

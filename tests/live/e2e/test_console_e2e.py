@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.tokens import token_create_for_agent
-from tests.e2e.conftest import needs_chromium
+from tests.live.e2e.conftest import needs_chromium
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SERVER = os.environ.get("BPM_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
 

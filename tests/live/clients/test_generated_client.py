@@ -18,8 +18,6 @@ from types import ModuleType
 import httpx
 import pytest
 
-pytestmark = pytest.mark.slow
-
 PACKAGE = "bpm_generated"
 GENERATOR = str(Path(sys.executable).parent / "openapi-python-client")
 SAFETY_SECONDS = 60  # a bound for the waiting thread, never an assertion

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG (Linux)"),
 ]
 

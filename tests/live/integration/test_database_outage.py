@@ -18,10 +18,10 @@ from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.models import Breakpoint
 from channels.email.links import APPROVE, Link, new_nonce
 from tests.factories import AdminFactory, ReviewerFactory
-from tests.integration.conftest import System, database_url
-from tests.integration.tcp_proxy import TcpProxy
+from tests.live.integration.tcp_proxy import TcpProxy
+from tests.support.system import System, database_url
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 # The client gives up after this: before the fix every path hung DATABASE_POOL_TIMEOUT
 # (10 s) and answered 500.

@@ -21,7 +21,7 @@ from breakpoints.services import breakpoint_create, feedback_add
 from core.actors import Actor
 from tests.aio import run_async
 from tests.factories import ReviewerFactory
-from tests.integration.conftest import System
+from tests.support.system import System
 
 WAIT_ENV = {
     "BPM_WAIT_RECHECK_SECONDS": "600",  # no safety re-check within any test's wait

@@ -28,9 +28,7 @@ from triggers.management.githooks import HOOKS, MARKER
 from triggers.management.watching import Debouncer, change_of, is_temporary
 from triggers.models import EventSource, ExternalEvent
 
-pytestmark = pytest.mark.slow
-
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = Path(__file__).resolve().parents[3]
 SECRET = "local-sender-secret-0123456789abcdef"
 DEADLINE = 40.0
 

@@ -79,6 +79,7 @@ def test_breakpoint_awaits_the_reviewers_approval(live, agent_token, reviewer_to
     assert (result.responded_by, result.feedback, result.option) == ("alice", "ship it", "go")
 
 
+@pytest.mark.own_system
 def test_wait_reconnects_through_a_server_restart(live, agent_token, reviewer):
     transport = WaitSignal()
 

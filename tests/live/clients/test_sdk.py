@@ -137,6 +137,7 @@ def test_breakpoint_ends_cancelled_when_another_client_cancels(live, agent, agen
     assert result.status == "cancelled" and result.approved is False
 
 
+@pytest.mark.own_system
 def test_wait_reconnects_through_a_server_restart(live, agent_token, reviewer):
     """The web server goes away for 3 s mid-wait; the wait still gets the decision."""
     transport = WaitSignal()

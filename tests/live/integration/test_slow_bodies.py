@@ -15,7 +15,7 @@ import pytest
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import ReviewerFactory
-from tests.integration.conftest import System
+from tests.support.system import System
 
 SLOW_CONNECTIONS = 40  # from one address (127.0.0.1), five times BPM_WEB_THREADS
 UPLOADS_PER_ADDRESS = 4

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from breakpoints.models import Breakpoint
-from tests.integration.conftest import System
+from tests.support.system import System
 
 LIMIT = 4000
 

@@ -6,8 +6,8 @@ from playwright.sync_api import expect
 from breakpoints.services import feedback_add
 from core.actors import Actor
 from policies.models import AutoApprovalRule
-from tests.e2e.conftest import needs_chromium
-from tests.e2e.test_console_e2e import Agent
+from tests.live.e2e.conftest import needs_chromium
+from tests.live.e2e.test_console_e2e import Agent
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
 

@@ -9,11 +9,11 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from notifications.models import WebhookDelivery
-from tests.integration.conftest import SWEEP_SECONDS
 from tests.support.api import parse_time
+from tests.support.system import SWEEP_SECONDS
 from tests.webhook_receiver import expected_signature
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def create(agent_http, **body) -> dict:

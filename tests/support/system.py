@@ -1,15 +1,9 @@
-"""The whole system as real processes: redis-server, the web server, a Celery worker and beat.
+"""The whole system as real processes, for tests/live: redis-server, the web server (gunicorn
+with a uvicorn worker), a Celery worker and beat, on the test database.
 
-Every test here commits its data (transactional db) in the PostgreSQL test database, and
-the subprocesses use that same database, so they see the tokens and webhooks the test
-creates, and the test sees the rows they write. Redis is a dedicated `redis-server` on a
-free port per test module, so tests can stop and restart it without touching any other
-Redis on the machine.
-
-Skipped (with a reason) only when the database is not PostgreSQL or `redis-server` is not
-on PATH; CI runs them. tests/clients uses the same system and needs no PostgreSQL: on the
-embedded default its processes share the test database as a SQLite file (see
-`sqlite_file_for_live_servers` in tests/conftest.py).
+`System` starts and stops them; `Process` is one subprocess in its own process group with
+its output in a log file; `RedisServer` is a dedicated redis-server that a test may stop,
+kill and restart. The fixtures that start them are in tests/live/conftest.py.
 """
 
 import os
@@ -18,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,12 +22,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
-from django.test import override_settings
 
-from accounts.tokens import token_create_for_agent, token_create_for_user
-from notifications import services as webhooks
-from notifications.models import Webhook
-from tests.factories import ReviewerFactory
 from tests.support.net import free_port
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -47,7 +36,7 @@ PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
 WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
-def _missing_requirement(*, postgres: bool = True) -> str | None:
+def missing_requirement(*, postgres: bool = True) -> str | None:
     """Why the system cannot run here, or None. `postgres=False`: a SQLite test database
     will do, if it is a file the subprocesses can open (not an in-memory one)."""
     engine = settings.DATABASES["default"]["ENGINE"]
@@ -61,13 +50,6 @@ def _missing_requirement(*, postgres: bool = True) -> str | None:
     if shutil.which("redis-server") is None:
         return "integration tests need `redis-server` on PATH (a dedicated one is started)"
     return None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _integration_requirements() -> None:
-    reason = _missing_requirement()
-    if reason:
-        pytest.skip(reason)
 
 
 # --- processes -----------------------------------------------------------------------------
@@ -434,105 +416,3 @@ class System:
             process.terminate()
         for process in reversed(self.processes):
             process.stop()
-
-
-# --- fixtures ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory, _integration_requirements) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    try:
-        server.start()
-        yield server
-    finally:
-        server.process.stop()
-
-
-@pytest.fixture(scope="session")
-def static_root(tmp_path_factory) -> Path:
-    """collectstatic, once, as the production release step does (the console needs it)."""
-    root = tmp_path_factory.mktemp("static")
-    result = subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=PROJECT_DIR,
-        env={**os.environ, "DEBUG": "0", "STATIC_ROOT": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    return root
-
-
-@pytest.fixture
-def make_system(
-    transactional_db, redis_server, tmp_path, static_root
-) -> Iterator[Callable[..., System]]:
-    """Start the system (torn down before the test database is flushed)."""
-    started: list[System] = []
-
-    def make(
-        *,
-        beat: bool = True,
-        env: dict[str, str] | None = None,
-        worker_concurrency: int = 1,
-        worker_chatter: bool = False,
-    ) -> System:
-        system = System(
-            redis_server,
-            tmp_path,
-            {"STATIC_ROOT": str(static_root), **(env or {})},
-            worker_concurrency=worker_concurrency,
-            worker_chatter=worker_chatter,
-        )
-        started.append(system)
-        return system.start(beat=beat)
-
-    try:
-        yield make
-    finally:
-        for system in started:
-            system.stop()
-
-
-@pytest.fixture
-def system_options() -> dict[str, Any]:
-    """make_system's options for `system` (a test may parametrize it, e.g. PROCFILE_WORKER)."""
-    return {}
-
-
-@pytest.fixture
-def system(make_system, system_options) -> System:
-    return make_system(**system_options)
-
-
-@pytest.fixture
-def subscribe(transactional_db) -> Callable[..., Webhook]:
-    """Subscribe a URL as an admin would (committed: the subprocesses see it)."""
-
-    def subscribe(url: str, events: list[str] | None = None, secret: str = "") -> Webhook:
-        with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.1"]):
-            return webhooks.webhook_add(url=url, event_types=events, secret=secret)
-
-    return subscribe
-
-
-@pytest.fixture
-def agent_http(system, transactional_db) -> Iterator[httpx.Client]:
-    """Agent 'agent-a' talking to the web server over real HTTP."""
-    raw = token_create_for_agent(agent_id="agent-a")[1]
-    with httpx.Client(
-        base_url=system.base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=20
-    ) as client:
-        yield client
-
-
-@pytest.fixture
-def reviewer_http(system, transactional_db) -> Iterator[httpx.Client]:
-    """Reviewer 'alice' over real HTTP."""
-    raw = token_create_for_user(user=ReviewerFactory(username="alice"))[1]
-    with httpx.Client(
-        base_url=system.base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=20
-    ) as client:
-        yield client

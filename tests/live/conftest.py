@@ -1,0 +1,123 @@
+"""Fixtures of the tests that start processes (every test here is `slow`, tests/conftest.py).
+
+The whole system (tests/support/system.py) on the test database and a dedicated Redis:
+`make_system` starts one for a single test (torn down before the database is flushed),
+`module_system` one that a module's tests share. Each sub-folder's conftest says which
+test database its tests need (`_integration_requirements`).
+"""
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.system import PROJECT_DIR, RedisServer, System, missing_requirement
+
+
+@pytest.fixture(scope="module")
+def _integration_requirements() -> None:
+    """Skip (with the reason) when the system cannot run here; sub-folders may relax it."""
+    reason = missing_requirement()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory, _integration_requirements) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.process.stop()
+
+
+@pytest.fixture(scope="session")
+def static_root(tmp_path_factory) -> Path:
+    """collectstatic, once, as the production release step does (the console needs it)."""
+    root = tmp_path_factory.mktemp("static")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "DEBUG": "0", "STATIC_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def start_system(
+    redis_server: RedisServer,
+    tmp_path: Path,
+    static_root: Path,
+    *,
+    beat: bool = True,
+    env: dict[str, str] | None = None,
+    worker_concurrency: int = 1,
+    worker_chatter: bool = False,
+) -> System:
+    """A System on `redis_server`, its logs in `tmp_path`, started (web, worker, beat)."""
+    system = System(
+        redis_server,
+        tmp_path,
+        {"STATIC_ROOT": str(static_root), **(env or {})},
+        worker_concurrency=worker_concurrency,
+        worker_chatter=worker_chatter,
+    )
+    try:
+        return system.start(beat=beat)
+    except BaseException:
+        system.stop()
+        raise
+
+
+@pytest.fixture
+def make_system(
+    transactional_db, redis_server, tmp_path, static_root
+) -> Iterator[Callable[..., System]]:
+    """Start a system for this test alone (torn down before the test database is flushed)."""
+    started: list[System] = []
+
+    def make(**options) -> System:
+        system = start_system(redis_server, tmp_path, static_root, **options)
+        started.append(system)
+        return system
+
+    try:
+        yield make
+    finally:
+        for system in started:
+            system.stop()
+
+
+@pytest.fixture(scope="module")
+def module_system_options() -> dict[str, Any]:
+    """module_system's options (make_system's keyword arguments); a conftest may override."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def module_system(
+    django_db_setup, tmp_path_factory, static_root, module_system_options, _integration_requirements
+) -> Iterator[System]:
+    """One system for all the tests of a module, on a Redis of its own (so that a test's own
+    `make_system` beside it shares nothing but the database). For tests that only read or
+    create their own data: each test's rows are flushed after it, the processes stay."""
+    redis = RedisServer(tmp_path_factory.mktemp("redis"))
+    redis.start()
+    try:
+        system = start_system(
+            redis, tmp_path_factory.mktemp("system"), static_root, **module_system_options
+        )
+        try:
+            yield system
+        finally:
+            system.stop()
+    finally:
+        redis.process.stop()
