@@ -29,9 +29,31 @@ CODE_PAGES = [*PAGES, ROOT / "clients" / "python" / "README.md"]
 SHELLS = {"bash", "sh", "shell", "console"}
 # Variables a reader's shell has without any page defining them.
 SHELL_VARIABLES_GIVEN = {"HOME", "PATH", "PWD", "USER"}
-COMMAND_SOURCES = ("breakpoints", "triggers", "reviews", "audit", "config")
+COMMAND_SOURCES = (
+    "accounts",
+    "policies",
+    "notifications",
+    "breakpoints",
+    "triggers",
+    "console",
+    "audit",
+    "config",
+)
 # Where the names of environment variables the docs mention must appear.
-ENV_SOURCES = ("config", "breakpoints", "triggers", "reviews", "audit", "clients/python/src")
+ENV_SOURCES = (
+    "core",
+    "accounts",
+    "audit",
+    "policies",
+    "notifications",
+    "breakpoints",
+    "channels",
+    "triggers",
+    "console",
+    "ops",
+    "config",
+    "clients/python/src",
+)
 
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")

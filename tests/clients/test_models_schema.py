@@ -18,10 +18,10 @@ from typing import Any, Literal, Union
 import pytest
 from bpm_client import errors
 from bpm_client import models as sdk
-from breakpoints.tokens import token_create_for_agent
 from drf_spectacular.generators import SchemaGenerator
 
 import tests.conftest as api_fixtures
+from accounts.tokens import token_create_for_agent
 from core.api.schema import ERROR_CODES
 
 # SDK model -> its component in the schema.

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from bpm_client import Client
-from breakpoints.tokens import token_create_for_agent, token_create_for_user
 
+from accounts.tokens import token_create_for_agent, token_create_for_user
 from tests.factories import AdminFactory, ReviewerFactory
 from tests.support.system import System, missing_requirement
 

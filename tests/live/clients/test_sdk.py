@@ -24,7 +24,8 @@ from bpm_client import (
     NotFound,
     WaitTimeout,
 )
-from breakpoints.tokens import token_create_for_agent
+
+from accounts.tokens import token_create_for_agent
 
 SAFETY_SECONDS = 60  # only a bound for the helpers' loops, never an assertion
 

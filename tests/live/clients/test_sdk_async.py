@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from bpm_client import AsyncClient, Breakpoint, InvalidState, NotAuthenticated, NotFound
-from breakpoints.tokens import token_create_for_agent
 
+from accounts.tokens import token_create_for_agent
 from tests.aio import run_async
 
 SAFETY_SECONDS = 60  # only a bound for the helpers' loops, never an assertion
