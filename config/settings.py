@@ -209,7 +209,7 @@ BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
 BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
-# --- Channels: Slack, email, JIRA (breakpoints/channels/) ----------------------------
+# --- Channels: Slack, email, JIRA (channels/) ---------------------------------------------
 # Links in messages and mails point here (the console's address as people reach it).
 # Unset, it follows BPM_PORT (the port `make run` serves on).
 BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", f"http://127.0.0.1:{env_int('BPM_PORT', 8000)}")

@@ -18,7 +18,7 @@ from core.actors import Actor, is_admin
 from core.console.admin import AdminOnly, ServiceAdmin, ShownOnce
 from core.exceptions import DomainError
 from core.limits import MAX_WEBHOOK_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH
-from notifications.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
+from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
 from notifications.services import (
     delivery_resend,
     webhook_add,
@@ -136,7 +136,7 @@ def _short(value: str, chars: int) -> str:
     return format_html('<code title="{}">{}</code>', value, Truncator(value).chars(chars))
 
 
-@admin.register(WebhookDelivery)
+@admin.register(Delivery)
 class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
     # Narrow enough for a laptop (1366px) with the filters: short ids, status early.
     list_display = (
@@ -184,17 +184,17 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
         return is_admin(request.user)
 
     @admin.display(description="Id", ordering="id")
-    def short_id(self, delivery: WebhookDelivery) -> str:
+    def short_id(self, delivery: Delivery) -> str:
         return _short(delivery.pk, SHORT_ID_CHARS)
 
     @admin.display(description="Webhook", ordering="webhook__url")
-    def sent_to(self, delivery: WebhookDelivery) -> str:
+    def sent_to(self, delivery: Delivery) -> str:
         url = delivery.destination()  # never a URL's credentials
         removed = " (removed)" if delivery.webhook and delivery.webhook.is_removed else ""
         return format_html('<span title="{}">{}</span>{}', url, Truncator(url).chars(40), removed)
 
     @admin.display(description="Breakpoint", ordering="breakpoint_id")
-    def breakpoint_short(self, delivery: WebhookDelivery) -> str:
+    def breakpoint_short(self, delivery: Delivery) -> str:
         # breakpoint_id only: no join, no payload loaded per row.
         if delivery.breakpoint_id is None:
             return "—"  # a forwarded external event concerns no breakpoint
@@ -204,22 +204,22 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
         )
 
     @admin.display(description="Last HTTP", ordering="last_status_code")
-    def last_code(self, delivery: WebhookDelivery) -> str:
+    def last_code(self, delivery: Delivery) -> str:
         return str(delivery.last_status_code or "—")
 
     @admin.display(description="Next attempt", ordering="next_attempt_at")
-    def next_attempt(self, delivery: WebhookDelivery) -> str:
+    def next_attempt(self, delivery: Delivery) -> str:
         if delivery.status != DeliveryStatus.PENDING:
             return "—"
         return delivery.next_attempt_at.strftime("%Y-%m-%d %H:%M UTC")
 
     @admin.display(description="Status", ordering="status")
-    def status_badge(self, delivery: WebhookDelivery) -> str:
+    def status_badge(self, delivery: Delivery) -> str:
         css = DeliveryStatusBadge.CLASSES.get(delivery.status, "waiting")
         return format_html('<span class="bpm-badge bpm-badge--{}">{}</span>', css, delivery.status)
 
     @admin.display(description="Attempts")
-    def attempt_history(self, delivery: WebhookDelivery) -> str:
+    def attempt_history(self, delivery: Delivery) -> str:
         attempts = Event.objects.filter(
             breakpoint_id=delivery.breakpoint_id,
             type=EventType.NOTIFICATION,
@@ -248,7 +248,7 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
         )
 
     @admin.action(description="Re-send selected deliveries", permissions=["resend"])
-    def resend_selected(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+    def resend_selected(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
         count = 0
         for delivery_id in queryset.values_list("pk", flat=True):
             try:

@@ -31,7 +31,7 @@ from core.net import redacted_url
 from notifications import outbox, targets
 from notifications import senders as channels
 from notifications.base import Sent
-from notifications.models import DeliveryStatus, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus
 from notifications.outbox import sendable
 
 WEBHOOK_ACTOR = "system:webhooks"
@@ -65,7 +65,7 @@ def signer(secret: str) -> StandardWebhook:
     return StandardWebhook(secret if secret.startswith("whsec_") else secret.encode())
 
 
-def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
+def signed_request(delivery: Delivery) -> tuple[bytes, dict[str, str]]:
     """The body bytes and Standard Webhooks headers for one delivery."""
     body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False)
     now = timezone.now()
@@ -80,7 +80,7 @@ def signed_request(delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
     return body.encode(), headers
 
 
-def claim(delivery_id: str) -> WebhookDelivery | None:
+def claim(delivery_id: str) -> Delivery | None:
     """Lease a due delivery and count the attempt now, so one cut short by a killed
     worker still counts towards MAX_ATTEMPTS.
 
@@ -103,19 +103,19 @@ def claim(delivery_id: str) -> WebhookDelivery | None:
         )
     if not claimed:
         return None
-    return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+    return Delivery.objects.select_related("webhook").get(pk=delivery_id)
 
 
-def _claimable(now: datetime) -> QuerySet[WebhookDelivery]:
+def _claimable(now: datetime) -> QuerySet[Delivery]:
     """Pending deliveries that are due, sendable and held by no worker."""
     return (
-        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
         .filter(sendable())
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
     )
 
 
-def _due(delivery_id: str, now: datetime) -> WebhookDelivery | None:
+def _due(delivery_id: str, now: datetime) -> Delivery | None:
     """The delivery if it could be claimed now (read without a lock: claim re-checks)."""
     return _claimable(now).filter(pk=delivery_id).only("pk", "channel", "webhook_id").first()
 
@@ -134,7 +134,7 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
     return _record_attempt(delivery, sent, duration_ms)
 
 
-def _send_webhook(delivery: WebhookDelivery) -> Sent:
+def _send_webhook(delivery: Delivery) -> Sent:
     """The signed POST to the subscriber, on its vetted addresses only."""
     status_code, error, retryable = None, "", True
     try:
@@ -154,7 +154,7 @@ def _send_webhook(delivery: WebhookDelivery) -> Sent:
     return Sent(status_code, _scrubbed(error, delivery.subscriber.url), retryable)
 
 
-def _send_on_channel(delivery: WebhookDelivery) -> Sent:
+def _send_on_channel(delivery: Delivery) -> Sent:
     """A Slack, email or JIRA attempt; a sender's unexpected error is a retryable failure."""
     try:
         return channels.send(delivery)
@@ -173,7 +173,7 @@ def _scrubbed(text: str, url: str) -> str:
     return text
 
 
-def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> AttemptOutcome:
+def _record_attempt(delivery: Delivery, sent: Sent, duration_ms: int) -> AttemptOutcome:
     attempts = delivery.attempts  # counted when the delivery was claimed
     now = timezone.now()
     changes: dict[str, Any] = {"reply": {**delivery.reply, **sent.reply}} if sent.reply else {}
@@ -198,7 +198,7 @@ def _record_attempt(delivery: WebhookDelivery, sent: Sent, duration_ms: int) -> 
         "outcome": outcome.status,
     }
     with transaction.atomic():
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        Delivery.objects.filter(pk=delivery.pk).update(
             attempts=attempts,
             locked_until=None,
             last_status_code=sent.status_code,
@@ -238,7 +238,7 @@ def delivery_turn(delivery_id: str) -> AttemptOutcome:
     return first
 
 
-def _destination(delivery: WebhookDelivery) -> dict[str, Any]:
+def _destination(delivery: Delivery) -> dict[str, Any]:
     """Where it went, for the audit trail: never a URL's credentials."""
     if delivery.channel == Channel.WEBHOOK:
         return {"webhookId": delivery.webhook_id, "url": redacted_url(delivery.subscriber.url)}

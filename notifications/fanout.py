@@ -18,7 +18,7 @@ from django.conf import settings
 from accounts import experts as routing
 from audit.models import EventType
 from core.choices import Channel
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from policies.routes import EXPERTS, routes_matching
 
 Target = tuple[str, dict[str, Any]]  # (channel, target)
@@ -108,7 +108,7 @@ def shown_targets(breakpoint_ids: list[str]) -> dict[str, list[Target]]:
     if not any_configured():
         return {}
     rows = (
-        WebhookDelivery.objects.filter(breakpoint_id__in=breakpoint_ids, event_type__in=ANNOUNCING)
+        Delivery.objects.filter(breakpoint_id__in=breakpoint_ids, event_type__in=ANNOUNCING)
         .exclude(channel=Channel.WEBHOOK)
         .order_by("created_at")
         .values_list("breakpoint_id", "channel", "target")

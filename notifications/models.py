@@ -80,7 +80,7 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class WebhookDelivery(models.Model):
+class Delivery(models.Model):
     """One notification on one channel (a webhook subscriber, a Slack channel or user, an
     email address, a JIRA project), written in the transaction of the change.
 
@@ -125,7 +125,7 @@ class WebhookDelivery(models.Model):
     class Meta:
         db_table = "breakpoints_webhookdelivery"  # the table keeps the name it was created with
         ordering = ["-created_at"]
-        verbose_name_plural = "webhook deliveries"
+        verbose_name_plural = "deliveries"
         indexes = [
             models.Index(
                 fields=["next_attempt_at"],

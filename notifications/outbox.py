@@ -1,6 +1,6 @@
 """The transactional outbox: the intent to notify, written with the change it reports.
 
-A change writes one pending WebhookDelivery per interested subscriber, and one per
+A change writes one pending Delivery per interested subscriber, and one per
 channel target (Slack, email, JIRA: notifications.fanout), in its own transaction; after commit the ids are handed to the workers, which may fail harmlessly:
 the sweep (deliveries_due, run by beat) re-publishes every pending row that is due.
 """
@@ -18,7 +18,7 @@ from core.exceptions import InvalidState, NotFound
 from core.publishing import publish
 from core.timestamps import timestamp
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
-from notifications.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEventType
+from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
 
 # The worker's task (breakpoints.tasks registers it under this name): published by name,
 # so the outbox needs no import of the tasks module, which imports this package.
@@ -42,7 +42,7 @@ def current_webhook_ids() -> QuerySet[Webhook, Any]:
     return Webhook.objects.current().values("pk")
 
 
-def cancel_pending(deliveries: QuerySet[WebhookDelivery]) -> int:
+def cancel_pending(deliveries: QuerySet[Delivery]) -> int:
     """Fail the pending ones among `deliveries` (their webhook was removed), attempts kept."""
     return deliveries.filter(status=DeliveryStatus.PENDING).update(
         status=DeliveryStatus.FAILED, locked_until=None, last_error=REMOVED_ERROR
@@ -125,17 +125,15 @@ def _deliveries_write(
     """One pending delivery per (breakpoint, body) and subscriber or channel target;
     published after commit."""
     common = {"event_type": event_type, "next_attempt_at": now}
-    deliveries = WebhookDelivery.objects.bulk_create(
+    deliveries = Delivery.objects.bulk_create(
         [
             *(
-                WebhookDelivery(webhook=webhook, breakpoint_id=_id(bp), body=body, **common)
+                Delivery(webhook=webhook, breakpoint_id=_id(bp), body=body, **common)
                 for bp, body, _ in rows
                 for webhook in subscribers
             ),
             *(
-                WebhookDelivery(
-                    channel=channel, target=target, breakpoint_id=_id(bp), body=body, **common
-                )
+                Delivery(channel=channel, target=target, breakpoint_id=_id(bp), body=body, **common)
                 for bp, body, targets in rows
                 for channel, target in targets
             ),
@@ -158,25 +156,25 @@ def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
     Pending deliveries of a removed webhook (written by a change that raced the removal,
     or put back by an attempt that was under way) are cancelled here, never returned.
     """
-    cancel_pending(WebhookDelivery.objects.exclude(sendable()))
+    cancel_pending(Delivery.objects.exclude(sendable()))
     now = timezone.now()
     return list(
-        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[:limit]
     )
 
 
-def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
+def delivery_resend(*, delivery_id: str) -> Delivery:
     """An admin sends a delivery again (same webhook-id), whatever became of it,
     unless its webhook was removed."""
     with transaction.atomic():
-        updated = WebhookDelivery.objects.filter(sendable(), pk=delivery_id).update(
+        updated = Delivery.objects.filter(sendable(), pk=delivery_id).update(
             status=DeliveryStatus.PENDING, next_attempt_at=timezone.now(), locked_until=None
         )
         if not updated:
-            current = WebhookDelivery.objects.filter(pk=delivery_id).first()
+            current = Delivery.objects.filter(pk=delivery_id).first()
             if current is not None:
                 raise InvalidState(
                     f"The webhook of delivery {delivery_id} was removed; it cannot be re-sent.",
@@ -184,4 +182,4 @@ def delivery_resend(*, delivery_id: str) -> WebhookDelivery:
                 )
             raise NotFound(f"No delivery {delivery_id}.")
         transaction.on_commit(lambda: publish_deliveries([delivery_id]))
-    return WebhookDelivery.objects.get(pk=delivery_id)
+    return Delivery.objects.get(pk=delivery_id)

@@ -10,9 +10,9 @@ them.
 from collections.abc import Callable
 
 from notifications.base import Sent
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 
-Sender = Callable[[WebhookDelivery], Sent]
+Sender = Callable[[Delivery], Sent]
 
 SENDERS: dict[str, Sender] = {}
 
@@ -22,7 +22,7 @@ def register(channel: str, sender: Sender) -> None:
     SENDERS[channel] = sender
 
 
-def send(delivery: WebhookDelivery) -> Sent:
+def send(delivery: Delivery) -> Sent:
     """One attempt of a Slack, email or JIRA delivery, by its channel's sender."""
     return SENDERS[delivery.channel](delivery)
 

@@ -1,6 +1,6 @@
 """The outbox every notification goes through, and the signed HTTP webhooks.
 
-Every notification of a breakpoint change is a WebhookDelivery row: a webhook
+Every notification of a breakpoint change is a Delivery row: a webhook
 subscriber's signed POST, or a Slack, email or JIRA message (notifications.senders).
 
 - subscriptions: webhook subscriptions, who receives which events (webhook_add,

@@ -9,7 +9,7 @@ from django.utils import timezone
 from core import net as guard
 from core.exceptions import InvalidInput, NotFound
 from notifications.delivery import signer
-from notifications.models import Webhook, WebhookDelivery, WebhookEventType
+from notifications.models import Delivery, Webhook, WebhookEventType
 from notifications.outbox import cancel_pending
 
 
@@ -82,5 +82,5 @@ def webhook_remove(*, webhook_id: int) -> Webhook:
     with transaction.atomic():
         if not Webhook.objects.current().filter(pk=webhook_id).update(removed_at=now, active=False):
             raise NotFound(f"No webhook with id {webhook_id}.")
-        cancel_pending(WebhookDelivery.objects.filter(webhook_id=webhook_id))
+        cancel_pending(Delivery.objects.filter(webhook_id=webhook_id))
     return Webhook.objects.get(pk=webhook_id)

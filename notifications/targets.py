@@ -22,18 +22,18 @@ from django.db import connection
 from django.db.models import Q
 
 from core.choices import Channel
-from notifications.models import DeliveryStatus, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus
 from notifications.outbox import sendable
 
 
-def same_target(delivery: WebhookDelivery) -> Q:
+def same_target(delivery: Delivery) -> Q:
     """Deliveries to the target of `delivery`: its subscription, or its channel."""
     if delivery.channel == Channel.WEBHOOK:
         return Q(webhook_id=delivery.webhook_id)
     return Q(webhook_id__isnull=True, channel=delivery.channel)
 
 
-def lock_target(delivery: WebhookDelivery) -> None:
+def lock_target(delivery: Delivery) -> None:
     """Serialize claims on one target until the transaction ends (PostgreSQL: an advisory
     lock; SQLite's IMMEDIATE transactions already serialize every write)."""
     if connection.vendor != "postgresql":
@@ -43,9 +43,9 @@ def lock_target(delivery: WebhookDelivery) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
 
 
-def target_full(delivery: WebhookDelivery, now: datetime) -> bool:
+def target_full(delivery: Delivery, now: datetime) -> bool:
     """Whether the target already has as many attempts in flight as it may."""
-    in_flight = WebhookDelivery.objects.filter(
+    in_flight = Delivery.objects.filter(
         same_target(delivery), status=DeliveryStatus.PENDING, locked_until__gt=now
     ).exclude(pk=delivery.pk)
     return in_flight.count() >= settings.BPM_WEBHOOK_TARGET_CONCURRENCY
@@ -53,11 +53,9 @@ def target_full(delivery: WebhookDelivery, now: datetime) -> bool:
 
 def next_due(delivery_id: str, now: datetime) -> str | None:
     """The oldest due delivery to the target of `delivery_id` that no worker holds."""
-    delivery = WebhookDelivery.objects.only("channel", "webhook_id").get(pk=delivery_id)
+    delivery = Delivery.objects.only("channel", "webhook_id").get(pk=delivery_id)
     return (
-        WebhookDelivery.objects.filter(
-            same_target(delivery), sendable(), status=DeliveryStatus.PENDING
-        )
+        Delivery.objects.filter(same_target(delivery), sendable(), status=DeliveryStatus.PENDING)
         .filter(next_attempt_at__lte=now)
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .exclude(pk=delivery.pk)

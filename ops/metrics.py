@@ -51,7 +51,7 @@ from breakpoints.waiting.metrics import (
 )
 from core.choices import Status
 from core.ratelimits import client_address
-from notifications.models import DeliveryStatus, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _waiting_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
 
 
 def _outbox_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
-    pending = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+    pending = Delivery.objects.filter(status=DeliveryStatus.PENDING)
     yield _gauge(
         "bpm_webhook_outbox_pending",
         f"Webhook deliveries not yet delivered nor given up (counted up to {COUNT_CAP}).",
@@ -143,7 +143,7 @@ def _outbox_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
         f"Pending deliveries that failed at least once (counted up to {COUNT_CAP}).",
         _capped_count(pending.filter(attempts__gt=0), "next_attempt_at"),
     )
-    failed = WebhookDelivery.objects.filter(status=DeliveryStatus.FAILED)
+    failed = Delivery.objects.filter(status=DeliveryStatus.FAILED)
     yield _gauge(
         "bpm_webhook_dead_letters",
         f"Deliveries given up after every attempt (counted up to {COUNT_CAP}).",

@@ -25,7 +25,7 @@ from accounts.tokens import token_create_for_agent, token_create_for_user, token
 from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from core.actors import Actor
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from policies.autoapproval import rule_create
 from policies.models import AutoApprovalRule, NotificationRoute
 from policies.routes import route_add
@@ -492,7 +492,7 @@ def snapshot() -> dict[str, Any]:
         "sources": list(EventSource.objects.order_by("pk").values()),
         "triggers": list(TriggerRule.objects.order_by("pk").values()),
         "external_events": list(ExternalEvent.objects.order_by("pk").values_list("pk", flat=True)),
-        "deliveries": WebhookDelivery.objects.count(),
+        "deliveries": Delivery.objects.count(),
     }
 
 

@@ -18,7 +18,7 @@ from breakpoints.api.views import BreakpointViewSet
 from breakpoints.tasks import deliver_webhook
 from config import celery as celery_config
 from core.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,7 +129,7 @@ def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines
     """deliver_webhook logs a failed attempt; its line carries the publisher's context."""
     bp = make_breakpoint()
     webhook = Webhook.objects.create(url="http://127.0.0.1:9/hook")  # refused: loopback
-    delivery = WebhookDelivery.objects.create(
+    delivery = Delivery.objects.create(
         webhook=webhook,
         breakpoint=bp,
         event_type="created",

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from accounts.tokens import token_create_for_agent
 from audit.models import Event, EventType
 from breakpoints.waiting.hub import stop_hub
-from notifications.models import DeliveryStatus, Webhook, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus, Webhook
 from tests.aio import run_async
 
 OUTSIDER = "203.0.113.9"
@@ -118,7 +118,7 @@ class TestDomainGauges:
 
         def delivery(**fields):
             fields.setdefault("next_attempt_at", now)
-            return WebhookDelivery.objects.create(
+            return Delivery.objects.create(
                 webhook=webhook, breakpoint=bp, event_type="created", body={}, **fields
             )
 
@@ -142,7 +142,7 @@ class TestDomainGauges:
     def test_a_pending_delivery_is_backlog_with_a_lag(self, client, make_breakpoint):
         bp = make_breakpoint()
         webhook = Webhook.objects.create(url="https://hooks.example.com/x")
-        WebhookDelivery.objects.create(
+        Delivery.objects.create(
             webhook=webhook,
             breakpoint=bp,
             event_type="created",

@@ -32,7 +32,7 @@ from core.rendering import fileformats
 from core.rendering.budget import RenderBudget
 from core.rendering.markup import compact_duration, render_context_file
 from notifications.base import Sent, console_url
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 
 ANNOUNCING: dict[str, str] = {
     EventType.CREATED: "Review needed",
@@ -46,7 +46,7 @@ SUBJECT_CHARS = 150
 SEND_TIMEOUT_SECONDS = 10  # when EMAIL_TIMEOUT is not set: a worker never hangs on SMTP
 
 
-def send(delivery: WebhookDelivery) -> Sent:
+def send(delivery: Delivery) -> Sent:
     """One attempt: compose the mail for the event and hand it to the mail backend."""
     address = delivery.target.get("email")
     if not isinstance(address, str) or not address.strip():
@@ -86,7 +86,7 @@ def failure(exc: OSError | ValueError) -> Sent:
     return Sent(error=error)  # refused connection, timeout, TLS, disconnection: retried
 
 
-def message_for(delivery: WebhookDelivery, address: str) -> EmailMultiAlternatives | None:
+def message_for(delivery: Delivery, address: str) -> EmailMultiAlternatives | None:
     """The mail of one delivery (None for an event this channel does not mail)."""
     data = delivery.body.get("data") if isinstance(delivery.body, dict) else None
     data = data if isinstance(data, dict) else {}

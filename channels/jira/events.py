@@ -24,7 +24,7 @@ from core.actors import Actor
 from core.choices import Channel, Status, Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from core.storable import storable_text
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 
 ISSUE_UPDATED = "jira:issue_updated"
 MAX_KEY_LENGTH = 255
@@ -148,7 +148,7 @@ def breakpoint_for_issue(key: str, labels: tuple[str, ...]) -> str | None:
     The issue's `bpm-<id>` label narrows the search to that breakpoint's deliveries (an
     index); the recorded key decides, so a label alone never points anywhere.
     """
-    created = WebhookDelivery.objects.filter(
+    created = Delivery.objects.filter(
         channel=Channel.JIRA, event_type=EventType.CREATED, reply__key=key
     ).order_by()
     ids = [label.removeprefix(ISSUE_LABEL_PREFIX) for label in labels]

@@ -28,7 +28,7 @@ from core.choices import Channel, Via
 from core.naming import display_name
 from core.rendering.fileformats import file_format
 from notifications.base import Sent, console_url
-from notifications.models import DeliveryStatus, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus
 
 API = "/rest/api/2"
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -53,7 +53,7 @@ class JiraError(Exception):
         self.sent = sent
 
 
-def send(delivery: WebhookDelivery) -> Sent:
+def send(delivery: Delivery) -> Sent:
     """One attempt of a JIRA delivery: create, comment, or comment and transition."""
     project = str(delivery.target.get("project") or "")
     try:
@@ -158,7 +158,7 @@ def _issue_path(key: str, tail: str = "") -> str:
 # --- the steps -----------------------------------------------------------------------
 
 
-def _create(client: httpx.Client, delivery: WebhookDelivery, project: str) -> Sent:
+def _create(client: httpx.Client, delivery: Delivery, project: str) -> Sent:
     """Create the issue, unless an earlier attempt did (lost answer) or a resend repeats it."""
     if delivery.reply.get("key"):
         return Sent(reply={"key": delivery.reply["key"]})
@@ -184,10 +184,10 @@ def _create(client: httpx.Client, delivery: WebhookDelivery, project: str) -> Se
     return Sent(status, reply={"key": key})
 
 
-def _issue_key(delivery: WebhookDelivery, project: str) -> str:
+def _issue_key(delivery: Delivery, project: str) -> str:
     """The key the `created` delivery of this breakpoint and project recorded."""
     created = (
-        WebhookDelivery.objects.filter(
+        Delivery.objects.filter(
             breakpoint_id=delivery.breakpoint_id,
             channel=Channel.JIRA,
             event_type=EventType.CREATED,
@@ -204,7 +204,7 @@ def _issue_key(delivery: WebhookDelivery, project: str) -> str:
     raise JiraError(Sent(error=NOT_CREATED))
 
 
-def _comment_feedback(client: httpx.Client, delivery: WebhookDelivery, key: str) -> Sent:
+def _comment_feedback(client: httpx.Client, delivery: Delivery, key: str) -> Sent:
     """The newest feedback of the breakpoint as it was then, as a comment."""
     entries = delivery.body["data"].get("feedback") or []
     latest = entries[-1] if entries and isinstance(entries[-1], dict) else {}
@@ -219,7 +219,7 @@ def _comment_feedback(client: httpx.Client, delivery: WebhookDelivery, key: str)
     return Sent(status, reply={"key": key})
 
 
-def _close(client: httpx.Client, delivery: WebhookDelivery, key: str) -> Sent:
+def _close(client: httpx.Client, delivery: Delivery, key: str) -> Sent:
     """The outcome as a comment (once), then the transition by its configured name."""
     if delivery.reply.get("transition"):
         return Sent(reply={"key": key})  # a resend of a finished outcome: nothing left to do

@@ -26,7 +26,7 @@ from audit.models import EventType
 from channels.slack import blocks as slack_blocks
 from core.choices import Channel
 from notifications.base import Sent
-from notifications.models import DeliveryStatus, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus
 
 API_TIMEOUT_SECONDS = 10
 ANNOUNCING = frozenset({EventType.CREATED, EventType.REMINDER, EventType.ESCALATED})
@@ -53,7 +53,7 @@ class BadTarget(Exception):
     """A delivery's target names neither a channel nor an email."""
 
 
-def send(delivery: WebhookDelivery) -> Sent:
+def send(delivery: Delivery) -> Sent:
     """One attempt of a Slack delivery (see the module docstring)."""
     if not settings.SLACK_BOT_TOKEN:
         return Sent(error="Slack is not configured (SLACK_BOT_TOKEN is empty)", retryable=False)
@@ -104,15 +104,15 @@ def network_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(reason)[:200]}"
 
 
-def _created_delivery(delivery: WebhookDelivery) -> WebhookDelivery | None:
+def _created_delivery(delivery: Delivery) -> Delivery | None:
     """The `created` delivery of this breakpoint to the same Slack target, if any."""
-    rows = WebhookDelivery.objects.filter(
+    rows = Delivery.objects.filter(
         breakpoint_id=delivery.breakpoint_id, channel=Channel.SLACK, event_type=EventType.CREATED
     ).only("status", "target", "reply")
     return next((row for row in rows if row.target == delivery.target), None)
 
 
-def _posted(created: WebhookDelivery | None) -> dict[str, str] | None:
+def _posted(created: Delivery | None) -> dict[str, str] | None:
     """{"channel", "ts"} of the message a created delivery posted, once it is posted."""
     if created is None or created.status != DeliveryStatus.DELIVERED:
         return None
@@ -138,7 +138,7 @@ def _post(client: WebClient, channel: str, text: str, blocks: list, **extra: Any
     return Sent(response.status_code, reply={"channel": response["channel"], "ts": response["ts"]})
 
 
-def _announce(client: WebClient, delivery: WebhookDelivery) -> Sent:
+def _announce(client: WebClient, delivery: Delivery) -> Sent:
     data = (delivery.body or {}).get("data") or {}
     thread = None
     if delivery.event_type != EventType.CREATED:
@@ -151,7 +151,7 @@ def _announce(client: WebClient, delivery: WebhookDelivery) -> Sent:
     return _post(client, _channel_of(client, delivery.target), text, blocks)
 
 
-def _outcome(client: WebClient, delivery: WebhookDelivery) -> Sent:
+def _outcome(client: WebClient, delivery: Delivery) -> Sent:
     data = (delivery.body or {}).get("data") or {}
     text, blocks = slack_blocks.outcome(data, delivery.event_type)
     created = _created_delivery(delivery)

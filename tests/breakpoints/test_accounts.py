@@ -28,7 +28,7 @@ def test_admins_get_every_project_permission_including_later_models(db):
     for perm in (
         "breakpoints.change_breakpoint",
         "notifications.add_webhook",
-        "notifications.view_webhookdelivery",
+        "notifications.view_delivery",
         "policies.delete_autoapprovalrule",
         "audit.view_event",
         "triggers.add_triggerrule",

@@ -16,7 +16,7 @@ from breakpoints.services import (
 )
 from core.actors import Actor
 from core.exceptions import Forbidden, InvalidInput, NotFound
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 from policies import autoapproval
 from policies.autoapproval import (
     always_break_on_add,
@@ -327,7 +327,7 @@ def test_create_matching_an_auto_rule_is_released_at_once_with_events_and_webhoo
     ]
     released = Event.objects.get(breakpoint=bp, type="released")
     assert released.metadata["autoApproved"] is True
-    deliveries = WebhookDelivery.objects.filter(breakpoint=bp).order_by("created_at")
+    deliveries = Delivery.objects.filter(breakpoint=bp).order_by("created_at")
     assert sorted(deliveries.values_list("event_type", flat=True)) == ["created", "released"]
     released_body = deliveries.get(event_type="released").body
     assert released_body["data"]["status"] == "released"

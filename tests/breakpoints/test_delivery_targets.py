@@ -13,7 +13,7 @@ from django.utils import timezone
 from notifications import delivery, outbox
 from notifications import services as webhooks
 from notifications.delivery import claim
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 
 pytestmark = pytest.mark.django_db
 LOOPBACK = ["127.0.0.1"]
@@ -42,8 +42,8 @@ def subscribe(url: str) -> Webhook:
         return webhooks.webhook_add(url=url, event_types=["created"])
 
 
-def deliveries(webhook: Webhook) -> list[WebhookDelivery]:
-    return list(WebhookDelivery.objects.filter(webhook=webhook).order_by("created_at", "pk"))
+def deliveries(webhook: Webhook) -> list[Delivery]:
+    return list(Delivery.objects.filter(webhook=webhook).order_by("created_at", "pk"))
 
 
 def test_a_target_with_an_attempt_in_flight_waits_while_others_are_sent(
@@ -85,9 +85,7 @@ def test_a_lease_that_ran_out_frees_the_targets_slot(make_receiver, make_breakpo
     make_breakpoint(), make_breakpoint()
     dead, waiting = deliveries(webhook)
     assert claim(dead.pk) is not None
-    WebhookDelivery.objects.filter(pk=dead.pk).update(
-        locked_until=timezone.now() - timedelta(seconds=1)
-    )
+    Delivery.objects.filter(pk=dead.pk).update(locked_until=timezone.now() - timedelta(seconds=1))
 
     assert webhooks.delivery_attempt(waiting.pk).status == "delivered"
     assert [r.webhook_id for r in receiver.received] == [waiting.pk]
@@ -102,7 +100,7 @@ def test_a_turn_goes_on_with_the_targets_due_deliveries_while_it_succeeds(
     for _ in range(4):
         make_breakpoint()
     first, second, third, later = deliveries(webhook)
-    WebhookDelivery.objects.filter(pk=later.pk).update(
+    Delivery.objects.filter(pk=later.pk).update(
         next_attempt_at=timezone.now() + timedelta(minutes=5)  # in backoff: not its turn
     )
 

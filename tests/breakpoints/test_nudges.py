@@ -26,7 +26,7 @@ from core.limits import MAX_REMINDERS
 from core.timestamps import timestamp
 from notifications import outbox
 from notifications import services as webhooks
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 from tests.support.records import deliveries_of, events_of, history
 from tests.support.threads import run_together
 
@@ -343,9 +343,7 @@ def per_breakpoint(event_type: str) -> Counter:
 
 def deliveries_per_breakpoint(event_type: str) -> Counter:
     return Counter(
-        WebhookDelivery.objects.filter(event_type=event_type).values_list(
-            "breakpoint_id", flat=True
-        )
+        Delivery.objects.filter(event_type=event_type).values_list("breakpoint_id", flat=True)
     )
 
 

@@ -20,7 +20,7 @@ from breakpoints.representation import breakpoint_json, breakpoints_json
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
 from core.actors import Actor
 from notifications import services as webhooks
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 
 ROUTED = ["tech-lead", "ops-lead", "reviewer-bob", "owner", "nobody-at-all"]
 
@@ -229,6 +229,6 @@ def test_a_webhook_sends_what_the_api_answers(make_breakpoint, reviewer, reviewe
 
     api = api_detail(reviewer_client, bp.pk)
 
-    [released] = WebhookDelivery.objects.filter(breakpoint=bp, event_type="released")
+    [released] = Delivery.objects.filter(breakpoint=bp, event_type="released")
     assert released.body["type"] == "breakpoint.released"
     assert released.body["data"] == api  # key order aside: PostgreSQL's jsonb sorts keys

@@ -23,7 +23,7 @@ from core.limits import MAX_EXPERT_NAME_LENGTH, MAX_TTL_SECONDS
 from core.timestamps import timestamp
 from notifications import outbox
 from notifications import services as webhooks
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 from policies.autoapproval import always_break_on_add, rule_create
 from tests.support.api import parse_time
 from tests.support.records import backdate_expiry, deliveries_of, events_of, history
@@ -614,7 +614,7 @@ def test_overlapping_sweeps_and_polls_apply_each_timeout_policy_once(monkeypatch
         "refused": ("expired", ["expired"]),
     }
     statuses = dict(Breakpoint.objects.values_list("pk", "status"))
-    deliveries = Counter(WebhookDelivery.objects.values_list("breakpoint_id", "event_type"))
+    deliveries = Counter(Delivery.objects.values_list("breakpoint_id", "event_type"))
     for name, (status, events) in expected.items():
         for bp_id in ids[name]:
             assert (name, statuses[bp_id], history(bp_id)) == (name, status, events)

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from breakpoints.models import Breakpoint
 from core.timestamps import timestamp
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import webhook_add
 from policies.models import AutoApprovalRule
 from tests.support.api import parse_time
@@ -70,7 +70,7 @@ def test_every_contract_time_is_utc_whatever_the_time_zone(
 
     assert released.status_code == 201 and rule.status_code == 201
     stored = Breakpoint.objects.get(pk=bp.pk)
-    delivery = WebhookDelivery.objects.get(breakpoint=bp, event_type="released")
+    delivery = Delivery.objects.get(breakpoint=bp, event_type="released")
     written = {
         "releasedAt": (detail.json()["releasedAt"], stored.released_at),
         "rule createdAt": (

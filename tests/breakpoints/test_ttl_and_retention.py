@@ -32,7 +32,7 @@ from breakpoints.services import (
 from core.actors import Actor
 from notifications import outbox
 from notifications import services as webhooks
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
 from tests.support.records import backdate_expiry
@@ -230,8 +230,8 @@ def subscribe(url: str, events: list[str] | None = None, *, active: bool = True)
     return webhook
 
 
-def expired_deliveries(bp_id: str) -> list[WebhookDelivery]:
-    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type="expired"))
+def expired_deliveries(bp_id: str) -> list[Delivery]:
+    return list(Delivery.objects.filter(breakpoint_id=bp_id, event_type="expired"))
 
 
 def as_json(data) -> dict:
@@ -348,7 +348,7 @@ def test_batch_expiry_enqueues_for_each_subscribed_webhook_what_the_single_path_
     assert [f["comment"] for f in data["feedback"]] == ["looking"]
     assert data["result"] == TTL_60
     for silent in (not_expiries, paused):
-        assert not WebhookDelivery.objects.filter(webhook=silent, event_type="expired").exists()
+        assert not Delivery.objects.filter(webhook=silent, event_type="expired").exists()
     assert sorted(published[-1]) == sorted(enqueued)  # handed to the workers on commit
 
 
@@ -395,7 +395,7 @@ def test_each_batch_writes_its_events_and_deliveries_and_publishes_them_once(
         assert breakpoints_expire_due(now=later(), batch_size=3) == 7
 
     assert [len(ids) for ids in published] == [3, 3, 1]  # one publish per batch
-    deliveries = WebhookDelivery.objects.filter(event_type="expired")
+    deliveries = Delivery.objects.filter(event_type="expired")
     assert sorted(sum(published, [])) == sorted(deliveries.values_list("pk", flat=True))
     for bp in bps:
         assert Breakpoint.objects.get(pk=bp.pk).status == "expired"
@@ -542,7 +542,7 @@ def test_overlapping_batched_sweeps_write_each_event_and_delivery_once(monkeypat
     assert set(Breakpoint.objects.values_list("status", flat=True)) == {"expired"}
     events = Counter(Event.objects.filter(type="expired").values_list("breakpoint_id", flat=True))
     deliveries = Counter(
-        WebhookDelivery.objects.filter(event_type="expired").values_list("breakpoint_id", flat=True)
+        Delivery.objects.filter(event_type="expired").values_list("breakpoint_id", flat=True)
     )
     assert events == deliveries == dict.fromkeys(ids, 1)
 
@@ -597,7 +597,7 @@ def history(make_breakpoint, reviewer, admin_user):
     by_name = {name: bp.pk for name, (bp, _) in rows.items()}
     for bp_id in by_name.values():  # every row has something attached
         assert Event.objects.filter(breakpoint_id=bp_id).exists()
-        assert WebhookDelivery.objects.filter(breakpoint_id=bp_id).exists()
+        assert Delivery.objects.filter(breakpoint_id=bp_id).exists()
     return by_name, webhook
 
 
@@ -605,14 +605,14 @@ def assert_gone(bp_id: str) -> None:
     assert not Breakpoint.objects.filter(pk=bp_id).exists()
     assert not Feedback.objects.filter(breakpoint_id=bp_id).exists()
     assert not Event.objects.filter(breakpoint_id=bp_id).exists()
-    assert not WebhookDelivery.objects.filter(breakpoint_id=bp_id).exists()
+    assert not Delivery.objects.filter(breakpoint_id=bp_id).exists()
 
 
 def assert_kept(bp_id: str, counts: dict) -> None:
     assert Breakpoint.objects.filter(pk=bp_id).exists()
     assert Feedback.objects.filter(breakpoint_id=bp_id).count() == counts["feedback"]
     assert Event.objects.filter(breakpoint_id=bp_id).count() == counts["events"]
-    assert WebhookDelivery.objects.filter(breakpoint_id=bp_id).count() == counts["deliveries"]
+    assert Delivery.objects.filter(breakpoint_id=bp_id).count() == counts["deliveries"]
 
 
 def attached_counts(bp_ids) -> dict:
@@ -620,7 +620,7 @@ def attached_counts(bp_ids) -> dict:
         bp_id: {
             "feedback": Feedback.objects.filter(breakpoint_id=bp_id).count(),
             "events": Event.objects.filter(breakpoint_id=bp_id).count(),
-            "deliveries": WebhookDelivery.objects.filter(breakpoint_id=bp_id).count(),
+            "deliveries": Delivery.objects.filter(breakpoint_id=bp_id).count(),
         }
         for bp_id in bp_ids
     }

@@ -26,7 +26,7 @@ from core.actors import Actor
 from core.exceptions import InvalidInput, InvalidState, NotFound
 from notifications import services as webhooks
 from notifications.delivery import claim
-from notifications.models import Webhook, WebhookDelivery
+from notifications.models import Delivery, Webhook
 from tests.support.net import free_port
 from tests.support.records import make_due
 from tests.webhook_receiver import WebhookReceiver, expected_signature
@@ -49,8 +49,8 @@ def subscribe(url: str, events: list[str] | None = None, secret: str = "") -> We
         return webhooks.webhook_add(url=url, event_types=events, secret=secret)
 
 
-def only_delivery(bp, event_type: str = "created") -> WebhookDelivery:
-    rows = list(WebhookDelivery.objects.filter(breakpoint=bp, event_type=event_type))
+def only_delivery(bp, event_type: str = "created") -> Delivery:
+    rows = list(Delivery.objects.filter(breakpoint=bp, event_type=event_type))
     assert len(rows) == 1, rows
     return rows[0]
 
@@ -72,7 +72,7 @@ def test_a_change_writes_one_pending_delivery_per_interested_subscriber(receiver
 
     bp = make_breakpoint()
 
-    rows = list(WebhookDelivery.objects.filter(breakpoint=bp).order_by("webhook_id"))
+    rows = list(Delivery.objects.filter(breakpoint=bp).order_by("webhook_id"))
     assert [(r.webhook_id, r.event_type, r.status, r.attempts) for r in rows] == [
         (first.pk, "created", "pending", 0),
         (second.pk, "created", "pending", 0),
@@ -93,7 +93,7 @@ def test_inactive_subscription_gets_no_delivery(receiver, make_breakpoint):
 
     bp = make_breakpoint()
 
-    assert not WebhookDelivery.objects.filter(breakpoint=bp).exists()
+    assert not Delivery.objects.filter(breakpoint=bp).exists()
 
 
 # --- a successful attempt ----------------------------------------------------------------
@@ -344,7 +344,7 @@ def test_delivery_leased_by_another_worker_is_skipped(allow_loopback, receiver, 
     bp = make_breakpoint()
     delivery = only_delivery(bp)
     lease = timezone.now() + timedelta(seconds=60)
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(locked_until=lease)
+    Delivery.objects.filter(pk=delivery.pk).update(locked_until=lease)
 
     outcome = webhooks.delivery_attempt(delivery.pk)
 
@@ -361,7 +361,7 @@ def test_delivery_whose_lease_ran_out_is_sent_again(allow_loopback, receiver, ma
     subscribe(receiver.url)
     bp = make_breakpoint()
     delivery = only_delivery(bp)
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+    Delivery.objects.filter(pk=delivery.pk).update(
         locked_until=timezone.now() - timedelta(seconds=1)
     )
     assert delivery.pk in webhooks.deliveries_due()
@@ -497,7 +497,7 @@ def test_subscriptions_only_get_their_event_types(
 
     def types(webhook, breakpoint):
         return sorted(
-            WebhookDelivery.objects.filter(webhook=webhook, breakpoint=breakpoint).values_list(
+            Delivery.objects.filter(webhook=webhook, breakpoint=breakpoint).values_list(
                 "event_type", flat=True
             )
         )
@@ -510,7 +510,7 @@ def test_subscriptions_only_get_their_event_types(
     assert types(cancelled_only, other) == ["cancelled"]
 
     # What reaches the released-only endpoint is the released event, nothing else.
-    for delivery in WebhookDelivery.objects.filter(webhook=released_only):
+    for delivery in Delivery.objects.filter(webhook=released_only):
         webhooks.delivery_attempt(delivery.pk)
     [request] = receiver.received
     assert request.path == "/hook/released"
@@ -524,7 +524,7 @@ def test_subscriptions_only_get_their_event_types(
 def test_expired_event_reaches_subscribers(allow_loopback, receiver, make_breakpoint):
     subscribe(receiver.url, events=["expired"])
     bp = make_breakpoint(ttl_seconds=5)
-    assert not WebhookDelivery.objects.filter(breakpoint=bp).exists()
+    assert not Delivery.objects.filter(breakpoint=bp).exists()
 
     assert breakpoints_expire_due(now=timezone.now() + timedelta(seconds=6)) == 1
 
@@ -694,7 +694,7 @@ def test_removing_a_webhook_keeps_its_deliveries_and_cancels_the_pending_ones(
     assert webhooks.deliveries_due() == []
     assert webhooks.delivery_attempt(pending.pk).status == "skipped"
     later = make_breakpoint()
-    assert not WebhookDelivery.objects.filter(breakpoint=later).exists()
+    assert not Delivery.objects.filter(breakpoint=later).exists()
     assert len(receiver.received) == 1
 
 
@@ -727,14 +727,14 @@ def test_the_sweep_cancels_a_pending_delivery_of_a_removed_webhook(
     other = subscribe(receiver.url + "/other")
     bp = make_breakpoint()
     webhooks.webhook_remove(webhook_id=webhook.pk)
-    raced = WebhookDelivery.objects.create(
+    raced = Delivery.objects.create(
         webhook=webhook,
         breakpoint=bp,
         event_type="created",
         body={},
         next_attempt_at=timezone.now(),
     )
-    kept = WebhookDelivery.objects.get(webhook=other, breakpoint=bp)
+    kept = Delivery.objects.get(webhook=other, breakpoint=bp)
 
     assert webhooks.deliveries_due() == [kept.pk]
 
@@ -752,7 +752,7 @@ def test_an_attempt_cut_short_by_a_dead_worker_still_counts(
     bp = make_breakpoint()
     delivery = only_delivery(bp)
     assert claim(delivery.pk) is not None  # the worker that dies mid-request
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+    Delivery.objects.filter(pk=delivery.pk).update(
         locked_until=timezone.now() - timedelta(seconds=1)
     )
 

@@ -20,7 +20,7 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from channels.email import messages as email_channel
 from core.actors import Actor
 from notifications.delivery import MAX_ATTEMPTS
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.models import NotificationRoute
 from tests.support.net import free_port
@@ -102,15 +102,15 @@ def smtp(settings):
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def email_deliveries(bp, event_type: str = "created") -> list[WebhookDelivery]:
+def email_deliveries(bp, event_type: str = "created") -> list[Delivery]:
     return list(
-        WebhookDelivery.objects.filter(
-            breakpoint=bp, channel="email", event_type=event_type
-        ).order_by("created_at")
+        Delivery.objects.filter(breakpoint=bp, channel="email", event_type=event_type).order_by(
+            "created_at"
+        )
     )
 
 
-def send_all(bp, event_type: str = "created") -> list[WebhookDelivery]:
+def send_all(bp, event_type: str = "created") -> list[Delivery]:
     """Attempt each email delivery of the event once; every one must be delivered."""
     rows = email_deliveries(bp, event_type)
     for row in rows:
@@ -274,7 +274,7 @@ def test_no_mail_when_email_is_off(settings, smtp, make_breakpoint, expert_membe
 def test_reminder_threads_under_the_announcement(smtp, make_breakpoint, expert_member):
     bp, tina = routed(make_breakpoint, expert_member)
     [created] = send_all(bp)
-    reminder = WebhookDelivery.objects.create(
+    reminder = Delivery.objects.create(
         channel="email",
         target=created.target,
         breakpoint=bp,
@@ -395,7 +395,7 @@ def test_a_permanent_refusal_fails_at_once_as_a_dead_letter(smtp, make_breakpoin
 def test_a_target_without_an_address_fails_without_sending(smtp, make_breakpoint, expert_member):
     bp, _ = routed(make_breakpoint, expert_member)
     [delivery] = email_deliveries(bp)
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(target={"user": 1})
+    Delivery.objects.filter(pk=delivery.pk).update(target={"user": 1})
 
     outcome = delivery_attempt(delivery.pk)
 

@@ -1,4 +1,4 @@
-"""Who hears about a breakpoint: the outbox rows (WebhookDelivery with a channel and a
+"""Who hears about a breakpoint: the outbox rows (Delivery with a channel and a
 target) that breakpoints are created, nudged and decided with, through the API.
 
 Routes are managed through /api/routes, breakpoints created and decided through the
@@ -19,7 +19,7 @@ from breakpoints.services import (
     breakpoints_remind_due,
 )
 from core.actors import Actor
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from policies.routes import route_add
 from tests.factories import AdminFactory, ReviewerFactory
 
@@ -79,7 +79,7 @@ def _order(row) -> str:
 
 def targets(breakpoint_id: str, event: str = "created") -> list[tuple[str, dict]]:
     """The channel targets of one event, sorted (webhook rows left out)."""
-    rows = WebhookDelivery.objects.filter(
+    rows = Delivery.objects.filter(
         breakpoint_id=breakpoint_id, event_type=event, webhook__isnull=True
     )
     return sorted(((row.channel, row.target) for row in rows), key=_order)
@@ -113,7 +113,7 @@ def test_a_route_announces_on_each_of_its_channels(channels_on, route, create):
     bp_id = create()
 
     assert targets(bp_id) == ANNOUNCED
-    rows = WebhookDelivery.objects.filter(breakpoint_id=bp_id, webhook__isnull=True)
+    rows = Delivery.objects.filter(breakpoint_id=bp_id, webhook__isnull=True)
     for row in rows:
         assert row.body["type"] == "breakpoint.created"
         assert row.body["data"]["breakpointId"] == bp_id
@@ -166,7 +166,7 @@ def test_without_a_route_the_routed_experts_get_an_email(channels_on, create, th
 def test_without_a_route_an_unrouted_breakpoint_reaches_nobody(channels_on, create):
     bp_id = create()
 
-    assert not WebhookDelivery.objects.filter(breakpoint_id=bp_id).exists()
+    assert not Delivery.objects.filter(breakpoint_id=bp_id).exists()
 
 
 def test_without_a_route_and_email_off_nobody_hears(settings, create, three_experts):
@@ -248,7 +248,7 @@ def test_the_outcome_goes_to_each_target_that_showed_it(
     assert response.status_code == status, response.content
 
     assert targets(bp_id, outcome) == ANNOUNCED  # one each, no C9LATE
-    rows = WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type=outcome)
+    rows = Delivery.objects.filter(breakpoint_id=bp_id, event_type=outcome)
     assert {row.body["data"]["status"] for row in rows} == {outcome}
 
 
@@ -295,7 +295,7 @@ def test_the_ttl_sweep_writes_the_outcome_as_the_single_path_does(
     assert targets(by_hand, "expired") == expected
     for bp_id in swept:
         assert targets(bp_id, "expired") == expected
-        rows = WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type="expired")
+        rows = Delivery.objects.filter(breakpoint_id=bp_id, event_type="expired")
         assert {row.body["data"]["status"] for row in rows} == {"expired"}
         assert {row.body["type"] for row in rows} == {"breakpoint.expired"}
 

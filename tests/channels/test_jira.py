@@ -14,7 +14,7 @@ from django.utils import timezone
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
 from core.actors import Actor
 from notifications.base import console_url
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.routes import route_add
 from tests.standins.jira import JiraStandIn
@@ -57,19 +57,17 @@ def audited(jira, audit_route, make_breakpoint):
     return make
 
 
-def deliveries(bp, event_type: str) -> list[WebhookDelivery]:
-    return list(
-        WebhookDelivery.objects.filter(breakpoint=bp, channel="jira", event_type=event_type)
-    )
+def deliveries(bp, event_type: str) -> list[Delivery]:
+    return list(Delivery.objects.filter(breakpoint=bp, channel="jira", event_type=event_type))
 
 
-def only(bp, event_type: str) -> WebhookDelivery:
+def only(bp, event_type: str) -> Delivery:
     rows = deliveries(bp, event_type)
     assert len(rows) == 1, rows
     return rows[0]
 
 
-def attempt(delivery: WebhookDelivery):
+def attempt(delivery: Delivery):
     return delivery_attempt(delivery.pk)
 
 

@@ -14,7 +14,7 @@ from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add
 from core.actors import Actor
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from tests.channels import test_jira as channel_tests
 from tests.channels.test_jira import attempt, blocks, created_issue, only
 from tests.factories import ReviewerFactory, UserFactory
@@ -373,9 +373,7 @@ def test_a_label_never_points_at_another_breakpoint(client, jira, hook, audited,
 
     statuses = dict(Breakpoint.objects.values_list("pk", "status"))
     assert (statuses[first.pk], statuses[second.pk]) == ("released", "waiting")
-    assert WebhookDelivery.objects.get(breakpoint=first, event_type="created").reply == {
-        "key": first_key
-    }
+    assert Delivery.objects.get(breakpoint=first, event_type="created").reply == {"key": first_key}
 
 
 def test_a_repeated_webhook_never_casts_a_second_seat_s_vote(

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.models import Event
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from tests.channels.test_slack_support import (
     BOT_TOKEN,
     CHANNEL,
@@ -131,7 +131,7 @@ def test_the_token_appears_in_no_error_and_no_audit_event(
     interact(client, standin.click_payload(reply["channel"], reply["ts"], "bpm_approve", "U0RITA"))
 
     texts = [
-        *WebhookDelivery.objects.values_list("last_error", flat=True),
+        *Delivery.objects.values_list("last_error", flat=True),
         *(json.dumps(e.metadata) + e.actor for e in Event.objects.all()),
     ]
     assert len(texts) >= 6

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from audit.models import Event
 from core.actors import Actor
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.routes import route_add
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
@@ -77,25 +77,23 @@ def slack_route(people):
     )
 
 
-def deliveries(bp, event_type: str = "created") -> list[WebhookDelivery]:
-    return list(
-        WebhookDelivery.objects.filter(breakpoint=bp, channel="slack", event_type=event_type)
-    )
+def deliveries(bp, event_type: str = "created") -> list[Delivery]:
+    return list(Delivery.objects.filter(breakpoint=bp, channel="slack", event_type=event_type))
 
 
-def only(bp, event_type: str = "created") -> WebhookDelivery:
+def only(bp, event_type: str = "created") -> Delivery:
     rows = deliveries(bp, event_type)
     assert len(rows) == 1, rows
     return rows[0]
 
 
-def attempt(delivery: WebhookDelivery) -> WebhookDelivery:
+def attempt(delivery: Delivery) -> Delivery:
     """One worker attempt, now; the row as it is after it."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+    Delivery.objects.filter(pk=delivery.pk).update(
         next_attempt_at=timezone.now() - timedelta(seconds=1)
     )
     delivery_attempt(delivery.pk)
-    return WebhookDelivery.objects.get(pk=delivery.pk)
+    return Delivery.objects.get(pk=delivery.pk)
 
 
 def announce(bp) -> dict:

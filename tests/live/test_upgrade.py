@@ -81,7 +81,7 @@ MOVES = [
         "breakpoints",
         "WebhookDelivery",
         "notifications",
-        "WebhookDelivery",
+        "Delivery",
         "breakpoints_webhookdelivery",
     ),
     Move(

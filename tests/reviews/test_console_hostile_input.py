@@ -22,7 +22,7 @@ HOSTILE_LIST_QUERIES = [
     ("accounts/apitoken", "kind__exact=%00"),
     ("policies/autoapprovalrule", "action__exact=%00"),
     ("policies/alwaysbreakontag", "tag=%00"),
-    ("notifications/webhookdelivery", "event_type__exact=%00"),
+    ("notifications/delivery", "event_type__exact=%00"),
     ("auth/user", "username__exact=%00"),
 ]
 
@@ -50,7 +50,7 @@ def test_the_queue_search_with_a_nul_is_answered(reviewer_browser):
         "/admin/breakpoints/breakpoint/bp-x%00y/history/",
         "/admin/breakpoints/breakpoint/bp-x%00y/delete/",
         "/admin/policies/autoapprovalrule/rule-%00/change/",
-        "/admin/notifications/webhookdelivery/1%00/change/",
+        "/admin/notifications/delivery/1%00/change/",
     ],
 )
 def test_an_object_id_with_a_nul_is_400_not_500(admin_browser, path):

@@ -9,13 +9,13 @@ import pytest
 from django.test import override_settings
 
 from notifications import services as webhooks
-from notifications.models import DeliveryStatus, Webhook, WebhookDelivery
+from notifications.models import Delivery, DeliveryStatus, Webhook
 from tests.reviews.conftest import SECTIONS_URL, review_url
 from tests.support.console import messages
 from tests.webhook_receiver import WebhookReceiver
 
 WEBHOOKS_URL = "/admin/notifications/webhook/"
-DELIVERIES_URL = "/admin/notifications/webhookdelivery/"
+DELIVERIES_URL = "/admin/notifications/delivery/"
 LOOPBACK = ["127.0.0.1"]
 
 
@@ -84,7 +84,7 @@ def test_reviewers_do_not_see_webhooks_in_the_index(reviewer_browser):
 
 def test_reviewer_cannot_resend_deliveries(reviewer_browser, make_breakpoint):
     _subscribe("http://127.0.0.1:9/hook")
-    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    delivery = Delivery.objects.get(breakpoint=make_breakpoint())
     response = reviewer_browser.post(
         DELIVERIES_URL, {"action": "resend_selected", "_selected_action": [delivery.pk]}
     )
@@ -94,7 +94,7 @@ def test_reviewer_cannot_resend_deliveries(reviewer_browser, make_breakpoint):
 def test_deliveries_list_a_pending_delivery_of_a_new_breakpoint(admin_browser, make_breakpoint):
     _subscribe("http://127.0.0.1:9/hook")
     bp = make_breakpoint()
-    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    delivery = Delivery.objects.get(breakpoint=bp)
     listing = admin_browser.get(DELIVERIES_URL).content.decode()
     assert delivery.pk in listing and bp.pk in listing
     assert 'bpm-badge--waiting">pending' in listing
@@ -107,7 +107,7 @@ def test_delivery_page_shows_each_attempt_and_resend_makes_it_pending(
 ):
     _subscribe(receiver.url)
     bp = make_breakpoint()
-    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    delivery = Delivery.objects.get(breakpoint=bp)
     with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=LOOPBACK):
         outcome = webhooks.delivery_attempt(delivery.pk)
     assert outcome.status == "delivered"
@@ -132,11 +132,11 @@ def test_delivery_page_shows_each_attempt_and_resend_makes_it_pending(
 
 def test_deliveries_are_read_only(admin_browser, make_breakpoint):
     _subscribe("http://127.0.0.1:9/hook")
-    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    delivery = Delivery.objects.get(breakpoint=make_breakpoint())
     assert admin_browser.get(DELIVERIES_URL + "add/").status_code == 403
     response = admin_browser.post(f"{DELIVERIES_URL}{delivery.pk}/delete/", {"post": "yes"})
     assert response.status_code == 403
-    assert WebhookDelivery.objects.filter(pk=delivery.pk).exists()
+    assert Delivery.objects.filter(pk=delivery.pk).exists()
 
 
 def test_admin_removes_a_webhook_and_keeps_its_deliveries(admin_browser, make_breakpoint):
@@ -144,7 +144,7 @@ def test_admin_removes_a_webhook_and_keeps_its_deliveries(admin_browser, make_br
     webhook = _subscribe("http://127.0.0.1:9/hook")
     kept = _subscribe("http://127.0.0.1:9/kept")
     bp = make_breakpoint()
-    delivery = WebhookDelivery.objects.get(webhook=webhook)
+    delivery = Delivery.objects.get(webhook=webhook)
     confirm = admin_browser.get(f"{WEBHOOKS_URL}{webhook.pk}/delete/")
     assert confirm.status_code == 200
     assert confirm.context["perms_lacking"] == set()
@@ -160,7 +160,7 @@ def test_admin_removes_a_webhook_and_keeps_its_deliveries(admin_browser, make_br
         "failed",
         "cancelled: the webhook was removed",
     )
-    assert WebhookDelivery.objects.filter(breakpoint=bp).count() == 2
+    assert Delivery.objects.filter(breakpoint=bp).count() == 2
     listing = admin_browser.get(WEBHOOKS_URL)
     assert [w.pk for w in listing.context["cl"].result_list] == [kept.pk]
     # Gone from the console: no change page to switch it back on.
@@ -186,14 +186,14 @@ def test_bulk_delete_removes_the_selected_webhooks_softly(admin_browser, make_br
         first.pk,
         second.pk,
     }
-    assert WebhookDelivery.objects.count() == 2
+    assert Delivery.objects.count() == 2
 
 
 def test_resending_a_delivery_of_a_removed_webhook_is_refused_with_a_message(
     admin_browser, make_breakpoint
 ):
     webhook = _subscribe("http://127.0.0.1:9/hook")
-    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    delivery = Delivery.objects.get(breakpoint=make_breakpoint())
     webhooks.webhook_remove(webhook_id=webhook.pk)
 
     response = admin_browser.post(
@@ -212,7 +212,7 @@ def test_delivery_pages_show_the_webhook_url_without_its_credentials(
     admin_browser, make_breakpoint
 ):
     _subscribe("http://u:S3cret@127.0.0.1:9/hook?token=abc")
-    delivery = WebhookDelivery.objects.get(breakpoint=make_breakpoint())
+    delivery = Delivery.objects.get(breakpoint=make_breakpoint())
 
     listing = admin_browser.get(DELIVERIES_URL).content.decode()
     detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/").content.decode()
@@ -237,7 +237,7 @@ def test_deliveries_list_fits_a_laptop(admin_browser, make_breakpoint):
     url = "http://127.0.0.1:9/" + "long-path/" * 10
     _subscribe(url)
     bp = make_breakpoint()
-    delivery = WebhookDelivery.objects.get(breakpoint=bp)
+    delivery = Delivery.objects.get(breakpoint=bp)
     response = admin_browser.get(DELIVERIES_URL)
     html = response.content.decode()
     columns = list(response.context["cl"].list_display)

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from audit.models import Event
 from breakpoints.models import Breakpoint
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 
 
 def events_of(bp_id: str, type: str) -> list[Event]:
@@ -24,8 +24,8 @@ def history(bp_id: str) -> list[str]:
     return [t for t in types if t not in ("created", "notification")]
 
 
-def deliveries_of(bp_id: str, event_type: str) -> list[WebhookDelivery]:
-    return list(WebhookDelivery.objects.filter(breakpoint_id=bp_id, event_type=event_type))
+def deliveries_of(bp_id: str, event_type: str) -> list[Delivery]:
+    return list(Delivery.objects.filter(breakpoint_id=bp_id, event_type=event_type))
 
 
 def backdate_expiry(*bp_ids: str, seconds: float = 1) -> None:
@@ -35,8 +35,8 @@ def backdate_expiry(*bp_ids: str, seconds: float = 1) -> None:
     )
 
 
-def make_due(delivery: WebhookDelivery) -> None:
+def make_due(delivery: Delivery) -> None:
     """Let the backoff pass: move the delivery's next attempt into the past."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+    Delivery.objects.filter(pk=delivery.pk).update(
         next_attempt_at=timezone.now() - timedelta(seconds=1)
     )

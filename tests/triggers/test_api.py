@@ -15,7 +15,7 @@ from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from core.actors import Actor
 from core.exceptions import InvalidInput
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import webhook_add
 from tests.support.api import assert_error
 from triggers import services
@@ -331,7 +331,7 @@ def counts() -> dict:
         "breakpoints": Breakpoint.objects.count(),
         "feedback": Feedback.objects.count(),
         "audit": Event.objects.count(),
-        "deliveries": WebhookDelivery.objects.count(),
+        "deliveries": Delivery.objects.count(),
     }
 
 

@@ -3,7 +3,7 @@
 import json
 
 from core.actors import Actor
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from notifications.services import delivery_attempt, webhook_add
 from tests.triggers.test_ci_gate import deliver, run_event
 from tests.webhook_receiver import expected_signature
@@ -32,7 +32,7 @@ def test_a_forward_rule_sends_the_event_as_a_signed_trigger_fired_webhook(
 
     event = run_event(deliver(PAYLOAD, delivery="run-1"))
 
-    (delivery,) = WebhookDelivery.objects.all()  # only the trigger.fired subscriber
+    (delivery,) = Delivery.objects.all()  # only the trigger.fired subscriber
     assert (delivery.event_type, delivery.breakpoint_id) == ("trigger.fired", None)
     assert delivery_attempt(delivery.pk).status == "delivered"
     (received,) = receiver.received
@@ -48,5 +48,5 @@ def test_a_forward_rule_sends_the_event_as_a_signed_trigger_fired_webhook(
     results = {r["rule"]: r for r in event.results}
     assert results["start-deploy"]["actions"][0]["outcome"] == "forwarded to 1 subscriber(s)"
     assert services.event_evaluate(event.pk) == "skipped"  # evaluated once: forwarded once
-    assert WebhookDelivery.objects.count() == 1
+    assert Delivery.objects.count() == 1
     assert json.loads(received.body) == body

@@ -7,7 +7,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from tests.support.system import LEASE_SECONDS, PROCFILE_WORKER, SWEEP_SECONDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,8 +25,8 @@ def create(agent_http, question: str) -> tuple[dict, float]:
     return response.json(), elapsed
 
 
-def created_delivery(bp_id: str) -> WebhookDelivery:
-    return WebhookDelivery.objects.get(breakpoint_id=bp_id, event_type="created")
+def created_delivery(bp_id: str) -> Delivery:
+    return Delivery.objects.get(breakpoint_id=bp_id, event_type="created")
 
 
 def notifications(delivery_id: str) -> list[Event]:
@@ -176,7 +176,7 @@ def test_broker_killed_mid_delivery_leaves_the_worker_running_and_delivers_all_o
     )
     system.wait_until(
         lambda: (
-            set(WebhookDelivery.objects.filter(pk__in=expected).values_list("status", flat=True))
+            set(Delivery.objects.filter(pk__in=expected).values_list("status", flat=True))
             == {"delivered"}
         ),
         what="every delivery row to be marked delivered",

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from accounts.tokens import token_create_for_agent
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from tests.support.system import System
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,10 +80,10 @@ def test_a_slow_receiver_does_not_hold_up_another_subscribers_deliveries(
         what="every delivery to the slow one",
     )
     system.wait_until(
-        lambda: WebhookDelivery.objects.filter(status="delivered").count() == 2 * BREAKPOINTS,
+        lambda: Delivery.objects.filter(status="delivered").count() == 2 * BREAKPOINTS,
         what="every delivery marked delivered",
     )
     assert breakpoint_ids(slow_got) == breakpoint_ids(fast.received) == created
     assert len({r.webhook_id for r in slow.received + fast.received}) == 2 * BREAKPOINTS
     assert slow.max_in_flight == 1
-    assert WebhookDelivery.objects.filter(attempts=1).count() == 2 * BREAKPOINTS
+    assert Delivery.objects.filter(attempts=1).count() == 2 * BREAKPOINTS

@@ -8,7 +8,7 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event
 from breakpoints.models import Breakpoint
-from notifications.models import WebhookDelivery
+from notifications.models import Delivery
 from tests.support.api import parse_time
 from tests.support.system import SWEEP_SECONDS
 from tests.webhook_receiver import expected_signature
@@ -24,7 +24,7 @@ def create(agent_http, **body) -> dict:
 
 
 def delivery_status(delivery_id: str) -> str:
-    return WebhookDelivery.objects.values_list("status", flat=True).get(pk=delivery_id)
+    return Delivery.objects.values_list("status", flat=True).get(pk=delivery_id)
 
 
 def notification_outcomes(delivery_id: str) -> list[tuple]:
@@ -58,7 +58,7 @@ def test_worker_delivers_signed_webhooks_for_each_subscribed_event(
     assert created.headers["webhook-signature"] == expected_signature(
         every.secret, created.webhook_id, created.headers["webhook-timestamp"], created.body
     )
-    delivery = WebhookDelivery.objects.get(pk=created.webhook_id)
+    delivery = Delivery.objects.get(pk=created.webhook_id)
     assert (delivery.breakpoint_id, delivery.webhook_id) == (bp_id, every.pk)
     system.wait_until(
         lambda: delivery_status(created.webhook_id) == "delivered", what="delivered row"
@@ -103,16 +103,12 @@ def test_worker_delivers_signed_webhooks_for_each_subscribed_event(
     assert data["result"]["respondedBy"] == "alice"
     system.wait_until(
         lambda: (
-            set(
-                WebhookDelivery.objects.filter(webhook=released_only).values_list(
-                    "status", flat=True
-                )
-            )
+            set(Delivery.objects.filter(webhook=released_only).values_list("status", flat=True))
             == {"delivered"}
         ),
         what="released-only delivery marked delivered",
     )
-    assert WebhookDelivery.objects.filter(webhook=released_only).count() == 1
+    assert Delivery.objects.filter(webhook=released_only).count() == 1
 
 
 def test_failed_attempt_is_retried_by_the_sweep_with_the_same_webhook_id(
@@ -130,7 +126,7 @@ def test_failed_attempt_is_retried_by_the_sweep_with_the_same_webhook_id(
     StandardWebhook(webhook.secret).verify(second.body, second.headers)
     delivery_id = first.webhook_id
     system.wait_until(lambda: delivery_status(delivery_id) == "delivered", what="delivered row")
-    delivery = WebhookDelivery.objects.get(pk=delivery_id)
+    delivery = Delivery.objects.get(pk=delivery_id)
     assert (delivery.breakpoint_id, delivery.attempts, delivery.last_status_code) == (
         bp_id,
         2,
