@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.project import APP_PACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The agent package's own README: its code blocks are checked too.
@@ -29,31 +31,9 @@ CODE_PAGES = [*PAGES, ROOT / "clients" / "python" / "README.md"]
 SHELLS = {"bash", "sh", "shell", "console"}
 # Variables a reader's shell has without any page defining them.
 SHELL_VARIABLES_GIVEN = {"HOME", "PATH", "PWD", "USER"}
-COMMAND_SOURCES = (
-    "accounts",
-    "policies",
-    "notifications",
-    "breakpoints",
-    "triggers",
-    "console",
-    "audit",
-    "config",
-)
+COMMAND_SOURCES = APP_PACKAGES
 # Where the names of environment variables the docs mention must appear.
-ENV_SOURCES = (
-    "core",
-    "accounts",
-    "audit",
-    "policies",
-    "notifications",
-    "breakpoints",
-    "channels",
-    "triggers",
-    "console",
-    "ops",
-    "config",
-    "clients/python/src",
-)
+ENV_SOURCES = (*APP_PACKAGES, "clients/python/src")
 
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")

@@ -15,20 +15,8 @@ import tomllib
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-APP_PACKAGES = (
-    "core",
-    "accounts",
-    "audit",
-    "policies",
-    "notifications",
-    "breakpoints",
-    "channels",
-    "triggers",
-    "console",
-    "ops",
-    "config",
-)
+from tests.support.project import APP_PACKAGES, ROOT
+
 # Cohesion decides a module's size: past this the suite names it in a warning, to weigh a
 # split by subject, and does not fail.
 MODULE_WARNING_LINES = 500
