@@ -5,7 +5,6 @@ subscriber's signed POST, or a Slack, email or JIRA message (notifications.sende
 
 - subscriptions: webhook subscriptions, who receives which events (webhook_add,
   webhook_update, webhook_remove)
-- guard: which addresses a webhook may reach (SSRF), and posting to the vetted ones only
 - outbox: the transactional outbox; the delivery rows of an event, to webhook subscribers
   and to the channel targets notifications.fanout names, written with the change,
   handed to the workers after commit, re-published by the sweep while due
@@ -14,7 +13,8 @@ subscriber's signed POST, or a Slack, email or JIRA message (notifications.sende
   worker's turn with one target (delivery_turn)
 - targets: each target's cap of attempts in flight
 
-Other code imports from this package; tests patch the modules themselves.
+Other code imports from this module; tests patch the modules themselves. The guard of
+which addresses a webhook may reach (SSRF) is core.net; the Celery tasks are in tasks.py.
 """
 
 from core.net import DeliveryRefused

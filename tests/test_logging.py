@@ -15,10 +15,10 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from breakpoints.api.views import BreakpointViewSet
-from breakpoints.tasks import deliver_webhook
 from config import celery as celery_config
 from core.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
 from notifications.models import Delivery, Webhook
+from notifications.tasks import deliver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,7 +126,7 @@ def test_publishing_outside_a_request_adds_no_header():
 
 @pytest.mark.django_db
 def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines, make_breakpoint):
-    """deliver_webhook logs a failed attempt; its line carries the publisher's context."""
+    """The delivery task logs a failed attempt; its line carries the publisher's context."""
     bp = make_breakpoint()
     webhook = Webhook.objects.create(url="http://127.0.0.1:9/hook")  # refused: loopback
     delivery = Delivery.objects.create(
@@ -138,15 +138,13 @@ def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines
     )
     context = {"request_id": "req-task-7", "agent": "agent-a", "breakpoint_id": bp.pk}
 
-    result = deliver_webhook.apply(
-        args=[delivery.pk], headers={celery_config.LOG_CONTEXT_HEADER: context}
-    )
+    result = deliver.apply(args=[delivery.pk], headers={celery_config.LOG_CONTEXT_HEADER: context})
 
     assert result.get() in ("retry", "failed")
     (line,) = [
         entry
         for entry in log_lines()
-        if entry["message"].startswith(f"Webhook delivery {delivery.pk}")
+        if entry["message"].startswith(f"Delivery {delivery.pk}")
     ]
     assert line["request_id"] == "req-task-7"
     assert line["breakpoint_id"] == bp.pk
