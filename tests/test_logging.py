@@ -142,9 +142,7 @@ def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines
 
     assert result.get() in ("retry", "failed")
     (line,) = [
-        entry
-        for entry in log_lines()
-        if entry["message"].startswith(f"Delivery {delivery.pk}")
+        entry for entry in log_lines() if entry["message"].startswith(f"Delivery {delivery.pk}")
     ]
     assert line["request_id"] == "req-task-7"
     assert line["breakpoint_id"] == bp.pk

@@ -106,7 +106,7 @@ class PersonAdmin(UserAdmin):
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None):
         # Someone an admin may not manage answers 404, exactly like nobody at all (the
-        # stock answer, a redirect to the index, would hide the refusal from tests/clients).
+        # stock answer, a redirect to the index, would hide the refusal from tests/live/clients).
         obj = super().get_object(request, object_id, from_field)
         if obj is None and not request.user.is_superuser:
             raise Http404("No such person.")

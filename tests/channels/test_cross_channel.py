@@ -7,9 +7,10 @@ from django.contrib.auth.models import Group
 from breakpoints.models import Feedback
 from core.actors import Actor
 from policies.routes import route_add
-from tests.channels.test_email import SmtpServer, link_path, parts, send_all, text_links, use_smtp
+from tests.channels.test_email import link_path, parts, send_all, text_links
 from tests.channels.test_slack_support import CHANNEL, attempt, interact, only
 from tests.factories import AdminFactory, ReviewerFactory
+from tests.standins.smtp import SmtpServer, use_smtp
 
 pytest_plugins = ["tests.channels.test_slack_support"]  # standin
 

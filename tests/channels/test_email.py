@@ -7,12 +7,9 @@ database. The decision page behind the links is tested in test_email_decide.py.
 """
 
 import re
-from email import message_from_bytes, policy
 from email.message import EmailMessage
 from urllib.parse import urlsplit
 
-import pytest
-from aiosmtpd.controller import Controller
 from django.utils import timezone
 
 from audit.models import Event
@@ -23,80 +20,10 @@ from notifications.delivery import MAX_ATTEMPTS
 from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.models import NotificationRoute
-from tests.support.net import free_port
+from tests.standins.smtp import PUBLIC_URL
 from tests.support.records import make_due
 
-PUBLIC_URL = "http://testserver"
 ROUTED = {"question": "Deploy <b>v2</b> to prod?", "title": "Deploy v2", "expert": "tech-lead"}
-
-
-# --- the SMTP stand-in ---------------------------------------------------------------------
-
-
-class Inbox:
-    """aiosmtpd handler: keeps every message; `refuse` answers RCPT with that reply instead."""
-
-    def __init__(self) -> None:
-        self.messages: list[EmailMessage] = []
-        self.envelopes: list[tuple[str, list[str]]] = []
-        self.refuse = ""
-
-    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        if self.refuse:
-            return self.refuse
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server, session, envelope):
-        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-        self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
-        return "250 Message accepted for delivery"
-
-
-class SmtpServer:
-    """A real SMTP server on 127.0.0.1 (a free port), stoppable and restartable there."""
-
-    def __init__(self) -> None:
-        self.inbox = Inbox()
-        self.port = free_port()
-        self.controller: Controller | None = None
-
-    def start(self) -> "SmtpServer":
-        self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port)
-        self.controller.start()
-        return self
-
-    def stop(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
-            self.controller = None
-
-    @property
-    def messages(self) -> list[EmailMessage]:
-        return self.inbox.messages
-
-
-def use_smtp(settings, server: SmtpServer) -> None:
-    """Point Django's real SMTP backend at the stand-in and turn the channel on."""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST = "127.0.0.1"
-    settings.EMAIL_PORT = server.port
-    settings.EMAIL_HOST_USER = ""
-    settings.EMAIL_HOST_PASSWORD = ""
-    settings.EMAIL_USE_TLS = False
-    settings.EMAIL_USE_SSL = False
-    settings.EMAIL_TIMEOUT = 5
-    settings.DEFAULT_FROM_EMAIL = "breakpoints@example.com"
-    settings.BPM_NOTIFY_EMAIL = True
-    settings.BPM_PUBLIC_URL = PUBLIC_URL
-
-
-@pytest.fixture
-def smtp(settings):
-    server = SmtpServer().start()
-    use_smtp(settings, server)
-    yield server
-    server.stop()
 
 
 # --- helpers ---------------------------------------------------------------------------------

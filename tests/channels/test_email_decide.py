@@ -27,27 +27,17 @@ from channels.email.views import LinkUsed, link_decide
 from channels.models import DecisionLinkUse
 from core.actors import REVIEWERS_GROUP
 from tests.channels.test_email import (
-    SmtpServer,
     link_path,
     parts,
     routed,
     send_all,
     text_links,
-    use_smtp,
 )
 from tests.support.records import refusals
 
 AUDIT_LOGGER = "breakpoints.audit"
 HOSTILE = "<script>alert(1)</script>"
 THREADS = 8
-
-
-@pytest.fixture
-def smtp(settings):
-    server = SmtpServer().start()
-    use_smtp(settings, server)
-    yield server
-    server.stop()
 
 
 @pytest.fixture
