@@ -104,12 +104,14 @@ class Run:
 class Watch:
     """`bpm babysitter watch` in the background; its progress notes go to a file."""
 
-    def __init__(self, project: Path, babysitter: Path, env: dict[str, str], *options: str):
+    def __init__(
+        self, project: Path, babysitter: Path, env: dict[str, str], *options: str, interval=1
+    ):
         self.log = project.parent / f"watch-{time.monotonic_ns()}.log"
         command = [BPM, "babysitter", "watch", str(project), "--babysitter", str(babysitter)]
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
-                [*command, "--interval", "1", *options], env=env, stdout=log, stderr=log
+                [*command, "--interval", str(interval), *options], env=env, stdout=log, stderr=log
             )
 
     def notes(self) -> str:
@@ -146,8 +148,8 @@ def watches() -> Iterator[list[Watch]]:
 
 @pytest.fixture
 def start_watch(project, babysitter_bin, bpm_env, watches):
-    def start(*options: str) -> Watch:
-        watch = Watch(project, babysitter_bin, bpm_env, *options)
+    def start(*options: str, interval: float = 1) -> Watch:
+        watch = Watch(project, babysitter_bin, bpm_env, *options, interval=interval)
         watches.append(watch)
         return watch
 
@@ -292,10 +294,10 @@ def test_an_effect_answered_in_the_run_first_is_cancelled_here(
 def test_the_bridge_survives_a_server_restart_while_waiting(
     live, project, babysitter_bin, start_watch, ops, reviewer
 ):
-    """The web server goes away for 3 s while the bridge waits; the decisions made after
-    it is back still reach the run."""
+    """The web server goes away for 3 s while the bridge waits (in a 30 s long-poll: cut
+    off); the decisions made after it is back still reach the run."""
     run = Run(babysitter_bin, project)
-    watch = start_watch("--drive")
+    watch = start_watch("--drive", interval=30)
     found = asked(reviewer, 2, live, watch)
     live.restart_web(down_seconds=3)
     ops.release(found["deploy.plan"].breakpoint_id, "After the restart")

@@ -50,7 +50,7 @@ class Run:
             event = json.loads(last.read_text(encoding="utf-8")) if last else {}
         except (OSError, ValueError):
             return None
-        return FINAL_EVENTS.get(event.get("type")) if isinstance(event, dict) else None
+        return FINAL_EVENTS.get(str(event.get("type"))) if isinstance(event, dict) else None
 
     def task(self, effect_id: str) -> dict[str, Any] | None:
         """The effect's task.json, or None when this run has no such effect."""
