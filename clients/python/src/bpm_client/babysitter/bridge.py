@@ -152,7 +152,11 @@ class Bridge:
                 continue
             driven.state = run.state()
             if driven.state is None and driven.due():
-                answer = self.babysitter.iterate(run)
+                try:
+                    answer = self.babysitter.iterate(run)
+                except BabysitterFailed as error:  # this run only: the others go on
+                    self.note(f"run {run.run_id}: {error}")
+                    continue
                 status = answer.get("status")
                 driven.state = status if status in ("completed", "failed") else None
                 driven.again = status == "executed"  # tasks ran: it can move on at once
@@ -164,11 +168,16 @@ class Bridge:
     def scan(self, *, ask_new: bool = True) -> None:
         """Ask for each new pending effect; withdraw the ones a run no longer waits for."""
         for run in self.runs():
-            pending = [] if run.state() else self.babysitter.pending_breakpoints(run)
+            ended = run.state()
+            try:
+                pending = [] if ended else self.babysitter.pending_breakpoints(run)
+            except BabysitterFailed as error:  # this run only: the others go on
+                self.note(f"run {run.run_id}: {error}")
+                continue
             waiting = {effect.effect_id for effect in pending}
             for asked in list(self.asked.values()):
                 if asked.effect.run == run and asked.effect.effect_id not in waiting:
-                    self.withdraw(asked)
+                    self.withdraw(asked, f"the babysitter run {ended}" if ended else WITHDRAWN)
             for effect in pending:
                 if ask_new and effect.effect_id not in self.asked:
                     self.ask(effect)
@@ -199,15 +208,16 @@ class Bridge:
             self.note(f"asked {found.breakpoint_id} for {_where(effect)}: {found.question}")
         self.asked[effect.effect_id] = Asked(effect, found.breakpoint_id)
 
-    def withdraw(self, asked: Asked) -> None:
-        """The run was answered elsewhere (in the agent's chat): cancel the question here."""
+    def withdraw(self, asked: Asked, reason: str) -> None:
+        """The run no longer waits (answered in the agent's chat, or it ended): cancel the
+        question here."""
         del self.asked[asked.effect.effect_id]
         try:
-            self.client.cancel(asked.breakpoint_id, WITHDRAWN)
+            self.client.cancel(asked.breakpoint_id, reason)
         except (InvalidState, NotFound):
             self.note(f"{asked.breakpoint_id} was decided here too; the run's answer stands")
             return
-        self.note(f"cancelled {asked.breakpoint_id}: {_where(asked.effect)} {WITHDRAWN}")
+        self.note(f"cancelled {asked.breakpoint_id} ({_where(asked.effect)}): {reason}")
 
     def wait_round(self) -> None:
         """Wait up to `interval` for decisions (one long-poll for up to 100); post them."""
@@ -220,9 +230,16 @@ class Bridge:
             entries = self.client.wait_any(ids, timeout=self.interval)
         except WaitTimeout:
             return
-        for entry in entries:
-            if entry.done or entry.error:
-                self.answer(by_breakpoint[entry.breakpoint_id], entry)
+        failed = False
+        for entry in (entry for entry in entries if entry.done or entry.error):
+            asked = by_breakpoint[entry.breakpoint_id]
+            try:
+                self.answer(asked, entry)
+            except BabysitterFailed as error:  # posted again next round
+                self.note(f"{_where(asked.effect)}: {error}")
+                failed = True
+        if failed:
+            time.sleep(self.interval)
 
     def answer(self, asked: Asked, entry: StatusEntry) -> None:
         self.post(asked.effect, run_answer(entry))
