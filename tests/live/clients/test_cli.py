@@ -320,6 +320,27 @@ def test_a_bad_token_is_one_line_and_exit_4(bpm_env):
 # --- the other commands ----------------------------------------------------------------
 
 
+def test_an_idempotency_key_asks_once(bpm_env, reviewer_env, start):
+    """The same key and question again (a retried step) get the first breakpoint; `bpm ask`
+    with that key waits on it; another question under the key is refused."""
+    key = ["--idempotency-key", "ci-run-41-step-3"]
+    first = bpm("create", "Deploy?", *key, env=bpm_env)
+    again = bpm("create", "Deploy?", *key, env=bpm_env)
+    assert first.code == again.code == 0, first.stderr + again.stderr
+    breakpoint_id = first.stdout.strip()
+    assert again.stdout.strip() == breakpoint_id
+
+    asking = start("ask", "Deploy?", *key, env=bpm_env)
+    assert asking.created_id() == breakpoint_id
+    assert bpm("approve", breakpoint_id, "-m", "Once", env=reviewer_env).code == 0
+    assert asking.finish().code == 0
+
+    other = bpm("create", "Drop the table?", *key, env=bpm_env)
+    assert other.code == 4
+    assert "idempotency_conflict" in other.stderr
+    assert len(json.loads(bpm("list", "--json", env=bpm_env).stdout)) == 1
+
+
 def test_list_prints_a_table_or_json(bpm_env):
     deploy = bpm("create", "Deploy A?", "--title", "Deploy A", "--tag", "deploy", env=bpm_env)
     other = bpm("create", "Drop the table?", "--tag", "db", env=bpm_env)

@@ -48,6 +48,7 @@ def ask(
     Prints the decision (`approved by alice: "go ahead"`) or, with --json, the
     BreakpointResult; the exit code says it too (see `bpm --help`).
     """
+    key = given.pop("idempotency_key")
     fields = breakpoint_fields(given)
     client = connect(ctx)
     created: list[str] = []
@@ -62,6 +63,7 @@ def ask(
             question,
             timeout=timeout,
             cancel_on_interrupt=cancel_on_interrupt,
+            idempotency_key=key,
             on_created=announce,
             **fields,
         )
@@ -79,8 +81,9 @@ def ask(
 @click.pass_context
 def create(ctx: click.Context, question: str, as_json: bool, **given: Any) -> None:
     """Create a breakpoint without waiting and print its id (--json: all of it)."""
+    key = given.pop("idempotency_key")
     fields = breakpoint_fields(given)
-    created = connect(ctx).create(question, **fields)
+    created = connect(ctx).create(question, idempotency_key=key, **fields)
     click.echo(dumps(to_wire(created)) if as_json else created.breakpoint_id)
 
 

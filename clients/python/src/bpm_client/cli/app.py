@@ -107,6 +107,12 @@ def breakpoint_options(command: F) -> F:
         click.option(
             "--on-timeout", type=click.Choice(ON_TIMEOUT), help="What happens at the TTL."
         ),
+        click.option(
+            "--idempotency-key",
+            metavar="KEY",
+            help="Ask once per KEY: the same KEY and question again (a retry, a restarted "
+            "script) get the first breakpoint back instead of a new one (for 24 h).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
