@@ -46,7 +46,9 @@ def _loaded(configured: str, var_dir: str) -> list[ReceiptKey]:
         try:
             text = Path(configured).read_text()
         except OSError as exc:
-            raise ImproperlyConfigured(f"BPM_RECEIPT_KEYS: cannot read {configured}: {exc}") from exc
+            raise ImproperlyConfigured(
+                f"BPM_RECEIPT_KEYS: cannot read {configured}: {exc}"
+            ) from exc
     try:
         entries = json.loads(text)
         if not isinstance(entries, list) or not entries:

@@ -99,7 +99,9 @@ def breakpoint_create(
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
         requested_by=requested_by.strip() if requested_by else None,
-        payload_digest=content_digest(question=fields.question, title=fields.title, payload=payload),
+        payload_digest=content_digest(
+            question=fields.question, title=fields.title, payload=payload
+        ),
     )
     try:
         return _insert(row, actor=actor), True

@@ -37,12 +37,15 @@ TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)
 EXPIRE_BATCH_SIZE = 1000
 
 
-def breakpoint_expire(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
-    """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed."""
+def breakpoint_expire(
+    *, breakpoint_id: str, actor: Actor, reason: str = "", via: str | None = None
+) -> Breakpoint:
+    """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed.
+    `via`: where it was asked (its receipt names it; unset: the API, or system)."""
     require_admin(actor, "Only admins can expire breakpoints.", or_system=True)
     with transaction.atomic():
         bp = lock(breakpoint_id)
-        return _expire_locked(bp, actor=actor, reason=reason)
+        return _expire_locked(bp, actor=actor, reason=reason, via=via)
 
 
 def _expiry_result(*, actor: Actor, ttl_seconds: int | None, reason: str = "") -> dict[str, Any]:
@@ -51,7 +54,9 @@ def _expiry_result(*, actor: Actor, ttl_seconds: int | None, reason: str = "") -
     return result_expired(responder=actor.name, reason=reason)
 
 
-def _expire_locked(bp: Breakpoint, *, actor: Actor, reason: str = "") -> Breakpoint:
+def _expire_locked(
+    bp: Breakpoint, *, actor: Actor, reason: str = "", via: str | None = None
+) -> Breakpoint:
     result = _expiry_result(actor=actor, ttl_seconds=bp.ttl_seconds, reason=reason)
     return move(
         bp,
@@ -60,6 +65,7 @@ def _expire_locked(bp: Breakpoint, *, actor: Actor, reason: str = "") -> Breakpo
         result=result,
         event_type=EventType.EXPIRED,
         metadata={"reason": result["feedback"]},
+        via=via,
     )
 
 

@@ -3,6 +3,8 @@ OTHER_KEY is a second key, for rotation and for "signed by someone else"."""
 
 import json
 
+from core import receipts
+
 TEST_KEY = {
     "kid": "test-1",
     "kty": "OKP",
@@ -25,3 +27,27 @@ def keys_setting(*keys: dict) -> str:
 
 
 TEST_KEYS_SETTING = keys_setting(TEST_KEY)
+
+
+def suite_jwks() -> dict:
+    """The published JWKS of the suite's key."""
+    return receipts.jwks([receipts.key_from_entry(TEST_KEY)])
+
+
+def unsealed(result: dict, *, via: str | None = None) -> dict:
+    """A final result without its seal, once the seal is checked: the receipt verifies with
+    the suite's key and states this result (approved, option, respondedBy, payloadDigest;
+    `via` when given). Tests compare what remains with the result they expect."""
+    rest = dict(result)
+    digest, receipt = rest.pop("payloadDigest"), rest.pop("receipt")
+    claims = receipts.verify(receipt, suite_jwks())
+    stated = {key: claims[key] for key in ("approved", "option", "respondedBy", "payloadDigest")}
+    assert stated == {
+        "approved": result["approved"],
+        "option": result.get("option"),
+        "respondedBy": result.get("respondedBy"),
+        "payloadDigest": digest,
+    }
+    if via is not None:
+        assert claims["via"] == via
+    return rest
