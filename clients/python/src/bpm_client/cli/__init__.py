@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, reviewer
+from . import agent, reviewer, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -24,6 +24,7 @@ for _command in (
     reviewer.approve,
     reviewer.reject,
     reviewer.mcp,
+    verify.verify,
 ):
     bpm.add_command(_command)
 
