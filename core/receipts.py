@@ -100,9 +100,10 @@ def verify(receipt: str, key_set: dict[str, Any]) -> dict[str, Any]:
         raise ReceiptError(f"Not a receipt: {exc}") from exc
     if header.get("alg") != ALGORITHM or header.get("typ") != RECEIPT_TYPE:
         raise ReceiptError(f"Not a receipt: alg must be {ALGORITHM}, typ {RECEIPT_TYPE}.")
-    public = keys.get(header.get("kid"))
+    kid = header.get("kid")
+    public = keys.get(kid) if isinstance(kid, str) else None
     if public is None:
-        raise ReceiptError(f"No published key has kid {header.get('kid')!r}.")
+        raise ReceiptError(f"No published key has kid {kid!r}.")
     try:
         claims = jwt.decode(receipt, public.key, algorithms=[ALGORITHM])
     except jwt.PyJWTError as exc:

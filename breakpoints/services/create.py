@@ -26,6 +26,10 @@ from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
 def _request_hash(body: dict[str, Any]) -> str:
+    """The hash that tells a retry from another request (a null requestedBy is left out,
+    so retries of a request made before requestedBy existed still match)."""
+    if body.get("requestedBy") is None:
+        body = {key: value for key, value in body.items() if key != "requestedBy"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -69,15 +73,13 @@ def breakpoint_create(
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
     `requested_by` names who it is on behalf of (the API defaults it to the agent token's
-    owner); its payloadDigest is computed here, once (core.digests).
+    owner); its payloadDigest is computed once, at the insert (core.digests).
     """
     agent_id = _creating_agent(actor, agent_id)
     _check_ttl(ttl_seconds)
     fields = resolve_fields(payload=payload, title=title, tags=tags)
     body = {"agentId": agent_id, "runId": run_id, "title": title, "payload": payload}
-    body.update(tags=tags, ttlSeconds=ttl_seconds)
-    if requested_by is not None:  # absent from the hash unless given: old retries still match
-        body["requestedBy"] = requested_by
+    body.update(tags=tags, ttlSeconds=ttl_seconds, requestedBy=requested_by)
     request_hash = _request_hash(body) if idempotency_key else None
     if idempotency_key:
         existing = _idempotent_match(
@@ -99,9 +101,6 @@ def breakpoint_create(
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
         requested_by=requested_by.strip() if requested_by else None,
-        payload_digest=content_digest(
-            question=fields.question, title=fields.title, payload=payload
-        ),
     )
     try:
         return _insert(row, actor=actor), True
@@ -151,6 +150,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             explicit_key=bp.key_is_explicit,
         )
         now = timezone.now()
+        bp.payload_digest = content_digest(question=bp.question, title=bp.title, payload=bp.payload)
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
         routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
         defaults = route_defaults(routes)

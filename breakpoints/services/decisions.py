@@ -106,7 +106,9 @@ def _release(
     option: str | None,
     at: datetime,
 ) -> Release:
-    """Work out a release without writing anything (raises if the actor may not release)."""
+    """Work out a release without writing anything (raises if the actor may not release:
+    the requester of a breakpoint that prevents self-review, a reviewer without a seat)."""
+    require_other_reviewer(bp, actor)
     seat: routing.Seat | None = None
     seat_count = 0
     if bp.experts:
@@ -138,7 +140,6 @@ def release_preview(
     Refused, like feedback_add, unless the actor is a reviewer or an admin.
     """
     require_reviewer(actor)
-    require_other_reviewer(bp, actor)
     verdict = _check_release(bp, option, approved)
     return _release(
         bp, actor=actor, approved=verdict, comment=comment, option=option, at=timezone.now()
@@ -179,8 +180,6 @@ def feedback_add(
     breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
     with transaction.atomic():
         bp = lock(breakpoint_id)
-        if release:
-            require_other_reviewer(bp, actor)
         verdict = _check_release(bp, option, approved)
         now = timezone.now()
         outcome = (

@@ -82,9 +82,10 @@ def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
         raise ReceiptInvalid(f"not a receipt: {exc}") from exc
     if header.get("alg") != ALGORITHM or header.get("typ") != RECEIPT_TYPE:
         raise ReceiptInvalid(f"not a receipt: alg must be {ALGORITHM}, typ {RECEIPT_TYPE}")
-    key = keys.get(header.get("kid"))
+    kid = header.get("kid")
+    key = keys.get(kid) if isinstance(kid, str) else None
     if key is None:
-        raise ReceiptInvalid(f"no key of the JWKS has kid {header.get('kid')!r}")
+        raise ReceiptInvalid(f"no key of the JWKS has kid {kid!r}")
     try:
         claims = jwt.decode(receipt, key.key, algorithms=[ALGORITHM])
     except jwt.PyJWTError as exc:
