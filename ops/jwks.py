@@ -31,8 +31,12 @@ class JwksSerializer(serializers.Serializer):
 
 
 class JwksView(APIView):
+    """Public and unthrottled, like the probes: a small document that changes only when
+    the keys do (and says so to caches)."""
+
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes: list = []
 
     @extend_schema(
         operation_id="receipt_keys",
