@@ -61,7 +61,7 @@ def principal_for_token(token: ApiToken) -> Any:
     """request.user for a token: an AgentPrincipal for agent tokens, else the person."""
     if token.kind == TokenKind.AGENT:
         assert token.agent_id is not None  # agent tokens carry one (check constraint)
-        return AgentPrincipal(token.agent_id)
+        return AgentPrincipal(token.agent_id, owner=token.owner)
     return token.user
 
 

@@ -21,6 +21,13 @@ class ApiToken(models.Model):
         on_delete=models.CASCADE,
         related_name="api_tokens",
     )
+    owner = models.CharField(
+        max_length=limits.MAX_REQUESTED_BY_LENGTH,
+        null=True,
+        blank=True,
+        help_text="Agent tokens: the person (username or email) the agent acts for; its "
+        "breakpoints' requestedBy when they do not name one.",
+    )
     prefix = models.CharField(max_length=16, db_index=True)
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

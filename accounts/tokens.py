@@ -22,7 +22,7 @@ from django.utils import timezone
 from accounts.models import ApiToken
 from core.choices import TokenKind
 from core.exceptions import InvalidInput, NotFound
-from core.limits import MAX_AGENT_ID_LENGTH
+from core.limits import MAX_AGENT_ID_LENGTH, MAX_REQUESTED_BY_LENGTH
 
 TOKEN_PREFIXES = {TokenKind.AGENT: "bpma_", TokenKind.USER: "bpmu_"}
 LEGACY_PREFIX = "bpm_"
@@ -66,16 +66,30 @@ def _mint(kind: TokenKind) -> tuple[str, str, str]:
     return raw, raw[:PREFIX_LENGTH], hash_token(raw)
 
 
-def token_create_for_agent(*, agent_id: str, name: str = "") -> tuple[ApiToken, str]:
-    """Return the stored token and the raw secret, which is never stored or shown again."""
+def token_create_for_agent(
+    *, agent_id: str, name: str = "", owner: str | None = None
+) -> tuple[ApiToken, str]:
+    """Return the stored token and the raw secret, which is never stored or shown again.
+    `owner` (a username or email) is the person the agent acts for: the requestedBy of its
+    breakpoints that name none."""
     agent_id = agent_id.strip()
+    owner = (owner or "").strip() or None
+    if owner is not None and len(owner) > MAX_REQUESTED_BY_LENGTH:
+        raise InvalidInput(
+            f"owner must be at most {MAX_REQUESTED_BY_LENGTH} characters.", {"owner": ["Too long."]}
+        )
     if not agent_id or len(agent_id) > MAX_AGENT_ID_LENGTH:
         raise InvalidInput(
             f"agentId must be 1 to {MAX_AGENT_ID_LENGTH} characters.", {"agentId": ["Invalid."]}
         )
     raw, prefix, digest = _mint(TokenKind.AGENT)
     token = ApiToken.objects.create(
-        kind=TokenKind.AGENT, agent_id=agent_id, name=name, prefix=prefix, token_hash=digest
+        kind=TokenKind.AGENT,
+        agent_id=agent_id,
+        name=name,
+        owner=owner,
+        prefix=prefix,
+        token_hash=digest,
     )
     return token, raw
 

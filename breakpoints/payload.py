@@ -34,7 +34,12 @@ from core.limits import (
 )
 from core.naming import FALLBACK_KEY
 from core.storable import storable_problem, text_problem
-from policies.validators import auto_approve_after_n_problem, check_timeout_policy, is_int
+from policies.validators import (
+    auto_approve_after_n_problem,
+    check_prevent_self_review,
+    check_timeout_policy,
+    is_int,
+)
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -238,6 +243,7 @@ def validate_payload(payload: Any) -> None:
     if "options" in payload and payload["options"] is not None:
         _check_options(errors, payload["options"])
     check_timeout_policy(errors, payload)
+    check_prevent_self_review(errors, payload)
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)

@@ -75,6 +75,8 @@ def breakpoint_json(
         "strategy": _text(bp.strategy),
         "experts": experts_json(bp.experts, seats),
         "votes": bp.votes,
+        "requestedBy": _text(bp.requested_by),
+        "payloadDigest": _text(bp.payload_digest),
     }
 
 

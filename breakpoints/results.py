@@ -8,7 +8,12 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from core import receipt_keys, receipts
 from core.timestamps import timestamp
+
+# Where a decision came from, in a receipt: a channel (core.choices.Via), or these.
+VIA_RULE = "rule"  # an auto-approval rule, at creation
+VIA_SYSTEM = "system"  # the TTL sweep, a timeout policy, a management command
 
 
 def vote(
@@ -136,3 +141,32 @@ def result_timeout_refused(
     result["feedback"] += f" onTimeout: {requested} was not applied: {reason}."
     result["timeoutPolicy"] = {"requested": requested, "applied": "expire", "reason": reason}
     return result
+
+
+def result_sealed(
+    result: dict[str, Any],
+    *,
+    breakpoint_id: str,
+    agent_id: str,
+    run_id: str | None,
+    status: str,
+    via: str,
+    at: datetime,
+    payload_digest: str | None,
+) -> dict[str, Any]:
+    """A final result with what binds it: payloadDigest (what the reviewer was shown) and
+    receipt, the service's signed statement of the decision (core.receipts)."""
+    claims = {
+        "breakpointId": breakpoint_id,
+        "agentId": agent_id,
+        "runId": run_id,
+        "status": status,
+        "approved": result["approved"],
+        "option": result.get("option"),
+        "respondedBy": result.get("respondedBy"),
+        "via": via,
+        "decidedAt": timestamp(at),
+        "payloadDigest": payload_digest,
+    }
+    receipt = receipts.sign(claims, receipt_keys.signing_key())
+    return {**result, "payloadDigest": payload_digest, "receipt": receipt}

@@ -209,6 +209,14 @@ BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
 BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
+# --- Approvals an auditor can trust (issue 22) ---------------------------------------------
+# Refuse a decision by the person a breakpoint names in requestedBy, on every channel
+# (a notification route's defaults or payload.preventSelfReview can ask for it per breakpoint).
+BPM_PREVENT_SELF_REVIEW = env_bool("BPM_PREVENT_SELF_REVIEW", default=False)
+# Keys that sign receipts: a JSON list of private Ed25519 JWKs with a kid, or a file path
+# (core/receipt_keys.py). Unset: one key of the data directory's own (VAR_DIR).
+BPM_RECEIPT_KEYS = env_str("BPM_RECEIPT_KEYS")
+
 # --- Channels: Slack, email, JIRA (channels/) ---------------------------------------------
 # Links in messages and mails point here (the console's address as people reach it).
 # Unset, it follows BPM_PORT (the port `make run` serves on).

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from core import errors
-from ops import health, metrics
+from ops import health, jwks, metrics
 
 handler404 = "core.errors.handler404"
 handler500 = "core.errors.handler500"
@@ -35,4 +35,5 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
+    path(".well-known/jwks.json", jwks.JwksView.as_view(), name="jwks"),
 ]

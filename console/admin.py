@@ -33,7 +33,7 @@ from breakpoints.models.breakpoint import QUEUE_ORDER
 from breakpoints.services import breakpoint_expire
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer
-from core.choices import Status
+from core.choices import Status, Via
 from core.console.admin import InputFilter, ReviewerReadOnly
 from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
@@ -268,7 +268,7 @@ class BreakpointAdmin(admin.ModelAdmin):
         expired, skipped = 0, 0
         for pk in queryset.filter(status=Status.WAITING).values_list("pk", flat=True):
             try:
-                breakpoint_expire(breakpoint_id=pk, actor=actor)
+                breakpoint_expire(breakpoint_id=pk, actor=actor, via=Via.CONSOLE)
             except DomainError:
                 skipped += 1
             else:

@@ -12,8 +12,10 @@ from accounts import experts as routing
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
+from breakpoints.services import self_review_refusal
 from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
+from core.actors import Actor
 from core.choices import Status, Via
 from core.exceptions import DomainError
 from core.rendering import html as rendering
@@ -161,8 +163,12 @@ def delivery_summary(deliveries: list[Delivery]) -> str:
 def release_refusal(
     user: Any, bp: Breakpoint, resolved: Mapping[str, routing.Seat] | None = None
 ) -> str | None:
-    """Why this user may comment but not release a routed breakpoint, or None: the review
-    page's note, and the release screens' refusal."""
+    """Why this user may comment but not release it, or None: the review page's note (the
+    buttons are disabled), and the release screens' refusal. The requester of a breakpoint
+    that prevents self-review (the services' rule), or no seat of a routed one."""
+    self_review = self_review_refusal(bp, Actor.for_user(user))
+    if self_review is not None:
+        return self_review
     if not bp.experts:
         return None
     seats = routing.seats_for(bp.experts, resolved)
@@ -215,7 +221,16 @@ def review_page(
         ),
         "seats": seats_panel(bp, resolved),
         "age": rendering.age(bp.created_at, now),
+        "digest_short": short_digest(bp.payload_digest),
     }
+
+
+def short_digest(digest: str | None) -> str:
+    """A payloadDigest as people compare it by eye: "sha256:" and its first 12 hex digits."""
+    if not digest:
+        return ""
+    algorithm, _, hexdigits = digest.partition(":")
+    return f"{algorithm}:{hexdigits[:12]}…"
 
 
 def preview_of(outcome: "Release") -> dict[str, Any]:

@@ -370,7 +370,12 @@ def _end_view(screen: _Screen, *, action: str, service: Any, done: str) -> HttpR
     form = ReasonForm(screen.request.POST or None)
     if screen.request.method == "POST" and form.is_valid():
         try:
-            service(breakpoint_id=bp.pk, actor=screen.actor, reason=form.cleaned_data["reason"])
+            service(
+                breakpoint_id=bp.pk,
+                actor=screen.actor,
+                reason=form.cleaned_data["reason"],
+                via=Via.CONSOLE,
+            )
         except DomainError as exc:
             return screen.failed(exc, already=ALREADY)
         messages.success(screen.request, f"{done.capitalize()} “{bp.display_name}”.")

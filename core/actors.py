@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from core.exceptions import Forbidden
+from core.exceptions import Forbidden, SelfReview
 
 REVIEWERS_GROUP = "reviewers"
 ADMINS_GROUP = "admins"
@@ -40,11 +40,13 @@ class Actor:
 
 
 class AgentPrincipal(AnonymousUser):
-    """request.user for a request made with an agent token."""
+    """request.user for a request made with an agent token (`owner`: the token's owner,
+    the person its breakpoints are requested by unless they name another)."""
 
-    def __init__(self, agent_id: str):
+    def __init__(self, agent_id: str, owner: str | None = None):
         super().__init__()
         self.agent_id = agent_id
+        self.owner = owner
         # The stub pins AnonymousUser.username to ""; a principal names its agent.
         self.username = f"agent:{agent_id}"  # type: ignore[assignment]
 
@@ -114,3 +116,32 @@ def require_reviewer(actor: Actor) -> None:
     """Only reviewers and admins give feedback: every channel's decision passes here."""
     if not is_reviewer(actor.user):
         raise Forbidden(FEEDBACK_REFUSAL)
+
+
+SELF_REVIEW_REFUSAL = (
+    "You requested this breakpoint ({requester}): another reviewer must decide it "
+    "(self-review is not allowed here)."
+)
+
+
+def is_requester(user: Any, requested_by: str | None) -> bool:
+    """Whether the person `user` is the one a breakpoint names in requestedBy: by username
+    or email, case-insensitively. Nobody is the requester of a breakpoint naming none."""
+    wanted = (requested_by or "").strip().casefold()
+    if not wanted or user is None or isinstance(user, AgentPrincipal):
+        return False
+    if not getattr(user, "is_authenticated", False):
+        return False
+    names = {user.get_username(), getattr(user, "email", "") or ""}
+    return wanted in {name.strip().casefold() for name in names if name}
+
+
+def require_not_requester(actor: Actor, requested_by: str | None, *, prevent: bool) -> None:
+    """Four eyes: with `prevent` (the breakpoint's or the service's preventSelfReview), the
+    person it was requested by may not decide it, whatever their role (admins included:
+    there is no silent bypass). Raises SelfReview."""
+    if prevent and is_requester(actor.user, requested_by):
+        raise SelfReview(
+            SELF_REVIEW_REFUSAL.format(requester=requested_by),
+            {"requestedBy": requested_by, "rule": "preventSelfReview"},
+        )

@@ -31,6 +31,10 @@ class Forbidden(DomainError):
     code = "permission_denied"
 
 
+class SelfReview(Forbidden):
+    """The person a breakpoint was requested by may not decide it (preventSelfReview)."""
+
+
 class NotFound(DomainError):
     code = "not_found"
 

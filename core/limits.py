@@ -30,6 +30,8 @@ MAX_PREVIOUS_FEEDBACK_LENGTH = 10_000
 MAX_EXPERTS = 20
 # Expert names are group names or usernames, both at most 150 characters in Django.
 MAX_EXPERT_NAME_LENGTH = 150
+# requestedBy (and an agent token's owner): a username or an email address.
+MAX_REQUESTED_BY_LENGTH = 254
 MAX_OPTIONS = 20
 MAX_OPTION_LENGTH = 200
 MAX_NESTING = 100

@@ -17,12 +17,14 @@ from core.exceptions import Conflict, InvalidInput, NotFound
 from core.storable import storable_text
 from policies.models import NotificationRoute
 from policies.patterns import PatternError, parse_pattern, stored_pattern
-from policies.validators import check_timeout_policy
+from policies.validators import check_prevent_self_review, check_timeout_policy
 
 ROUTES_REFUSAL = "Only admins manage notification routes."
 EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)
 ROUTE_KINDS = (Channel.SLACK, Channel.EMAIL, Channel.JIRA)
-DEFAULT_KEYS = ("onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds")
+TIMEOUT_KEYS = ("onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds")
+# What a route may default for its breakpoints: the timeout policy, and four eyes.
+DEFAULT_KEYS = (*TIMEOUT_KEYS, "preventSelfReview")
 
 
 def _short_text(value: Any) -> bool:
@@ -119,6 +121,7 @@ def _checked(
     else:
         defaults = {key: value for key, value in defaults.items() if value is not None}
         check_timeout_policy(errors, defaults, prefix="defaults")
+        check_prevent_self_review(errors, defaults, prefix="defaults")
     return canonical, defaults, errors
 
 

@@ -26,6 +26,15 @@ def _check_seconds(errors: dict, path: str, value: Any, low: int) -> None:
         errors[path] = [f"Must be a whole number of seconds from {low} to {MAX_TTL_SECONDS}."]
 
 
+def check_prevent_self_review(
+    errors: dict, values: Mapping[str, Any], prefix: str = "payload"
+) -> None:
+    """preventSelfReview (a payload, or a route's defaults) is true, false or absent."""
+    prevent = values.get("preventSelfReview")
+    if prevent is not None and not isinstance(prevent, bool):
+        errors[f"{prefix}.preventSelfReview"] = ["Must be true or false."]
+
+
 def check_timeout_policy(errors: dict, payload: Mapping[str, Any], prefix: str = "payload") -> None:
     """onTimeout, escalateAfterSeconds + escalateTo, remindEverySeconds (a payload, or a
     route's defaults: `prefix` names where they are in the error paths)."""

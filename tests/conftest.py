@@ -13,6 +13,7 @@ from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
+from tests.support.receipts import TEST_KEYS_SETTING
 
 # Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
 LIVE_TESTS = Path(__file__).resolve().parent / "live"
@@ -211,6 +212,12 @@ def make_receiver():
     yield make
     for receiver in started:
         receiver.close()
+
+
+@pytest.fixture(autouse=True)
+def _fixed_receipt_key(settings):
+    """Receipts are signed with the suite's fixed test key, not a key made in var/."""
+    settings.BPM_RECEIPT_KEYS = TEST_KEYS_SETTING
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,7 @@ def _on_breakpoint(rule: TriggerRule, event: ExternalEvent, breakpoint_id: str, 
             )
         else:
             services.breakpoint_cancel(
-                breakpoint_id=breakpoint_id, actor=actor, reason=taken["reason"]
+                breakpoint_id=breakpoint_id, actor=actor, reason=taken["reason"], via=Via.TRIGGER
             )
     except NotFound as exc:  # gone since it was selected: nothing to audit it on
         return {**taken, "outcome": "refused", "error": exc.message}

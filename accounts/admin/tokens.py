@@ -16,7 +16,7 @@ from accounts.tokens import token_create_for_agent, token_revoke
 from core.actors import Actor, is_admin
 from core.console.admin import ServiceAdmin, ShownOnce
 from core.exceptions import DomainError
-from core.limits import MAX_AGENT_ID_LENGTH, MAX_TOKEN_NAME_LENGTH
+from core.limits import MAX_AGENT_ID_LENGTH, MAX_REQUESTED_BY_LENGTH, MAX_TOKEN_NAME_LENGTH
 
 
 class AgentTokenForm(forms.Form):
@@ -29,6 +29,12 @@ class AgentTokenForm(forms.Form):
         max_length=MAX_TOKEN_NAME_LENGTH,
         required=False,
         help_text="Optional: where the token is used.",
+    )
+    owner = forms.CharField(
+        max_length=MAX_REQUESTED_BY_LENGTH,
+        required=False,
+        help_text="Optional: the person (username or email) the agent acts for. Its "
+        "breakpoints are requested by them unless they name someone else (requestedBy).",
     )
 
 
@@ -52,6 +58,7 @@ class ApiTokenAdmin(ServiceAdmin):
     list_display = (
         "prefix_display",
         "kind",
+        "bound_to",
         "owner",
         "name",
         "created_at",
@@ -66,6 +73,7 @@ class ApiTokenAdmin(ServiceAdmin):
         "kind",
         "agent_id",
         "user",
+        "owner",
         "name",
         "created_at",
         "last_used_at",
@@ -87,7 +95,7 @@ class ApiTokenAdmin(ServiceAdmin):
         return format_html("<code>{}…</code>", token.prefix)
 
     @admin.display(description="Agent / user")
-    def owner(self, token: ApiToken) -> str:
+    def bound_to(self, token: ApiToken) -> str:
         return token.agent_id or (token.user.get_username() if token.user else "—")
 
     @admin.display(description="State", ordering="revoked_at")
@@ -116,7 +124,9 @@ class ApiTokenAdmin(ServiceAdmin):
 
     def add(self, actor: Actor, data: dict[str, Any]) -> ShownOnce:
         """Mint an agent token; its raw value is on this one response, never stored."""
-        token, raw = token_create_for_agent(agent_id=data["agent_id"], name=data["name"])
+        token, raw = token_create_for_agent(
+            agent_id=data["agent_id"], name=data["name"], owner=data.get("owner")
+        )
         return ShownOnce(
             "admin/accounts/apitoken/created.html",
             {"title": "Agent token created", "token": token, "raw_token": raw},

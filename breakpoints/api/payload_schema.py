@@ -47,6 +47,12 @@ PAYLOAD_SCHEMA = {
         "attempt": {"type": "integer", "minimum": 1},
         "autoApproveAfterN": AUTO_APPROVE_AFTER_N_SCHEMA,
         "presentAlwaysApprove": {"type": "boolean"},
+        "preventSelfReview": {
+            "type": "boolean",
+            "nullable": True,
+            "description": "Refuse a decision by the person named in requestedBy (four eyes). "
+            "It can only add the rule: a route's default or BPM_PREVENT_SELF_REVIEW still holds.",
+        },
         "onTimeout": {
             "type": "string",
             "nullable": True,

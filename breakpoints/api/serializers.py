@@ -68,6 +68,19 @@ class BreakpointResultSerializer(serializers.Serializer):
     timeoutPolicy = TimeoutPolicySerializer(
         required=False, help_text="Present when payload.onTimeout decided at the TTL."
     )
+    payloadDigest = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="The breakpoint's payloadDigest: what this decision was made on (null for "
+        "breakpoints created before digests).",
+    )
+    receipt = serializers.CharField(
+        required=False,
+        help_text="The service's signed statement of this decision: a compact JWS (EdDSA, "
+        "Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, "
+        "status, approved, option, respondedBy, via, decidedAt and payloadDigest. Verify it "
+        "with the keys of GET /.well-known/jwks.json.",
+    )
 
 
 class ExpertSerializer(serializers.Serializer):
@@ -139,6 +152,19 @@ class BreakpointSerializer(serializers.ModelSerializer):
         help_text="The responses so far, one per seat (collect-all and quorum fill it while "
         "waiting); the deciding response for other strategies."
     )
+    requestedBy = serializers.CharField(
+        source="requested_by",
+        allow_null=True,
+        help_text="Who it is on behalf of (username or email): the create body's requestedBy, "
+        "else the agent token's owner. With preventSelfReview that person cannot decide it.",
+    )
+    payloadDigest = serializers.CharField(
+        source="payload_digest",
+        allow_null=True,
+        help_text='"sha256:" + the hex SHA-256 of the RFC 8785 canonical JSON of {"question", '
+        '"title", "payload"} as stored, computed at creation (the payload never changes). '
+        "Null for breakpoints finished before digests existed.",
+    )
 
     class Meta:
         model = Breakpoint
@@ -146,7 +172,7 @@ class BreakpointSerializer(serializers.ModelSerializer):
             "breakpointId", "status", "agentId", "runId", "title", "key", "question",
             "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
             "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
-            "strategy", "experts", "votes",
+            "strategy", "experts", "votes", "requestedBy", "payloadDigest",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -256,6 +282,13 @@ class BreakpointCreateSerializer(StrictBody):
         allow_null=True,
         min_value=limits.MIN_TTL_SECONDS,
         max_value=limits.MAX_TTL_SECONDS,
+    )
+    requestedBy = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=limits.MAX_REQUESTED_BY_LENGTH,
+        help_text="Who it is on behalf of (a username or email). Omitted or null: the agent "
+        "token's owner, if it has one. With preventSelfReview that person cannot decide it.",
     )
 
 

@@ -112,6 +112,16 @@ class Breakpoint(models.Model):
     remind_every_seconds = models.PositiveIntegerField(null=True, blank=True)
     remind_at = models.DateTimeField(null=True, blank=True)
     reminders_sent = models.PositiveSmallIntegerField(default=0)
+    # Who it is on behalf of (requestedBy: a username or an email), and whether that
+    # person is refused a decision (payload.preventSelfReview or a matching route's
+    # default; BPM_PREVENT_SELF_REVIEW applies to every breakpoint on top).
+    requested_by = models.CharField(
+        max_length=limits.MAX_REQUESTED_BY_LENGTH, null=True, blank=True
+    )
+    prevent_self_review = models.BooleanField(default=False)
+    # "sha256:<hex>" of the RFC 8785 JSON of question, title and payload (core.digests),
+    # computed at creation; the payload never changes after it.
+    payload_digest = models.CharField(max_length=71, null=True, blank=True, editable=False)
 
     objects = BreakpointQuerySet.as_manager()
 

@@ -1,7 +1,8 @@
 """Every write to a breakpoint. Views, admin, tasks and commands call these and hold no rule.
 
 - create: breakpoint_create (validation, Idempotency-Key, auto-approval at birth)
-- decisions: feedback_add (comment, release, votes), breakpoint_always_approve
+- decisions: feedback_add (comment, release, votes), breakpoint_always_approve, the
+  four-eyes rule (self_review_refusal)
 - lifecycle: breakpoint_cancel, breakpoint_delete (admins, by hand), retention (breakpoints_purge)
 - expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep, with
   the onTimeout policy (approve, reject, escalate)
@@ -15,6 +16,7 @@ from breakpoints.services.decisions import (
     breakpoint_always_approve,
     feedback_add,
     release_preview,
+    self_review_refusal,
 )
 from breakpoints.services.expiry import (
     TTL_ACTOR,
@@ -49,4 +51,5 @@ __all__ = [
     "breakpoints_remind_due",
     "feedback_add",
     "release_preview",
+    "self_review_refusal",
 ]

@@ -13,18 +13,23 @@ from accounts import experts as routing
 from audit.models import EventType
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
-from breakpoints.results import result_auto_approved
+from breakpoints.results import VIA_RULE, result_auto_approved
 from breakpoints.services.nudges import timeout_columns
 from breakpoints.services.transitions import move, record
 from core import limits
 from core.actors import Actor
 from core.choices import Status, Strategy
+from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
 from policies import autoapproval
-from policies.routes import DEFAULT_KEYS, route_defaults, routes_matching
+from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
 def _request_hash(body: dict[str, Any]) -> str:
+    """The hash that tells a retry from another request (a null requestedBy is left out,
+    so retries of a request made before requestedBy existed still match)."""
+    if body.get("requestedBy") is None:
+        body = {key: value for key, value in body.items() if key != "requestedBy"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -59,6 +64,7 @@ def breakpoint_create(
     tags: list[str] | None = None,
     ttl_seconds: int | None = None,
     idempotency_key: str | None = None,
+    requested_by: str | None = None,
 ) -> tuple[Breakpoint, bool]:
     """Create a waiting breakpoint; returns (breakpoint, created).
 
@@ -66,12 +72,14 @@ def breakpoint_create(
     approval the breakpoint is released at once (an `auto_approved` event, then the
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
+    `requested_by` names who it is on behalf of (the API defaults it to the agent token's
+    owner); its payloadDigest is computed once, at the insert (core.digests).
     """
     agent_id = _creating_agent(actor, agent_id)
     _check_ttl(ttl_seconds)
     fields = resolve_fields(payload=payload, title=title, tags=tags)
     body = {"agentId": agent_id, "runId": run_id, "title": title, "payload": payload}
-    body.update(tags=tags, ttlSeconds=ttl_seconds)
+    body.update(tags=tags, ttlSeconds=ttl_seconds, requestedBy=requested_by)
     request_hash = _request_hash(body) if idempotency_key else None
     if idempotency_key:
         existing = _idempotent_match(
@@ -92,6 +100,7 @@ def breakpoint_create(
         request_hash=request_hash,
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
+        requested_by=requested_by.strip() if requested_by else None,
     )
     try:
         return _insert(row, actor=actor), True
@@ -141,11 +150,17 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             explicit_key=bp.key_is_explicit,
         )
         now = timezone.now()
+        bp.payload_digest = content_digest(question=bp.question, title=bp.title, payload=bp.payload)
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
         routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
-        policy = {**route_defaults(routes), **_timeout_keys(bp.payload)}
+        defaults = route_defaults(routes)
+        policy = {**defaults, **_timeout_keys(bp.payload)}
         for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
+        # Either may ask for four eyes; neither can lift what the other (or the service) asks.
+        bp.prevent_self_review = bool(
+            defaults.get("preventSelfReview") or bp.payload.get("preventSelfReview")
+        )
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
         record(
@@ -171,12 +186,13 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         result=result_auto_approved(responder=responder, reason=verdict.reason, at=timezone.now()),
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
+        via=VIA_RULE,
     )
 
 
 def _timeout_keys(payload: dict[str, Any]) -> dict[str, Any]:
     """The timeout keys the agent set (null counts as not set: a route's default applies)."""
-    return {key: payload[key] for key in DEFAULT_KEYS if payload.get(key) is not None}
+    return {key: payload[key] for key in TIMEOUT_KEYS if payload.get(key) is not None}
 
 
 def _context_run_id(payload: dict[str, Any]) -> str | None:

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -16,9 +17,9 @@ from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
-from core.actors import Actor, require_reviewer
+from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
-from core.exceptions import InvalidInput, InvalidState
+from core.exceptions import InvalidInput, InvalidState, SelfReview
 from policies import autoapproval
 from policies.models import AutoApprovalRule
 
@@ -75,6 +76,27 @@ def _check_release(bp: Breakpoint, option: str | None, approved: bool | None) ->
     return verdict
 
 
+def self_review_prevented(bp: Breakpoint) -> bool:
+    """Whether its requester is refused a decision: its own preventSelfReview (payload or
+    a matching route's default, fixed at creation) or the service's BPM_PREVENT_SELF_REVIEW."""
+    return bool(bp.prevent_self_review or settings.BPM_PREVENT_SELF_REVIEW)
+
+
+def require_other_reviewer(bp: Breakpoint, actor: Actor) -> None:
+    """Four eyes: refuse (SelfReview) a decision by the person who requested it, when
+    self-review is prevented for it. Every channel's release passes here."""
+    require_not_requester(actor, bp.requested_by, prevent=self_review_prevented(bp))
+
+
+def self_review_refusal(bp: Breakpoint, actor: Actor) -> str | None:
+    """Why this actor may not decide it (the console says so by its buttons), or None."""
+    try:
+        require_other_reviewer(bp, actor)
+    except SelfReview as exc:
+        return exc.message
+    return None
+
+
 def _release(
     bp: Breakpoint,
     *,
@@ -84,7 +106,9 @@ def _release(
     option: str | None,
     at: datetime,
 ) -> Release:
-    """Work out a release without writing anything (raises if the actor may not release)."""
+    """Work out a release without writing anything (raises if the actor may not release:
+    the requester of a breakpoint that prevents self-review, a reviewer without a seat)."""
+    require_other_reviewer(bp, actor)
     seat: routing.Seat | None = None
     seat_count = 0
     if bp.experts:
@@ -141,6 +165,8 @@ def feedback_add(
     release; any reviewer may comment. With collect-all or quorum a release is one seat's
     vote, and the breakpoint is released once the votes decide it. A seat votes once.
     `via` records where it was given (api, console, slack, email, jira).
+    The person it was requested by may not release it when self-review is prevented
+    (require_other_reviewer), whatever the channel.
     """
     require_reviewer(actor)
     comment = comment or ""
@@ -177,6 +203,7 @@ def feedback_add(
             event_type=EventType.RELEASED,
             metadata={"approved": outcome.decision, "option": outcome.result.get("option", option)},
             also={"votes": outcome.votes},
+            via=via,
         )
     return feedback, bp
 

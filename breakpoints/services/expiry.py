@@ -17,7 +17,9 @@ from breakpoints.models import Breakpoint
 from breakpoints.representation import represented
 from breakpoints.results import (
     TIMEOUT_POLICY_RESPONDER,
+    VIA_SYSTEM,
     result_expired,
+    result_sealed,
     result_timed_out,
     result_timeout_policy,
     result_timeout_refused,
@@ -35,12 +37,15 @@ TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)
 EXPIRE_BATCH_SIZE = 1000
 
 
-def breakpoint_expire(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
-    """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed."""
+def breakpoint_expire(
+    *, breakpoint_id: str, actor: Actor, reason: str = "", via: str | None = None
+) -> Breakpoint:
+    """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed.
+    `via`: where it was asked (its receipt names it; unset: the API, or system)."""
     require_admin(actor, "Only admins can expire breakpoints.", or_system=True)
     with transaction.atomic():
         bp = lock(breakpoint_id)
-        return _expire_locked(bp, actor=actor, reason=reason)
+        return _expire_locked(bp, actor=actor, reason=reason, via=via)
 
 
 def _expiry_result(*, actor: Actor, ttl_seconds: int | None, reason: str = "") -> dict[str, Any]:
@@ -49,7 +54,9 @@ def _expiry_result(*, actor: Actor, ttl_seconds: int | None, reason: str = "") -
     return result_expired(responder=actor.name, reason=reason)
 
 
-def _expire_locked(bp: Breakpoint, *, actor: Actor, reason: str = "") -> Breakpoint:
+def _expire_locked(
+    bp: Breakpoint, *, actor: Actor, reason: str = "", via: str | None = None
+) -> Breakpoint:
     result = _expiry_result(actor=actor, ttl_seconds=bp.ttl_seconds, reason=reason)
     return move(
         bp,
@@ -58,6 +65,7 @@ def _expire_locked(bp: Breakpoint, *, actor: Actor, reason: str = "") -> Breakpo
         result=result,
         event_type=EventType.EXPIRED,
         metadata={"reason": result["feedback"]},
+        via=via,
     )
 
 
@@ -153,23 +161,26 @@ def _lock_due_with_policy(*, now: datetime, limit: int) -> list[Breakpoint]:
     )
 
 
-def _lock_due(*, now: datetime, limit: int) -> dict[str, int | None]:
-    """Up to `limit` due waiting breakpoints (id -> ttl_seconds), oldest due first, locked."""
-    return dict(
+def _lock_due(*, now: datetime, limit: int) -> dict[str, Breakpoint]:
+    """Up to `limit` due waiting breakpoints (by id; with what a receipt names), oldest due
+    first, locked."""
+    due = (
         Breakpoint.objects.select_for_update(skip_locked=True)
         .overdue(now)
         .filter(on_timeout=OnTimeout.EXPIRE)
         .order_by("expires_at")
-        .values_list("pk", "ttl_seconds")[:limit]
+        .only("pk", "ttl_seconds", "agent_id", "run_id", "payload_digest")[:limit]
     )
+    return {bp.pk: bp for bp in due}
 
 
-def _expire_batch(due: dict[str, int | None]) -> list[str]:
+def _expire_batch(due: dict[str, Breakpoint]) -> list[str]:
     """Expire locked due rows and record it all, as `_expire_locked` does row by row."""
     if not due:
         return []
-    results = {ttl: _expiry_result(actor=TTL_ACTOR, ttl_seconds=ttl) for ttl in set(due.values())}
-    moved = _update_to_expired(due, results)
+    now = timezone.now()
+    results = {bp_id: _sealed_expiry(bp, now) for bp_id, bp in due.items()}
+    moved = _update_to_expired(results, now)
     announce(moved)
     event_record_bulk(
         type=EventType.EXPIRED,
@@ -178,7 +189,7 @@ def _expire_batch(due: dict[str, int | None]) -> list[str]:
             bp_id: {
                 "statusFrom": Status.WAITING,
                 "statusTo": Status.EXPIRED,
-                "reason": results[due[bp_id]]["feedback"],
+                "reason": results[bp_id]["feedback"],
             }
             for bp_id in moved
         },
@@ -189,25 +200,37 @@ def _expire_batch(due: dict[str, int | None]) -> list[str]:
     return moved
 
 
-def _update_to_expired(
-    due: dict[str, int | None], results: dict[int | None, dict[str, Any]]
-) -> list[str]:
-    """One UPDATE for the batch, only of rows still waiting; the ids it moved.
+def _sealed_expiry(bp: Breakpoint, now: datetime) -> dict[str, Any]:
+    """The TTL's result for one row, with its payloadDigest and receipt (as `move` seals)."""
+    return result_sealed(
+        _expiry_result(actor=TTL_ACTOR, ttl_seconds=bp.ttl_seconds),
+        breakpoint_id=bp.pk,
+        agent_id=bp.agent_id,
+        run_id=bp.run_id,
+        status=Status.EXPIRED,
+        via=VIA_SYSTEM,
+        at=now,
+        payload_digest=bp.payload_digest,
+    )
+
+
+def _update_to_expired(results: dict[str, dict[str, Any]], now: datetime) -> list[str]:
+    """One UPDATE for the batch (each row its own sealed result), only of rows still
+    waiting; the ids it moved.
 
     The rows are locked on PostgreSQL, so all of them move; should one have changed since
     it was selected (no row locks, e.g. SQLite), the moved ids are read back.
     """
-    now = timezone.now()
-    ids = list(due)
-    result_for_ttl = Case(
+    ids = list(results)
+    result_for_row = Case(
         *(
-            When(ttl_seconds=ttl, then=Value(result, output_field=JSONField()))
-            for ttl, result in results.items()
+            When(pk=bp_id, then=Value(result, output_field=JSONField()))
+            for bp_id, result in results.items()
         ),
         output_field=JSONField(),
     )
     moved = Breakpoint.objects.filter(pk__in=ids, status=Status.WAITING).update(
-        status=Status.EXPIRED, result=result_for_ttl, expired_at=now, updated_at=now
+        status=Status.EXPIRED, result=result_for_row, expired_at=now, updated_at=now
     )
     if moved == len(ids):
         return ids

@@ -23,8 +23,11 @@ from core.exceptions import InvalidInput
 from core.timestamps import timestamp
 
 
-def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> Breakpoint:
-    """Cancel a waiting breakpoint (its agent, or an admin). Cancelling twice is a no-op."""
+def breakpoint_cancel(
+    *, breakpoint_id: str, actor: Actor, reason: str = "", via: str | None = None
+) -> Breakpoint:
+    """Cancel a waiting breakpoint (its agent, or an admin). Cancelling twice is a no-op.
+    `via`: where it was asked (its receipt names it; unset: the API)."""
     if not actor.is_agent:
         require_admin(actor, "Only the breakpoint's agent or an admin can cancel it.")
     breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
@@ -39,6 +42,7 @@ def breakpoint_cancel(*, breakpoint_id: str, actor: Actor, reason: str = "") -> 
             result=result_cancelled(responder=actor.name, reason=reason),
             event_type=EventType.CANCELLED,
             metadata={"reason": reason},
+            via=via,
         )
 
 

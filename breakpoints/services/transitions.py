@@ -12,9 +12,10 @@ from django.utils import timezone
 from audit.services import event_record
 from breakpoints.models import Breakpoint
 from breakpoints.representation import breakpoint_json
+from breakpoints.results import VIA_SYSTEM, result_sealed
 from breakpoints.wakeups import announce
-from core.actors import Actor
-from core.choices import ALLOWED_TRANSITIONS, Status
+from core.actors import Actor, is_system
+from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue
@@ -55,14 +56,29 @@ def move(
     event_type: str,
     metadata: dict[str, Any] | None = None,
     also: dict[str, Any] | None = None,
+    via: str | None = None,
 ) -> Breakpoint:
-    """Apply one allowed transition to a locked row and record it (`also`: more columns)."""
+    """Apply one allowed transition to a locked row and record it (`also`: more columns).
+
+    The result is sealed (results.result_sealed): it carries the payloadDigest and a
+    receipt naming `via`, where the decision came from (unset: the API, or `system`).
+    """
     if to not in ALLOWED_TRANSITIONS[bp.status]:
         raise InvalidState(
             f"Breakpoint is already {bp.status}; it cannot become {to}.",
             current_status=bp.status,
         )
     now = timezone.now()
+    result = result_sealed(
+        result,
+        breakpoint_id=bp.pk,
+        agent_id=bp.agent_id,
+        run_id=bp.run_id,
+        status=to,
+        via=via or (VIA_SYSTEM if is_system(actor) else Via.API),
+        at=now,
+        payload_digest=bp.payload_digest,
+    )
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).

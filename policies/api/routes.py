@@ -40,7 +40,7 @@ from policies.routes import (
     route_update,
     spec_problem,
 )
-from policies.validators import check_timeout_policy
+from policies.validators import check_prevent_self_review, check_timeout_policy
 
 # --- the documented shapes -----------------------------------------------------------
 
@@ -115,6 +115,10 @@ DEFAULTS_SCHEMA = {
             "type": "integer",
             "minimum": limits.MIN_REMIND_EVERY_SECONDS,
             "maximum": limits.MAX_TTL_SECONDS,
+        },
+        "preventSelfReview": {
+            "type": "boolean",
+            "description": "Refuse a decision by the breakpoint's requestedBy (four eyes).",
         },
     },
 }
@@ -214,6 +218,7 @@ def defaults_problems(defaults: Any) -> dict[str, list[str]]:
         return {"defaults": [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]}
     errors: dict[str, list[str]] = {}
     check_timeout_policy(errors, defaults, prefix="defaults")
+    check_prevent_self_review(errors, defaults, prefix="defaults")
     for key, value in defaults.items():
         if value is None:
             errors[f"defaults.{key}"] = ["Must not be null: leave the key out instead."]

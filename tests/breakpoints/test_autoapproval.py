@@ -26,6 +26,7 @@ from policies.autoapproval import (
     rule_remove,
 )
 from policies.models import AutoApprovalRule
+from tests.support.receipts import unsealed
 
 SYSTEM = Actor.system("test")
 
@@ -305,7 +306,8 @@ def test_create_matching_an_auto_rule_is_released_at_once_with_events_and_webhoo
     assert stored.status == "released"
     assert stored.released_at is not None
     feedback = f"Auto-approved: Matched auto-approve rule: {rule.pk}"
-    assert {k: v for k, v in stored.result.items() if k != "allResponses"} == {
+    unsealed_result = unsealed(stored.result, via="rule")
+    assert {k: v for k, v in unsealed_result.items() if k != "allResponses"} == {
         "approved": True,
         "response": feedback,
         "feedback": feedback,

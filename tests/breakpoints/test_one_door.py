@@ -371,3 +371,138 @@ def test_a_comment_alone_may_not_be_empty_whichever_way(make_breakpoint, rita, c
     assert assert_error(api, 400)["message"] == EMPTY_COMMENT_REFUSAL
     assert EMPTY_COMMENT_REFUSAL in messages(console)
     assert_unchanged(bp)
+
+
+# --- four eyes: the requester may not decide (preventSelfReview) ----------------------------
+# The rule lives once (breakpoints.services.decisions.require_other_reviewer); each channel
+# meets it through feedback_add. rita requested it (by email, another case), so rita is
+# refused however she answers, admins alike; tina, another reviewer, may release it.
+
+SELF_REVIEW = (
+    "You requested this breakpoint (RITA@example.com): another reviewer must decide it "
+    "(self-review is not allowed here)."
+)
+
+
+@pytest.fixture
+def requested(make_breakpoint):
+    """make a breakpoint rita requested, with self-review prevented by its payload."""
+
+    def make(**fields):
+        payload = {"question": "Deploy?", "title": "Deploy", "preventSelfReview": True}
+        return make_breakpoint(requested_by="RITA@example.com", payload=payload, **fields)
+
+    return make
+
+
+def test_api_refuses_the_requester(requested, people, client_for):
+    bp = requested()
+    response = client_for(people["rita"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert assert_error(response, 403, "permission_denied")["message"] == SELF_REVIEW
+    assert_unchanged(bp)
+
+
+def test_console_refuses_the_requester_and_says_why(requested, people):
+    bp = requested()
+    browser = session_client(people["rita"])
+    page = browser.get(f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/change/")
+    assert SELF_REVIEW in page.content.decode()  # where the release buttons would be
+    assert b"Review and release" not in page.content
+
+    response = browser.post(
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
+        {"decision": "approve", "comment": "", "confirm": "yes"},
+        follow=True,
+    )
+    assert SELF_REVIEW in messages(response)
+    assert_unchanged(bp)
+
+
+def test_slack_refuses_the_requester(standin, slack_route, requested, client, people):
+    bp = requested()
+    reply = announce(bp)
+    clicked = standin.click_payload(reply["channel"], reply["ts"], "bpm_approve", "U0RITA")
+
+    assert interact(client, clicked).status_code == 200
+
+    assert_unchanged(bp)
+    assert_refused_event(bp, "slack", "U0RITA", "permission_denied", SELF_REVIEW)
+    (told,) = standin.ephemerals
+    assert SELF_REVIEW in told["text"]
+
+
+def test_email_link_refuses_the_requester(requested, people, client, settings):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = requested()
+    approve = urlsplit(decision_urls(bp.pk, people["rita"].pk)["approve"]).path
+
+    response = client.post(approve, {"decision": "approve", "comment": ""})
+
+    assert response.status_code == 403
+    assert SELF_REVIEW in response.content.decode()
+    assert_unchanged(bp)
+    assert_refused_event(bp, "email", "rita", "permission_denied", SELF_REVIEW)
+
+
+def test_jira_webhook_refuses_the_requester(jira, audit_route, requested, people, client, settings):
+    settings.JIRA_WEBHOOK_SECRET = JIRA_SECRET
+    jira.users["rita@example.com"] = "rita-token"
+    bp = requested(tags=["audit"])
+    key = created_issue(bp)
+
+    response = post_jira(client, move(jira, key, "Approved", as_user="rita@example.com"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_unchanged(bp)
+    assert_refused_event(bp, "jira", "rita@example.com", "permission_denied", SELF_REVIEW)
+
+
+def test_trigger_rule_owned_by_the_requester_is_refused(github, admin_user, requested, people):
+    bp = requested(run_id="sha-4")
+    _rule(admin_user, people["rita"], "release", {"feedback": "CI passed"})
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", SELF_REVIEW)
+    assert_unchanged(bp)
+    assert_refused_event(bp, "trigger", "one-door", "permission_denied", SELF_REVIEW)
+
+
+def test_an_admin_who_requested_it_is_refused_too(make_breakpoint, people, client_for, settings):
+    settings.BPM_PREVENT_SELF_REVIEW = True  # the service's setting, no payload flag
+    bp = make_breakpoint(requested_by="root")
+    response = client_for(people["admin"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert_error(response, 403, "permission_denied")
+    assert_unchanged(bp)
+
+
+def test_another_reviewer_may_decide_and_the_requester_may_comment(requested, people, client_for):
+    bp = requested()
+    comment = client_for(people["rita"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "please look"}, format="json"
+    )
+    assert comment.status_code == 201  # a comment is not a decision
+
+    released = client_for(people["tina"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+
+    assert released.status_code == 201, released.content
+    bp.refresh_from_db()
+    assert (bp.status, bp.result["respondedBy"], bp.result["approved"]) == (
+        "released",
+        "tina",
+        True,
+    )
+
+
+def test_without_prevention_the_requester_may_decide(make_breakpoint, people, client_for):
+    bp = make_breakpoint(requested_by="rita")  # no payload flag, no route, setting off
+    response = client_for(people["rita"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert response.status_code == 201

@@ -136,11 +136,20 @@ def test_rule_list_is_an_object_with_results_not_an_array(schema):
 
 def test_every_operation_declares_the_errors_any_request_can_get(schema):
     for name, operation in _operations(schema):
+        if " /api/" not in name:  # the public keys (/.well-known/jwks.json) take no input
+            continue
         responses = operation["responses"]
         assert {"400", "401", "403", "413", "429"} <= set(responses), name
         assert "Retry-After" in responses["429"]["headers"], name
         if "requestBody" in operation:
             assert "415" in responses, name
+
+
+def test_the_receipt_keys_are_documented_as_a_public_jwks(schema):
+    operation = schema["paths"]["/.well-known/jwks.json"]["get"]
+    assert operation.get("security") in (None, [])
+    body = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert body["$ref"].endswith("/Jwks")
 
 
 def test_the_error_codes_are_listed_in_the_envelope(schema):

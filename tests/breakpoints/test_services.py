@@ -20,6 +20,7 @@ from core.actors import Actor
 from core.choices import ALLOWED_TRANSITIONS, FINAL_STATUSES, Status
 from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from tests.factories import UserFactory
+from tests.support.receipts import unsealed
 
 AGENT = Actor.for_agent("agent-a")
 
@@ -110,7 +111,11 @@ def test_cancel_by_admin_records_the_admin_as_actor(make_breakpoint, admin_user)
 
     stored = Breakpoint.objects.get(pk=bp.pk)
     assert stored.status == Status.CANCELLED
-    assert stored.result == {"approved": False, "feedback": "dup", "respondedBy": "root-admin"}
+    assert unsealed(stored.result, via="api") == {
+        "approved": False,
+        "feedback": "dup",
+        "respondedBy": "root-admin",
+    }
     assert events(bp)[-1] == ("cancelled", "root-admin")
 
 

@@ -26,6 +26,7 @@ from notifications import services as webhooks
 from notifications.models import Delivery, Webhook
 from policies.autoapproval import always_break_on_add, rule_create
 from tests.support.api import parse_time
+from tests.support.receipts import unsealed
 from tests.support.records import backdate_expiry, deliveries_of, events_of, history
 from tests.support.threads import run_together
 
@@ -60,7 +61,7 @@ def assert_policy_result(result: dict, *, approved: bool) -> None:
     assert f"{TTL} seconds" in feedback
     [response] = result["allResponses"]
     parse_time(response["respondedAt"])
-    assert result == {
+    assert unsealed(result, via="system") == {
         "approved": approved,
         "response": feedback,
         "feedback": feedback,
@@ -184,7 +185,7 @@ def test_without_a_policy_a_breakpoint_expires_and_is_never_nudged(agent_client,
     backdate_expiry(bp.pk)
     assert breakpoints_expire_due() == 1
     stored = Breakpoint.objects.get(pk=bp.pk)
-    assert (stored.status, stored.result) == ("expired", TTL_RESULT)
+    assert (stored.status, unsealed(stored.result)) == ("expired", TTL_RESULT)
 
 
 # --- approve and reject ----------------------------------------------------------------------
@@ -274,7 +275,7 @@ def test_polling_many_applies_each_overdue_ones_policy(make_breakpoint, agent_cl
     assert [results[i]["status"] for i in ids] == ["released", "released", "expired", "waiting"]
     assert_policy_result(results[approve.pk]["result"], approved=True)
     assert_policy_result(results[reject.pk]["result"], approved=False)
-    assert results[plain.pk]["result"] == TTL_RESULT
+    assert unsealed(results[plain.pk]["result"]) == TTL_RESULT
     assert results[not_due.pk]["result"] is None
 
 
@@ -310,7 +311,7 @@ def test_one_sweep_times_out_each_breakpoint_by_its_own_policy(make_breakpoint):
         "reject": "released",
         "escalate": "waiting",
     }
-    assert stored["expire"].result == TTL_RESULT
+    assert unsealed(stored["expire"].result) == TTL_RESULT
     assert_policy_result(stored["approve"].result, approved=True)
     assert_policy_result(stored["reject"].result, approved=False)
     assert {policy: history(bp.pk) for policy, bp in made.items()} == {
@@ -510,7 +511,7 @@ def test_on_timeout_escalate_routes_to_escalate_to_waits_one_more_ttl_then_expir
     backdate_expiry(bp.pk)
     assert breakpoints_expire_due() == 1
     stored = Breakpoint.objects.get(pk=bp.pk)
-    assert (stored.status, stored.result) == ("expired", TTL_RESULT)
+    assert (stored.status, unsealed(stored.result)) == ("expired", TTL_RESULT)
     assert stored.experts == ["tech-lead", "ops-lead"]
     assert history(bp.pk) == ["escalated", "expired"]
     assert len(deliveries_of(bp.pk, "escalated")) == 1
@@ -533,7 +534,7 @@ def test_on_timeout_escalate_by_the_agents_poll_then_expiry_by_the_next_poll(
 
     backdate_expiry(bp.pk)
     second = agent_client.get(f"{URL}/{bp.pk}/status").json()
-    assert (second["status"], second["result"]) == ("expired", TTL_RESULT)
+    assert (second["status"], unsealed(second["result"])) == ("expired", TTL_RESULT)
     assert history(bp.pk) == ["escalated", "expired"]
 
 

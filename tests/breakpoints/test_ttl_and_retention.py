@@ -35,6 +35,7 @@ from notifications import services as webhooks
 from notifications.models import Delivery, Webhook
 from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
+from tests.support.receipts import unsealed
 from tests.support.records import backdate_expiry
 from tests.support.threads import run_together
 
@@ -140,7 +141,7 @@ def test_sweep_expires_only_untouched_overdue_waiting_breakpoints(make_breakpoin
     for bp in overdue:
         stored = Breakpoint.objects.get(pk=bp.pk)
         assert stored.expired_at is not None
-        assert stored.result == {
+        assert unsealed(stored.result, via="system") == {
             "approved": False,
             "feedback": "Expired: no decision within 2 seconds.",
             "respondedBy": "system:ttl",
@@ -242,6 +243,7 @@ def alike(data: dict) -> dict:
     """A webhook body's breakpoint without what differs between two breakpoints made alike."""
     kept = {name: value for name, value in data.items() if name not in PER_ROW_FIELDS}
     kept["feedback"] = [(f["author"], f["comment"]) for f in data["feedback"]]
+    kept["result"] = unsealed(data["result"])  # each receipt names its own breakpoint
     return kept
 
 
@@ -277,11 +279,11 @@ def test_batch_expiry_writes_the_single_paths_result_and_one_expired_event_each(
 
     assert breakpoints_expire_due() == 4
 
-    assert Breakpoint.objects.get(pk=single.pk).result == TTL_60
+    assert unsealed(Breakpoint.objects.get(pk=single.pk).result) == TTL_60
     for bp in batch:
         stored = Breakpoint.objects.get(pk=bp.pk)
         assert stored.status == "expired"
-        assert stored.result == TTL_60
+        assert unsealed(stored.result) == TTL_60
         assert stored.expired_at is not None
         assert stored.updated_at == stored.expired_at
         [event] = expired_events(bp.pk)
@@ -346,7 +348,7 @@ def test_batch_expiry_enqueues_for_each_subscribed_webhook_what_the_single_path_
         {"name": "nobody", "resolved": False, "kind": None},
     ]
     assert [f["comment"] for f in data["feedback"]] == ["looking"]
-    assert data["result"] == TTL_60
+    assert unsealed(data["result"]) == TTL_60
     for silent in (not_expiries, paused):
         assert not Delivery.objects.filter(webhook=silent, event_type="expired").exists()
     assert sorted(published[-1]) == sorted(enqueued)  # handed to the workers on commit
@@ -379,7 +381,7 @@ def test_a_breakpoint_released_between_selection_and_update_is_not_expired(
     assert expired_events(raced.pk) == []
     assert expired_deliveries(raced.pk) == []
     for bp in (first, last):
-        assert Breakpoint.objects.get(pk=bp.pk).result == TTL_60
+        assert unsealed(Breakpoint.objects.get(pk=bp.pk).result) == TTL_60
         assert len(expired_events(bp.pk)) == 1
         assert len(expired_deliveries(bp.pk)) == 1
 

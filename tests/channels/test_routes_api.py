@@ -366,6 +366,7 @@ def test_the_schema_documents_each_channel_shape(write_schema):
         "escalateAfterSeconds",
         "escalateTo",
         "remindEverySeconds",
+        "preventSelfReview",
     }
 
 

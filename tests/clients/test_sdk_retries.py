@@ -48,6 +48,7 @@ def breakpoint_json(**changes: Any) -> dict[str, Any]:
         "tags": [], "ttlSeconds": None, "expiresAt": None, "createdAt": NOW, "updatedAt": NOW,
         "releasedAt": None, "expiredAt": None, "cancelledAt": None, "feedback": [],
         "result": None, "autoApproval": None, "strategy": "single", "experts": [], "votes": [],
+        "requestedBy": None, "payloadDigest": None,
     }  # fmt: skip
     return {**body, **changes}
 

@@ -12,6 +12,7 @@ from core.actors import Actor
 from tests.factories import BreakpointFactory, ReviewerFactory
 from tests.reviews.conftest import QUEUE_URL, action_url, review_url
 from tests.support.console import messages, session_client
+from tests.support.receipts import unsealed
 
 
 def _release(client, bp, **data):
@@ -248,7 +249,7 @@ def test_admin_expires_through_the_confirmation(admin_browser, make_breakpoint):
     assert response.status_code == 302
     bp.refresh_from_db()
     assert bp.status == "expired"
-    assert bp.result == {
+    assert unsealed(bp.result, via="console") == {
         "approved": False,
         "feedback": "Superseded by run 44",
         "respondedBy": "adam",
@@ -356,7 +357,7 @@ def test_admin_cancels_through_the_confirmation_with_a_reason(admin_browser, mak
     assert any("Cancelled" in m for m in messages(response))
     bp.refresh_from_db()
     assert bp.status == "cancelled"
-    assert bp.result == {
+    assert unsealed(bp.result, via="console") == {
         "approved": False,
         "feedback": "Superseded by run 43",
         "respondedBy": "adam",

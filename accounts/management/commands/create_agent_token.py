@@ -1,4 +1,5 @@
-"""manage.py create_agent_token AGENT_ID [--name NAME]: prints a new token once, last line."""
+"""manage.py create_agent_token AGENT_ID [--name NAME] [--owner PERSON]: prints a new token
+once, on the last line."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -14,10 +15,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
         parser.add_argument("--name", default="", help="A label for admins.")
+        parser.add_argument(
+            "--owner",
+            default=None,
+            help="The person (username or email) the agent acts for: its breakpoints' "
+            "requestedBy unless they name one.",
+        )
 
-    def handle(self, *args, agent_id: str, name: str, **options):
+    def handle(self, *args, agent_id: str, name: str, owner: str | None, **options):
         try:
-            token, raw = token_create_for_agent(agent_id=agent_id, name=name)
+            token, raw = token_create_for_agent(agent_id=agent_id, name=name, owner=owner)
         except DomainError as exc:
             raise CommandError(exc.message) from exc
         self.stderr.write(

@@ -39,6 +39,7 @@ from .models import (  # noqa: E402
     Status,
     StatusEntry,
 )
+from .receipts import JwksUnavailable, ReceiptInvalid  # noqa: E402
 from .steps import Retry  # noqa: E402
 
 __all__ = [
@@ -57,10 +58,12 @@ __all__ = [
     "FeedbackCreated",
     "IdempotencyConflict",
     "InvalidState",
+    "JwksUnavailable",
     "NotAuthenticated",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
+    "ReceiptInvalid",
     "Retry",
     "ServerError",
     "Status",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from . import models
+from . import models, receipts
 from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
 from .config import http_options, request_arguments
 from .operations import Operations, next_params
@@ -36,11 +38,40 @@ class Client:
         hold: int = 50,
         strict: bool = False,
         transport: httpx.BaseTransport | None = None,
+        jwks: str | Path | Mapping[str, Any] | None = None,
     ):
         options = http_options(base_url, token, timeout)
         self.base_url: str = options["base_url"]
         self._ops = Operations.configured(retry, reconnect_for, hold=hold, strict=strict)
         self._http = httpx.Client(**options, transport=transport)
+        # Receipts verify with a pinned JWKS (`jwks`: a file, a URL, a JWK Set), else the
+        # server's own /.well-known/jwks.json, fetched once and cached.
+        self._pinned_jwks = receipts.load_jwks(jwks) if jwks is not None else None
+        self._server_jwks = receipts.JwksCache(
+            lambda: receipts.load_jwks(receipts.JWKS_PATH, http=self._http)
+        )
+
+    # --- receipts ---------------------------------------------------------------------
+
+    def verify(self, result: models.BreakpointResult) -> dict[str, Any]:
+        """The claims of `result.receipt` once it verifies (pinned JWKS, else the
+        server's) and states this result; raises ReceiptInvalid otherwise."""
+        if self._pinned_jwks is not None:
+            return receipts.check_result(result, self._pinned_jwks)
+        kid = receipts.receipt_kid(result.receipt or "")
+        return receipts.check_result(result, self._server_jwks.get(kid=kid))
+
+    def _verified(self, result: models.BreakpointResult) -> models.BreakpointResult:
+        """`result` with `verified` set (None without a receipt or when no JWKS is at hand)."""
+        if not result.receipt:
+            return result
+        try:
+            self.verify(result)
+        except receipts.ReceiptInvalid:
+            return dataclasses.replace(result, verified=False)
+        except receipts.JwksUnavailable:
+            return result
+        return dataclasses.replace(result, verified=True)
 
     # --- the one-call way ------------------------------------------------------------
 
@@ -57,11 +88,12 @@ class Client:
         """Ask a human and wait for the answer (babysitter's `ctx.breakpoint()`).
 
         Returns the BreakpointResult (`approved`, `response`, `feedback`, `option`,
-        `responded_by`, `all_responses`, plus `status` and `breakpoint_id`); raises
+        `responded_by`, `all_responses`, `payload_digest`, `receipt`, plus `status`,
+        `breakpoint_id` and `verified`: whether its receipt checked out); raises
         WaitTimeout when `timeout` seconds pass first (the breakpoint keeps waiting).
         """
         body = breakpoint_body(question, **fields)
-        return self._run(
+        result = self._run(
             self._ops.ask(
                 body,
                 key=idempotency_key,
@@ -70,6 +102,7 @@ class Client:
                 on_created=on_created,
             )
         )
+        return self._verified(result)
 
     # --- agent -----------------------------------------------------------------------
 

@@ -188,7 +188,9 @@ class BreakpointResult(Model):
     `approved` is false for a rejection, an expiry and a cancellation alike.
     """
 
-    CLIENT_FIELDS: ClassVar[frozenset[str]] = frozenset({"extra", "status", "breakpoint_id"})
+    CLIENT_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"extra", "status", "breakpoint_id", "verified"}
+    )
 
     approved: bool
     response: str | None = None
@@ -197,8 +199,13 @@ class BreakpointResult(Model):
     responded_by: str | list[str] | None = None
     all_responses: list[ResponseVote] = dataclasses.field(default_factory=list)
     timeout_policy: TimeoutPolicy | None = None
+    payload_digest: str | None = None
+    receipt: str | None = None
     status: StatusName | None = None
     breakpoint_id: str | None = None
+    # The client's check of `receipt` (bpm_client.receipts): True once it verified against
+    # the JWKS and matches this result; None when not checked (or no receipt).
+    verified: bool | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -260,6 +267,8 @@ class Breakpoint(Model):
     strategy: Strategy
     experts: list[Expert]
     votes: list[ResponseVote]
+    requested_by: str | None
+    payload_digest: str | None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property

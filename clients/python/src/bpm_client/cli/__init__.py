@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, babysitter, reviewer
+from . import agent, babysitter, reviewer, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -25,6 +25,7 @@ for _command in (
     reviewer.reject,
     reviewer.mcp,
     babysitter.babysitter,
+    verify.verify,
 ):
     bpm.add_command(_command)
 

@@ -1,0 +1,158 @@
+"""Check the service's signed receipts, offline, with PyJWT (no Django, no server code).
+
+A final result carries `receipt`: a compact JWS (EdDSA over Ed25519, header typ
+`bpm-receipt+jws`) whose claims state the decision: breakpointId, agentId, runId, status,
+approved, option, respondedBy, via, decidedAt and payloadDigest. It verifies with a key of
+the service's JWKS (`GET /.well-known/jwks.json`), found by the header's kid: pin a copy
+(a file, a URL) or let the client fetch the server's (cached).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+
+from .errors import BpmError
+from .models import BreakpointResult
+
+ALGORITHM = "EdDSA"
+RECEIPT_TYPE = "bpm-receipt+jws"
+JWKS_PATH = "/.well-known/jwks.json"
+RECEIPT_CLAIMS = frozenset(
+    {
+        "breakpointId",
+        "agentId",
+        "runId",
+        "status",
+        "approved",
+        "option",
+        "respondedBy",
+        "via",
+        "decidedAt",
+        "payloadDigest",
+    }
+)
+
+
+class ReceiptInvalid(BpmError):
+    """A receipt that does not verify (a bad signature, an unknown key, changed claims),
+    or that does not state the result it came with."""
+
+
+class JwksUnavailable(BpmError):
+    """The JWKS could not be read (a missing file, an unreachable URL, not a JWK Set)."""
+
+
+def load_jwks(
+    source: str | Path | Mapping[str, Any], *, http: httpx.Client | None = None
+) -> dict[str, Any]:
+    """A JWK Set from a mapping, an http(s) URL (fetched with `http` if given) or a file."""
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    elif str(source).startswith(("http://", "https://")) or (http and str(source) == JWKS_PATH):
+        try:
+            response = (http or httpx).get(str(source), timeout=10.0)
+            response.raise_for_status()
+            data = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise JwksUnavailable(f"cannot fetch the JWKS at {source}: {exc}") from exc
+    else:
+        try:
+            data = json.loads(Path(source).read_text())
+        except (OSError, ValueError) as exc:
+            raise JwksUnavailable(f"cannot read the JWKS in {source}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+        raise JwksUnavailable('not a JWK Set: expected {"keys": [...]}')
+    return data
+
+
+def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
+    """The claims of `receipt` if a key of `jwks` signed it; else raise ReceiptInvalid."""
+    try:
+        header = jwt.get_unverified_header(receipt)
+        keys = {key.key_id: key for key in jwt.PyJWKSet.from_dict(dict(jwks)).keys}
+    except jwt.PyJWTError as exc:
+        raise ReceiptInvalid(f"not a receipt: {exc}") from exc
+    if header.get("alg") != ALGORITHM or header.get("typ") != RECEIPT_TYPE:
+        raise ReceiptInvalid(f"not a receipt: alg must be {ALGORITHM}, typ {RECEIPT_TYPE}")
+    kid = header.get("kid")
+    key = keys.get(kid) if isinstance(kid, str) else None
+    if key is None:
+        raise ReceiptInvalid(f"no key of the JWKS has kid {kid!r}")
+    try:
+        claims = jwt.decode(receipt, key.key, algorithms=[ALGORITHM])
+    except jwt.PyJWTError as exc:
+        raise ReceiptInvalid(f"the receipt does not verify: {exc}") from exc
+    if set(claims) != RECEIPT_CLAIMS:
+        raise ReceiptInvalid(f"a receipt's claims are exactly: {', '.join(sorted(RECEIPT_CLAIMS))}")
+    return claims
+
+
+def check_result(result: BreakpointResult, jwks: Mapping[str, Any]) -> dict[str, Any]:
+    """The receipt's claims, once it verifies and states this very result (approved,
+    option, respondedBy, payloadDigest; breakpointId and status when the result has them);
+    else raise ReceiptInvalid."""
+    if not result.receipt:
+        raise ReceiptInvalid("the result carries no receipt")
+    claims = verify_receipt(result.receipt, jwks)
+    stated = {
+        "approved": result.approved,
+        "option": result.option,
+        "respondedBy": result.responded_by,
+        "payloadDigest": result.payload_digest,
+    }
+    if result.breakpoint_id is not None:
+        stated["breakpointId"] = result.breakpoint_id
+    if result.status is not None:
+        stated["status"] = result.status
+    differing = sorted(name for name, value in stated.items() if claims[name] != value)
+    if differing:
+        raise ReceiptInvalid(f"the receipt does not state this result: {', '.join(differing)}")
+    return claims
+
+
+def verified(result: BreakpointResult, jwks: Mapping[str, Any]) -> BreakpointResult:
+    """The result with `verified` set: True when check_result passes, else False."""
+    try:
+        check_result(result, jwks)
+    except ReceiptInvalid:
+        return dataclasses.replace(result, verified=False)
+    return dataclasses.replace(result, verified=True)
+
+
+class JwksCache:
+    """The server's JWKS, fetched once and kept `max_age` seconds (a receipt whose kid it
+    does not list fetches it again: a key rotated in since)."""
+
+    def __init__(self, fetch: Callable[[], dict[str, Any]], max_age: float = 3600.0):
+        self.fetch = fetch
+        self.max_age = max_age
+        self._cached: tuple[float, dict[str, Any]] | None = None
+
+    def get(self, *, kid: str | None = None) -> dict[str, Any]:
+        cached = self._cached
+        if cached is not None and time.monotonic() - cached[0] < self.max_age:
+            if kid is None or _lists(cached[1], kid):
+                return cached[1]
+        jwks = self.fetch()
+        self._cached = (time.monotonic(), jwks)
+        return jwks
+
+
+def _lists(jwks: Mapping[str, Any], kid: str) -> bool:
+    return any(isinstance(key, dict) and key.get("kid") == kid for key in jwks["keys"])
+
+
+def receipt_kid(receipt: str) -> str | None:
+    """The kid a receipt's header names (None when it is not a JWS)."""
+    try:
+        return jwt.get_unverified_header(receipt).get("kid")
+    except jwt.PyJWTError:
+        return None

@@ -1,0 +1,95 @@
+"""The SDK checks receipts (issue 22): `result.verified`, `Client.verify`, `bpm verify`.
+
+Receipts come from the server's own services (signed with the suite's test key); the SDK
+checks them with the JWKS the server publishes, pinned in a file or fetched from the
+server (through an in-process WSGI transport), and refuses one whose claims were changed
+or that states another result.
+"""
+
+import base64
+import dataclasses
+import json
+
+import httpx
+import pytest
+from bpm_client import Client, ReceiptInvalid
+from bpm_client import receipts as sdk_receipts
+from bpm_client.cli import main as bpm
+from bpm_client.models import BreakpointResult
+from django.core.wsgi import get_wsgi_application
+
+from breakpoints.models import Breakpoint
+from breakpoints.services import feedback_add
+from core.actors import Actor
+from tests.support.receipts import suite_jwks
+
+
+@pytest.fixture
+def decided(make_breakpoint, reviewer) -> BreakpointResult:
+    """A released breakpoint's result, as the SDK decodes it (with its id and status)."""
+    bp = make_breakpoint(payload={"question": "Ship?", "options": ["Ship", "Hold"]})
+    feedback_add(
+        breakpoint_id=bp.pk,
+        actor=Actor.for_user(reviewer),
+        comment="ok",
+        release=True,
+        option="Ship",
+    )
+    stored = Breakpoint.objects.get(pk=bp.pk)
+    result = BreakpointResult.from_json(stored.result, strict=True)
+    return dataclasses.replace(result, breakpoint_id=bp.pk, status="released")
+
+
+def tampered(receipt: str, **changes) -> str:
+    header, body, signature = receipt.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    forged = json.dumps({**claims, **changes}).encode()
+    return ".".join([header, base64.urlsafe_b64encode(forged).rstrip(b"=").decode(), signature])
+
+
+def test_a_result_verifies_against_the_pinned_jwks(decided):
+    claims = sdk_receipts.check_result(decided, suite_jwks())
+    assert (claims["option"], claims["respondedBy"]) == ("Ship", "alice")
+    assert sdk_receipts.verified(decided, suite_jwks()).verified is True
+
+
+def test_the_sdk_rejects_a_tampered_receipt(decided):
+    forged = dataclasses.replace(decided, receipt=tampered(decided.receipt, approved=False))
+    with pytest.raises(ReceiptInvalid, match="does not verify"):
+        sdk_receipts.check_result(forged, suite_jwks())
+    assert sdk_receipts.verified(forged, suite_jwks()).verified is False
+
+
+def test_the_sdk_rejects_a_receipt_that_states_another_result(decided):
+    """A genuine receipt carried by a changed result (the option swapped in transit)."""
+    swapped = dataclasses.replace(decided, option="Hold")
+    with pytest.raises(ReceiptInvalid, match="does not state this result: option"):
+        sdk_receipts.check_result(swapped, suite_jwks())
+
+
+def test_the_client_verifies_with_the_servers_jwks(decided, agent_token):
+    transport = httpx.WSGITransport(app=get_wsgi_application())
+    with Client("http://testserver", agent_token, transport=transport) as client:
+        assert client.verify(decided)["breakpointId"] == decided.breakpoint_id
+        assert client._verified(decided).verified is True
+        forged = dataclasses.replace(decided, receipt=tampered(decided.receipt, via="api"))
+        assert client._verified(forged).verified is False
+
+
+@pytest.fixture
+def jwks_file(tmp_path):
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps(suite_jwks()))
+    return path
+
+
+def test_bpm_verify_exit_codes(decided, jwks_file, tmp_path, capsys):
+    assert bpm(["verify", decided.receipt, "--jwks", str(jwks_file)]) == 0
+    assert json.loads(capsys.readouterr().out)["breakpointId"] == decided.breakpoint_id
+
+    assert bpm(["verify", tampered(decided.receipt, option="Hold"), "--jwks", str(jwks_file)]) == 1
+    assert "invalid receipt" in capsys.readouterr().err
+
+    missing = tmp_path / "missing.json"
+    assert bpm(["verify", decided.receipt, "--jwks", str(missing)]) == 4
+    assert "cannot read the JWKS" in capsys.readouterr().err
