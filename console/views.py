@@ -21,14 +21,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import experts as routing
+from audit.services import refusal_record
 from breakpoints import selectors, services
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
+from breakpoints.services import self_review_refusal
 from console import presenters
 from console.forms import CommentForm, DecisionForm, ReasonForm
 from core.actors import Actor
 from core.choices import Via
-from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
+from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound, SelfReview
 from policies import autoapproval
 
 if TYPE_CHECKING:
@@ -243,8 +245,22 @@ def _releasable(screen: _Screen) -> Breakpoint | HttpResponse:
         return screen.back(ALREADY_SENT.format(bp.status))
     refusal = presenters.release_refusal(screen.request.user, bp)
     if refusal:
+        if refusal == self_review_refusal(bp, screen.actor):
+            _self_review_recorded(screen, bp, refusal)
         return screen.back(refusal)
     return bp
+
+
+def _self_review_recorded(screen: _Screen, bp: Breakpoint, message: str) -> None:
+    """Four eyes: the requester's attempt is on the record (a refused event), as on every
+    channel."""
+    refusal_record(
+        breakpoint_id=bp.pk,
+        via=Via.CONSOLE,
+        who=screen.request.user.get_username(),
+        reason=SelfReview.code,
+        message=message,
+    )
 
 
 def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> HttpResponse:
@@ -295,6 +311,9 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             approved=form.approved,
             option=form.option_label,
         )
+    except SelfReview as exc:
+        _self_review_recorded(screen, bp, exc.message)
+        return screen.failed(exc, form=form)
     except DomainError as exc:
         return screen.failed(exc, form=form)
     return screen.released(

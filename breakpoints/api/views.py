@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts import experts as routing
+from audit.services import refusal_record
 from breakpoints import selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
@@ -31,7 +32,8 @@ from core.api.pagination import BreakpointCursorPagination
 from core.api.permissions import IsAgentOrReviewer, IsReviewer
 from core.api.schema import NOT_BLANK
 from core.api.views import error_responses, validated
-from core.exceptions import InvalidInput, NotFound
+from core.choices import Via
+from core.exceptions import InvalidInput, NotFound, SelfReview
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -214,14 +216,24 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["post"], permission_classes=[IsReviewer], filterset_class=None)
     def feedback(self, request: Request, pk: str) -> Response:
         data = validated(FeedbackCreateSerializer, request)
-        feedback, bp = services.feedback_add(
-            breakpoint_id=pk,
-            actor=actor_for_request_user(request.user),
-            comment=data["comment"],
-            release=data["release"],
-            approved=data["approved"],
-            option=data["option"],
-        )
+        try:
+            feedback, bp = services.feedback_add(
+                breakpoint_id=pk,
+                actor=actor_for_request_user(request.user),
+                comment=data["comment"],
+                release=data["release"],
+                approved=data["approved"],
+                option=data["option"],
+            )
+        except SelfReview as exc:  # four eyes: the attempt is on the record, as on every channel
+            refusal_record(
+                breakpoint_id=pk,
+                via=Via.API,
+                who=request.user.get_username(),
+                reason=exc.code,
+                message=exc.message,
+            )
+            raise
         body = {
             "feedback": FeedbackSerializer(feedback).data,
             "status": bp.status,

@@ -402,6 +402,7 @@ def test_api_refuses_the_requester(requested, people, client_for):
     )
     assert assert_error(response, 403, "permission_denied")["message"] == SELF_REVIEW
     assert_unchanged(bp)
+    assert assert_refused_event(bp, "api", "rita", "permission_denied", SELF_REVIEW) == {}
 
 
 def test_console_refuses_the_requester_and_says_why(requested, people):
@@ -418,6 +419,7 @@ def test_console_refuses_the_requester_and_says_why(requested, people):
     )
     assert SELF_REVIEW in messages(response)
     assert_unchanged(bp)
+    assert assert_refused_event(bp, "console", "rita", "permission_denied", SELF_REVIEW) == {}
 
 
 def test_slack_refuses_the_requester(standin, slack_route, requested, client, people):
