@@ -152,25 +152,19 @@ def main() -> None:
 # --- the pages ---------------------------------------------------------------------------
 
 
-def pages_build(api, console) -> list[Page]:
-    """Every API filter and the console queue with each of its sidebar filters."""
+def api_list_queries(run_id: str | None) -> list[tuple[str, object]]:
+    """Every API list filter and search, as (name, query) on the seeded rows (also timed
+    over HTTP by http_bench.py's lists section)."""
     from django.utils import timezone
 
-    from breakpoints.models import Breakpoint
-
     now = timezone.now()
-    run_id = (
-        Breakpoint.objects.filter(agent_id=f"{AGENT_PREFIX}04", run_id__startswith="run-")
-        .values_list("run_id", flat=True)
-        .first()
-    )
     day_after = (now - timedelta(days=30)).replace(microsecond=0)
     one_day = {
         "createdAfter": day_after.isoformat(),
         "createdBefore": (day_after + timedelta(days=1)).isoformat(),
     }
     recent = {"createdAfter": (now - timedelta(hours=24)).replace(microsecond=0).isoformat()}
-    api_cases = [
+    return [
         ("default (newest first)", {}),
         ("?status=waiting", {"status": "waiting"}),
         ("?status=expired", {"status": "expired"}),
@@ -187,6 +181,25 @@ def pages_build(api, console) -> list[Page]:
         ("?assignedTo=me", {"assignedTo": "me"}),
         ("?status=waiting&assignedTo=me", {"status": "waiting", "assignedTo": "me"}),
     ]
+
+
+def a_run_id() -> str | None:
+    from breakpoints.models import Breakpoint
+
+    return (
+        Breakpoint.objects.filter(agent_id=f"{AGENT_PREFIX}04", run_id__startswith="run-")
+        .values_list("run_id", flat=True)
+        .first()
+    )
+
+
+def pages_build(api, console) -> list[Page]:
+    """Every API filter and the console queue with each of its sidebar filters."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    run_id = a_run_id()
+    api_cases = api_list_queries(run_id)
     pages = [Page(f"api {name}", f"/api/breakpoints?{urlencode(q)}", api) for name, q in api_cases]
     today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     week = {
