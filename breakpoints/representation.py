@@ -8,7 +8,10 @@ whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null
 """
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
+
+from django.db import models
 
 from accounts import experts as routing
 from breakpoints.models import Breakpoint, Feedback
@@ -47,6 +50,32 @@ def feedback_json(feedback: Feedback) -> dict[str, Any]:
     }
 
 
+def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
+    """Its feedback, oldest first: the rows a list read with the page (selectors.
+    breakpoint_page_list's `listed_feedback`, JSON objects of every column), else
+    bp.feedback (prefetched, or read now)."""
+    listed = getattr(bp, "listed_feedback", None)
+    if listed is None:
+        return bp.feedback.all()
+    return [_feedback_from_json(row) for row in listed]
+
+
+def _feedback_from_json(row: Mapping[str, Any]) -> Feedback:
+    """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text)."""
+    values = dict(row)
+    for name in _FEEDBACK_TIMES:
+        if isinstance(values.get(name), str):
+            values[name] = datetime.fromisoformat(values[name])
+    return Feedback(**values)
+
+
+_FEEDBACK_TIMES = [
+    field.attname
+    for field in Feedback._meta.concrete_fields
+    if isinstance(field, models.DateTimeField)
+]
+
+
 def breakpoint_json(
     bp: Breakpoint, seats: Mapping[str, routing.Seat] | None = None
 ) -> dict[str, Any]:
@@ -69,7 +98,7 @@ def breakpoint_json(
         "releasedAt": timestamp(bp.released_at),
         "expiredAt": timestamp(bp.expired_at),
         "cancelledAt": timestamp(bp.cancelled_at),
-        "feedback": [feedback_json(feedback) for feedback in bp.feedback.all()],
+        "feedback": [feedback_json(feedback) for feedback in _feedback_of(bp)],
         "result": bp.result,
         "autoApproval": bp.auto_approval,
         "strategy": _text(bp.strategy),

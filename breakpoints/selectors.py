@@ -8,7 +8,10 @@ an overdue waiting breakpoint before anyone sees it.
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
+from django.db.models import OuterRef, Prefetch, Q, QuerySet
+from django.db.models.functions import JSONObject
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
@@ -26,6 +29,24 @@ def breakpoint_list(user: Any) -> QuerySet[Breakpoint]:
     return Breakpoint.objects.visible_to(user).prefetch_related(
         Prefetch("feedback", queryset=Feedback.objects.order_by("created_at", "id"))
     )
+
+
+# Every column of a feedback row, so a listed one is the whole Feedback (as a read one is).
+_FEEDBACK_COLUMNS = {field.attname: field.attname for field in Feedback._meta.concrete_fields}
+
+
+def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint]:
+    """The list endpoint's base queryset: on PostgreSQL each row brings its feedback,
+    oldest first, in the same query (`listed_feedback`: the rows as JSON objects, read
+    back by breakpoints.representation), so a page is one query; elsewhere prefetched."""
+    if connection.vendor != "postgresql":
+        return breakpoint_list(user)
+    feedback = (
+        Feedback.objects.filter(breakpoint=OuterRef("pk"))
+        .order_by("created_at", "id")
+        .values(row=JSONObject(**_FEEDBACK_COLUMNS))
+    )
+    return Breakpoint.objects.visible_to(user).annotate(listed_feedback=ArraySubquery(feedback))
 
 
 def breakpoint_get(user: Any, breakpoint_id: str) -> Breakpoint:

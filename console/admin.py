@@ -111,7 +111,7 @@ class QueueChangeList(ChangeList):
             request.user, list(self.result_list)
         )
         names = {name for bp in rows for name in _experts(bp)}
-        resolved = routing.resolve(names)  # two queries per page at most, none without experts
+        resolved = routing.resolve(names)  # one query per page, none without experts
         for bp in rows:
             # A per-page annotation for summary(), not a model field.
             bp.unresolved_experts = [  # type: ignore[attr-defined]
