@@ -52,8 +52,7 @@ def feedback_json(feedback: Feedback) -> dict[str, Any]:
 
 def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
     """Its feedback, oldest first: the rows a list read with the page (selectors.
-    breakpoint_page_list's `listed_feedback`, JSON objects of every column), else
-    bp.feedback (prefetched, or read now)."""
+    ListedFeedback: JSON objects of every column), else bp.feedback (prefetched, or read)."""
     listed = getattr(bp, "listed_feedback", None)
     if listed is None:
         return bp.feedback.all()
@@ -62,18 +61,13 @@ def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
 
 def _feedback_from_json(row: Mapping[str, Any]) -> Feedback:
     """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text)."""
-    values = dict(row)
-    for name in _FEEDBACK_TIMES:
-        if isinstance(values.get(name), str):
-            values[name] = datetime.fromisoformat(values[name])
+    values = {}
+    for field in Feedback._meta.concrete_fields:
+        value = row.get(field.column or field.attname)
+        if isinstance(field, models.DateTimeField) and isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        values[field.attname] = value
     return Feedback(**values)
-
-
-_FEEDBACK_TIMES = [
-    field.attname
-    for field in Feedback._meta.concrete_fields
-    if isinstance(field, models.DateTimeField)
-]
 
 
 def breakpoint_json(
