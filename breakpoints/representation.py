@@ -56,18 +56,23 @@ def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
     listed = getattr(bp, "listed_feedback", None)
     if listed is None:
         return bp.feedback.all()
-    return [_feedback_from_json(row) for row in listed]
+    return [_feedback_from_json(row, bp._state.db) for row in listed]
 
 
-def _feedback_from_json(row: Mapping[str, Any]) -> Feedback:
-    """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text)."""
-    values = {}
-    for field in Feedback._meta.concrete_fields:
+def _feedback_from_json(row: Mapping[str, Any], db: str | None) -> Feedback:
+    """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text),
+    built as Django builds a row it read (from_db)."""
+    values = []
+    for field in _FEEDBACK_FIELDS:
         value = row.get(field.column or field.attname)
         if isinstance(field, models.DateTimeField) and isinstance(value, str):
             value = datetime.fromisoformat(value)
-        values[field.attname] = value
-    return Feedback(**values)
+        values.append(value)
+    return Feedback.from_db(db, _FEEDBACK_ATTNAMES, values)
+
+
+_FEEDBACK_FIELDS = Feedback._meta.concrete_fields
+_FEEDBACK_ATTNAMES = [field.attname for field in _FEEDBACK_FIELDS]
 
 
 def breakpoint_json(
