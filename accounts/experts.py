@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from core.actors import group_names, is_admin
 from core.exceptions import Forbidden, InvalidState
@@ -55,26 +55,31 @@ def project_owners() -> list[str]:
 
 
 def resolve(names: Iterable[str]) -> dict[str, Seat]:
-    """Resolve expert names to seats in at most two queries (none for no names)."""
+    """Resolve expert names to seats in one query (none for no names): the names that are
+    groups with active members, and the active users among the names and the owners."""
     wanted = set(names)
     if not wanted:
         return {}
     owners = project_owners() if OWNER in wanted else []
-    groups = set(
+    groups = (
         Group.objects.filter(name__in=wanted, user__is_active=True)
-        .values_list("name", flat=True)
-        .distinct()
+        .annotate(kind=Value(SeatKind.GROUP))
+        .values_list("kind", "name")
     )
-    usernames = set(
+    users = (
         get_user_model()
-        .objects.filter(username__in=(wanted - groups - {OWNER}) | set(owners), is_active=True)
-        .values_list("username", flat=True)
+        .objects.filter(username__in=(wanted - {OWNER}) | set(owners), is_active=True)
+        .annotate(kind=Value(SeatKind.USER))
+        .values_list("kind", "username")
     )
+    found = set(groups.union(users))  # UNION: each (kind, name) once
+    grouped = {name for kind, name in found if kind == SeatKind.GROUP}
+    usernames = {name for kind, name in found if kind == SeatKind.USER}
     seats: dict[str, Seat] = {}
     for name in wanted:
         if name == OWNER:
             kind = SeatKind.OWNER if usernames & set(owners) else None
-        elif name in groups:
+        elif name in grouped:
             kind = SeatKind.GROUP
         elif name in usernames:
             kind = SeatKind.USER

@@ -11,6 +11,12 @@ Each figure is printed beside its target, with PASS/FAIL, and again in a summary
   for reference), then the project's GET /status beside it: saturation throughput
   (closed loop) and p99 at half of that rate (open loop, constant arrival rate, latency
   from when each request was due). Targets: >= 70 % of the floor; p99 < 25 ms.
+- lists: the same for a reviewer's list: a bare view (floor_app.py: the personal token
+  verified by its hash, one page of 20 waiting rows with every column the list shows) and
+  the project's GET /api/breakpoints?status=waiting&pageSize=20 beside it, served alike;
+  target >= 50 % of the floor. Then every API list filter and search (the cases of
+  lists_at_scale.py) on the seeded rows, closed loop with 1 and with 8 connections, p95
+  against < 30 ms and < 100 ms.
 - drf: DRF's ordinary endpoints under ASGI (as served now) and under WSGI (gunicorn
   gthread, as the old Procfile), req/s side by side.
 - wake: release -> waiting agent answered, p50/p99, with 1 and with 1,000 concurrent
@@ -71,13 +77,16 @@ from http_client import (
 from http_servers import ConnectionWatch, CpuMeter, Server, ServerSpec, proc_status
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("floor", "drf", "wake", "capacity")
+SECTIONS = ("floor", "lists", "drf", "wake", "capacity")
 UVICORN = "uvicorn_worker.UvicornWorker"
 WAITERS_PER_TOKEN = 250  # the project caps open waits per token and process (429 beyond)
 # The mass expiry moves only rows whose expiresAt is set to this instant: nobody else's.
 SWEEP_CUTOFF = datetime(2000, 1, 1, tzinfo=UTC)
 
 TARGET_FLOOR_RATIO = 0.70
+TARGET_LIST_FLOOR_RATIO = 0.50
+TARGET_LIST_P95_MS = {1: 30, 8: 100}  # per list filter: one client, eight clients
+LIST_QUERY = "status=waiting&pageSize=20"  # a reviewer's queue page (issue 23)
 TARGET_POLL_P99_MS = 25
 TARGET_WAKE_P99_MS = 50
 TARGET_RSS_MIB = 300
@@ -420,6 +429,107 @@ def section_floor(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) ->
         f"< {TARGET_POLL_P99_MS} ms",
         p99 < TARGET_POLL_P99_MS and status.half is not None and errors_text(status.half) == "-",
     )
+
+
+# --- 1b. a reviewer's list against its floor, and every list filter -----------------
+
+
+def section_lists(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) -> None:
+    print("\n=== 1b. lists: the floor, then the project's GET /api/breakpoints ===", flush=True)
+    from lists_at_scale import a_run_id, api_list_queries
+
+    token = fx.reviewer_token
+    floor_env = {"FLOOR_DB_POOL_MAX": str(args.pool_max)}
+    cases: list[PollCase] = []
+    asgi = ServerSpec("floor-asgi", "floor_app:asgi_application", UVICORN, args.workers)
+    with started(asgi, args, watch, cwd=BENCH_DIR, env=floor_env) as server:
+        for view in ("sync", "async"):
+            paths = [f"/floor/list/{view}?{LIST_QUERY}"]
+            cases.append(measure_poll(args, loader, server, f"list floor, {view}", paths, token))
+    floor = max(cases, key=lambda c: c.best_rate)
+    project = ServerSpec("project-asgi", "config.asgi:application", UVICORN, args.workers)
+    with started(project, args, watch) as server:
+        paths = [f"/api/breakpoints?{LIST_QUERY}"]
+        api = measure_poll(args, loader, server, "project list", paths, token)
+        cases.append(api)
+        filters = list_filters_measure(args, loader, server, api_list_queries(a_run_id()), token)
+    print()
+    print_table(
+        ("case", "req/s", "closed p50 ms", "closed p99 ms", "half rate", "p50 ms", "p99 ms"),
+        [
+            (
+                c.label,
+                f"{c.best_rate:,.0f}",
+                ms(c.best.latencies, 50) if c.best else float("nan"),
+                ms(c.best.latencies, 99) if c.best else float("nan"),
+                f"{c.half_rate:,.0f}",
+                ms(c.half.latencies, 50) if c.half else float("nan"),
+                ms(c.half.latencies, 99) if c.half else float("nan"),
+            )
+            for c in cases
+        ],
+    )
+    ratio = api.best_rate / floor.best_rate if floor.best_rate else 0.0
+    verdict(
+        f"list (?{LIST_QUERY}) throughput vs its floor",
+        f"{api.best_rate:,.0f} / {floor.best_rate:,.0f} req/s ({floor.label}) = {ratio:.0%}",
+        f">= {TARGET_LIST_FLOOR_RATIO:.0%}",
+        ratio >= TARGET_LIST_FLOOR_RATIO and api.best is not None and errors_text(api.best) == "-",
+    )
+    list_filters_report(filters)
+
+
+def list_filters_measure(args, loader: Loader, server: Server, queries, token: str) -> list:
+    """Each list filter, closed loop, with every connection count of TARGET_LIST_P95_MS."""
+    from urllib.parse import urlencode
+
+    measured = []
+    for name, query in queries:
+        request = build_request(
+            "GET", f"/api/breakpoints?{urlencode(query)}", port=server.port, token=token
+        )
+        for connections in TARGET_LIST_P95_MS:
+            spec = LoadSpec(
+                port=server.port,
+                requests=[request],
+                seconds=args.list_seconds,
+                connections=connections,
+                warmup=min(args.warmup, 1.0),
+            )
+            result, _ = loader.run(spec, 1, server)
+            measured.append((name, connections, result))
+            print(
+                f"    {name}, {connections} client(s): {rate(result):,.0f} req/s, p50 "
+                f"{ms(result.latencies, 50):.1f} ms, p95 {ms(result.latencies, 95):.1f} ms; "
+                f"errors {errors_text(result)}",
+                flush=True,
+            )
+    return measured
+
+
+def list_filters_report(measured: list) -> None:
+    for connections, target in TARGET_LIST_P95_MS.items():
+        runs = [(name, result) for name, n, result in measured if n == connections]
+        slow = [
+            name
+            for name, result in runs
+            if not ms(result.latencies, 95) < target or errors_text(result) != "-"
+        ]
+        worst = max(runs, key=lambda run: ms(run[1].latencies, 95), default=None)
+        figure = f"{len(runs) - len(slow)} of {len(runs)} under" + (
+            f"; worst {worst[0]} {ms(worst[1].latencies, 95):.1f} ms" if worst else ""
+        )
+        verdict(
+            f"every list filter p95, {connections} client(s)",
+            figure
+            + (
+                f" (over or failing: {', '.join(slow[:3])}{', ...' if len(slow) > 3 else ''})"
+                if slow
+                else ""
+            ),
+            f"< {target} ms",
+            bool(runs) and not slow,
+        )
 
 
 # --- 2. DRF endpoints: ASGI against WSGI ---------------------------------------------
@@ -1035,6 +1145,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--poll-rows", type=int, default=1000, help="breakpoints the polls spread over"
     )
+    parser.add_argument(
+        "--list-seconds", type=float, default=3, help="measured window per list filter run"
+    )
     parser.add_argument("--wakes", type=int, default=200, help="wakes per waiter count")
     parser.add_argument(
         "--waiters", type=int, default=1000, help="concurrent waiters for the 2nd wake run"
@@ -1063,6 +1176,7 @@ def parse_args() -> argparse.Namespace:
     args.seconds = max(1.0, min(args.seconds, 120.0))
     args.warmup = max(0.0, min(args.warmup, 30.0))
     args.connections = max(1, min(args.connections, 1024))
+    args.list_seconds = max(0.5, min(args.list_seconds, 60.0))
     args.wakes = max(1, min(args.wakes, 5000))
     args.waiters = max(2, min(args.waiters, 20_000))
     args.capacity = max(1, min(args.capacity, 20_000))
@@ -1108,10 +1222,11 @@ def main() -> None:
     try:
         fx.setup_reviewer()
         with ConnectionWatch(dsn, application, args.max_db_connections) as watch:
-            if {"floor", "drf"} & set(args.sections):
+            if {"floor", "lists", "drf"} & set(args.sections):
                 loader = Loader(max(args.client_procs))
             parts = {
                 "floor": lambda: section_floor(args, fx, loader, watch),
+                "lists": lambda: section_lists(args, fx, loader, watch),
                 "drf": lambda: section_drf(args, fx, loader, watch),
                 "wake": lambda: section_wake(args, fx, watch),
                 "capacity": lambda: section_capacity(args, fx, watch),

@@ -8,7 +8,10 @@ whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null
 """
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
+
+from django.db import models
 
 from accounts import experts as routing
 from breakpoints.models import Breakpoint, Feedback
@@ -47,6 +50,31 @@ def feedback_json(feedback: Feedback) -> dict[str, Any]:
     }
 
 
+def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
+    """Its feedback, oldest first: the rows a list read with the page (selectors.
+    ListedFeedback: JSON objects of every column), else bp.feedback (prefetched, or read)."""
+    listed = getattr(bp, "listed_feedback", None)
+    if listed is None:
+        return bp.feedback.all()
+    return [_feedback_from_json(row, bp._state.db) for row in listed]
+
+
+def _feedback_from_json(row: Mapping[str, Any], db: str | None) -> Feedback:
+    """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text),
+    built as Django builds a row it read (from_db)."""
+    values = []
+    for field in _FEEDBACK_FIELDS:
+        value = row.get(field.column or field.attname)
+        if isinstance(field, models.DateTimeField) and isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        values.append(value)
+    return Feedback.from_db(db, _FEEDBACK_ATTNAMES, values)
+
+
+_FEEDBACK_FIELDS = Feedback._meta.concrete_fields
+_FEEDBACK_ATTNAMES = [field.attname for field in _FEEDBACK_FIELDS]
+
+
 def breakpoint_json(
     bp: Breakpoint, seats: Mapping[str, routing.Seat] | None = None
 ) -> dict[str, Any]:
@@ -69,7 +97,7 @@ def breakpoint_json(
         "releasedAt": timestamp(bp.released_at),
         "expiredAt": timestamp(bp.expired_at),
         "cancelledAt": timestamp(bp.cancelled_at),
-        "feedback": [feedback_json(feedback) for feedback in bp.feedback.all()],
+        "feedback": [feedback_json(feedback) for feedback in _feedback_of(bp)],
         "result": bp.result,
         "autoApproval": bp.auto_approval,
         "strategy": _text(bp.strategy),

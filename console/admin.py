@@ -6,6 +6,8 @@ in a form: what the agent sent is evidence, and every change of state goes throu
 breakpoints.services.
 """
 
+import unicodedata
+import urllib.parse
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +15,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import (
+    Model,
     QuerySet,
 )
 from django.db.models.expressions import Combinable
@@ -21,7 +24,7 @@ from django.http import HttpRequest
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.http import urlencode
+from django.utils.http import RFC3986_SUBDELIMS, urlencode
 from django.utils.text import Truncator
 
 from accounts import experts as routing
@@ -52,6 +55,8 @@ DECISION_ANNOTATIONS = {
     "decision_option": KT("result__option"),
 }
 SOON_SECONDS = 5 * 60
+# Stands for a breakpoint id in the review URL built once per page (no id contains it).
+REVIEW_URL_MARK = "bpm-review-id-mark"
 
 # The queue's default order: waiting first, oldest waiting at the top; then the rest,
 # newest first. Expressions (not field names), so no column claims to be "the" sort.
@@ -104,6 +109,14 @@ class AssignedToMeFilter(admin.SimpleListFilter):
 class QueueChangeList(ChangeList):
     """The queue's page, with every expert name on it resolved at once (not per row)."""
 
+    def url_for_result(self, result: Model) -> str:
+        """The review screen's URL: one reverse() per page, not one per row."""
+        if not hasattr(self, "_review_url"):
+            self._review_url = super().url_for_result(Breakpoint(pk=REVIEW_URL_MARK))
+        # As reverse() writes an argument: the admin's quote(), then percent-encoded.
+        path_part = urllib.parse.quote(quote(result.pk), safe=RFC3986_SUBDELIMS + "/~:@")
+        return self._review_url.replace(REVIEW_URL_MARK, path_part, 1)
+
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         # An overdue waiting row is expired now (rare), so the queue never shows it waiting.
@@ -111,12 +124,21 @@ class QueueChangeList(ChangeList):
             request.user, list(self.result_list)
         )
         names = {name for bp in rows for name in _experts(bp)}
-        resolved = routing.resolve(names)  # two queries per page at most, none without experts
+        resolved = routing.resolve(names)  # one query per page, none without experts
         for bp in rows:
             # A per-page annotation for summary(), not a model field.
             bp.unresolved_experts = [  # type: ignore[attr-defined]
                 name for name in _experts(bp) if not (name in resolved and resolved[name].resolved)
             ]
+
+
+def _truncated(text: str, length: int) -> str:
+    """Truncator(text).chars(length): at most `length` characters, NFC. What already fits is
+    returned as it is, without Truncator's walk over every character (the queue shows two
+    texts per row, on every refresh)."""
+    if len(text) <= length and unicodedata.is_normalized("NFC", text):
+        return text
+    return Truncator(text).chars(length)
 
 
 def _experts(bp: Breakpoint) -> list[str]:
@@ -196,7 +218,7 @@ class BreakpointAdmin(admin.ModelAdmin):
     @admin.display(description="Breakpoint")
     def summary(self, bp: Breakpoint) -> str:
         # Without a title the question is the name: shown once, as the title.
-        question = Truncator(bp.question or "").chars(160) if bp.title else ""
+        question = _truncated(bp.question or "", 160) if bp.title else ""
         unresolved = getattr(bp, "unresolved_experts", None)
         warning = (
             format_html(
@@ -208,7 +230,7 @@ class BreakpointAdmin(admin.ModelAdmin):
         )
         return format_html(
             '<span class="bpm-title">{}{}</span><span class="bpm-question">{}</span>',
-            Truncator(bp.display_name).chars(160),
+            _truncated(bp.display_name, 160),
             warning,
             question,
         )

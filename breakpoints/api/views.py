@@ -59,6 +59,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 
     def get_queryset(self):
+        if self.action == "list":
+            return selectors.breakpoint_page_list(self.request.user)
         return selectors.breakpoint_list(self.request.user)
 
     @extend_schema(

@@ -531,3 +531,38 @@ def test_status_poll_costs_auth_plus_one_select_regardless_of_rows(
         assert agent_client.get(url).json()["status"] == "waiting"
 
     assert len(many_rows.captured_queries) == len(one_row.captured_queries)
+
+
+def test_a_listed_page_reads_its_rows_and_their_feedback_in_one_query(
+    agent_client, reviewer, django_assert_num_queries
+):
+    agent_client.get(LIST)  # warm-up: the token is verified, then trusted for a while
+    _with_feedback(3, reviewer)
+
+    with django_assert_num_queries(1):
+        results = agent_client.get(LIST).json()["results"]
+
+    assert [len(row["feedback"]) for row in results] == [2, 2, 2]
+
+
+def test_a_listed_breakpoint_is_exactly_what_reading_it_answers(agent_client, reviewer):
+    """The list reads feedback with the page (JSON from the database); the times and ids
+    must come out as reading one breakpoint writes them, whole seconds included."""
+    bp = BreakpointFactory(experts=["ghost"], strategy="quorum")
+    for n, micro in enumerate([0, 120_000, 7]):
+        row = Feedback.objects.create(
+            breakpoint=bp, author="alice", author_user=reviewer, comment=f"c{n}"
+        )
+        created = timezone.now().replace(microsecond=micro) + timedelta(seconds=n)
+        Feedback.objects.filter(pk=row.pk).update(created_at=created)
+    BreakpointFactory()  # one without feedback on the same page
+
+    listed = {row["breakpointId"]: row for row in agent_client.get(LIST).json()["results"]}
+
+    assert len(listed) == 2
+    for breakpoint_id, row in listed.items():
+        assert row == agent_client.get(detail(breakpoint_id)).json()
+    times = [item["createdAt"] for item in listed[bp.pk]["feedback"]]
+    assert [item["comment"] for item in listed[bp.pk]["feedback"]] == ["c0", "c1", "c2"]
+    assert times[0].endswith("Z") and "." not in times[0]
+    assert times[1].endswith(".120000Z") and times[2].endswith(".000007Z")
