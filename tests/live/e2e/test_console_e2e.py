@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from accounts.tokens import token_create_for_agent
 from tests.live.e2e.conftest import needs_chromium
+from tests.support.receipts import unsealed
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
 
@@ -196,7 +197,11 @@ def test_only_admins_see_and_use_expire(
 
     status = agent.status(breakpoint_id)
     assert status["status"] == "expired"
-    assert status["result"] == {"approved": False, "feedback": "Superseded", "respondedBy": "adam"}
+    assert unsealed(status["result"], via="console") == {
+        "approved": False,
+        "feedback": "Superseded",
+        "respondedBy": "adam",
+    }
 
 
 def test_queue_refreshes_itself_and_keeps_the_filters(
