@@ -243,10 +243,12 @@ def _releasable(screen: _Screen) -> Breakpoint | HttpResponse:
         return bp
     if not bp.is_waiting:
         return screen.back(ALREADY_SENT.format(bp.status))
+    self_review = self_review_refusal(bp, screen.actor)
+    if self_review:
+        _self_review_recorded(screen, bp, self_review)
+        return screen.back(self_review)
     refusal = presenters.release_refusal(screen.request.user, bp)
     if refusal:
-        if refusal == self_review_refusal(bp, screen.actor):
-            _self_review_recorded(screen, bp, refusal)
         return screen.back(refusal)
     return bp
 
