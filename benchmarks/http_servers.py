@@ -22,12 +22,14 @@ from pathlib import Path
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
 
 @dataclass
 class ServerSpec:
     label: str
     app: str  # "config.asgi:application"
-    worker_class: str  # "uvicorn_worker.UvicornWorker", "gthread", "sync"
+    worker_class: str  # "config.webserver.BalancedUvicornWorker", "gthread", "sync"
     workers: int
     threads: int = 1
     cwd: Path = Path(".")
@@ -35,7 +37,7 @@ class ServerSpec:
     access_log: bool = False  # as the Procfile: "-" (to /dev/null here)
 
     def describe(self) -> str:
-        kind = {"uvicorn_worker.UvicornWorker": "uvicorn worker (ASGI)"}.get(
+        kind = {"config.webserver.BalancedUvicornWorker": "uvicorn worker (ASGI)"}.get(
             self.worker_class, f"{self.worker_class} (WSGI)"
         )
         threads = f" x {self.threads} threads" if self.threads > 1 else ""
@@ -98,6 +100,10 @@ class Server:
         env = {
             **os.environ,
             "ALLOWED_HOSTS": "127.0.0.1",
+            # The project's root, for its worker class (the floor runs from benchmarks/).
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])
+            ),
             "PYTHONWARNINGS": "ignore:No directory at:UserWarning",  # no collectstatic needed
             **spec.env,
         }

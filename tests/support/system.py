@@ -300,7 +300,7 @@ class System:
                 str(Path(sys.executable).parent / "gunicorn"),
                 "config.asgi:application",
                 "--worker-class",
-                "uvicorn_worker.UvicornWorker",
+                "config.webserver.BalancedUvicornWorker",
                 "--workers",
                 "1",
                 "--bind",
