@@ -15,7 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Q, Value
+from django.db import connection
+from django.db.models import Q
 
 from core.actors import group_names, is_admin
 from core.exceptions import Forbidden, InvalidState
@@ -61,18 +62,7 @@ def resolve(names: Iterable[str]) -> dict[str, Seat]:
     if not wanted:
         return {}
     owners = project_owners() if OWNER in wanted else []
-    groups = (
-        Group.objects.filter(name__in=wanted, user__is_active=True)
-        .annotate(kind=Value(SeatKind.GROUP))
-        .values_list("kind", "name")
-    )
-    users = (
-        get_user_model()
-        .objects.filter(username__in=(wanted - {OWNER}) | set(owners), is_active=True)
-        .annotate(kind=Value(SeatKind.USER))
-        .values_list("kind", "username")
-    )
-    found = set(groups.union(users))  # UNION: each (kind, name) once
+    found = _seat_rows(wanted, (wanted - {OWNER}) | set(owners))
     grouped = {name for kind, name in found if kind == SeatKind.GROUP}
     usernames = {name for kind, name in found if kind == SeatKind.USER}
     seats: dict[str, Seat] = {}
@@ -87,6 +77,54 @@ def resolve(names: Iterable[str]) -> dict[str, Seat]:
             kind = None
         seats[name] = Seat(name=name, kind=kind)
     return seats
+
+
+def _seat_rows(group_names: set[str], usernames: set[str]) -> set[tuple[str, str]]:
+    """(kind, name) for each of `group_names` that has an active member and each of
+    `usernames` that is an active user: one UNION, written out. Every list page and queue
+    page asks this; the ORM took longer to build its UNION than the database to run it
+    (a quarter of a list request's CPU)."""
+    user_model = get_user_model()
+    membership = user_model.groups.through._meta
+    quote = connection.ops.quote_name
+    users = quote(user_model._meta.db_table)
+    active = quote(user_model._meta.get_field("is_active").column)
+    username = quote(user_model._meta.get_field(user_model.USERNAME_FIELD).column)
+    user_pk = quote(user_model._meta.pk.column)
+    groups = quote(Group._meta.db_table)
+    members = quote(membership.db_table)
+    member_user = quote(membership.get_field("user").column)
+    member_group = quote(membership.get_field("group").column)
+    group_name = quote(Group._meta.get_field("name").column)
+    group_pk = quote(Group._meta.pk.column)
+
+    def placeholders(values: set[str]) -> str:
+        return ", ".join(["%s"] * len(values))
+
+    # A group counts when one of its members is active; a user when active. Both as
+    # (kind, name); UNION gives each pair once.
+    group_sql = (
+        f"SELECT '{SeatKind.GROUP}', g.{group_name} FROM {groups} g "
+        f"JOIN {members} m ON m.{member_group} = g.{group_pk} "
+        f"JOIN {users} u ON u.{user_pk} = m.{member_user} "
+        f"WHERE g.{group_name} IN ({placeholders(group_names)}) AND u.{active}"
+    )
+    user_sql = (
+        f"SELECT '{SeatKind.USER}', u.{username} FROM {users} u "
+        f"WHERE u.{username} IN ({placeholders(usernames)}) AND u.{active}"
+    )
+    parts: list[tuple[str, list[str]]] = []
+    if group_names:
+        parts.append((group_sql, sorted(group_names)))
+    if usernames:
+        parts.append((user_sql, sorted(usernames)))
+    if not parts:
+        return set()
+    sql = " UNION ".join(part for part, _ in parts)
+    params = [param for _, part_params in parts for param in part_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {(kind, name) for kind, name in cursor.fetchall()}
 
 
 def seats_for(names: list[str], resolved: Mapping[str, Seat] | None = None) -> list[Seat]:
