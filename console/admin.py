@@ -12,7 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
+from django.contrib.admin import helpers
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.utils import display_for_field, display_for_value, quote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import (
     Model,
@@ -26,6 +28,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import RFC3986_SUBDELIMS, urlencode
 from django.utils.text import Truncator
+from django.utils.translation import gettext
 
 from accounts import experts as routing
 from breakpoints import services
@@ -106,6 +109,11 @@ class AssignedToMeFilter(admin.SimpleListFilter):
         return filter_routed_to(queryset, request.user) if self.value() == "me" else queryset
 
 
+def review_path_part(breakpoint_id: str) -> str:
+    """The id as reverse() writes it in a URL: the admin's quote(), then percent-encoded."""
+    return urllib.parse.quote(quote(breakpoint_id), safe=RFC3986_SUBDELIMS + "/~:@")
+
+
 class QueueChangeList(ChangeList):
     """The queue's page, with every expert name on it resolved at once (not per row)."""
 
@@ -113,9 +121,7 @@ class QueueChangeList(ChangeList):
         """The review screen's URL: one reverse() per page, not one per row."""
         if not hasattr(self, "_review_url"):
             self._review_url = super().url_for_result(Breakpoint(pk=REVIEW_URL_MARK))
-        # As reverse() writes an argument: the admin's quote(), then percent-encoded.
-        path_part = urllib.parse.quote(quote(result.pk), safe=RFC3986_SUBDELIMS + "/~:@")
-        return self._review_url.replace(REVIEW_URL_MARK, path_part, 1)
+        return self._review_url.replace(REVIEW_URL_MARK, review_path_part(result.pk), 1)
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
@@ -130,6 +136,62 @@ class QueueChangeList(ChangeList):
             bp.unresolved_experts = [  # type: ignore[attr-defined]
                 name for name in _experts(bp) if not (name in resolved and resolved[name].resolved)
             ]
+
+
+def queue_rows(cl: QueueChangeList) -> list[list[str]]:
+    """The cells of every row, as the admin's items_for_result writes them (the same HTML:
+    tests/reviews/test_queue_rows.py compares them), with the work that does not depend on
+    the row done once per page: the review link with its preserved filters, the columns'
+    lookups, the checkbox's markup."""
+    model_admin = cl.model_admin
+    empty = model_admin.get_empty_value_display()
+    link = cl.url_for_result(Breakpoint(pk=REVIEW_URL_MARK))
+    if cl.preserved_filters:
+        link = add_preserved_filters(
+            {"preserved_filters": cl.preserved_filters, "opts": cl.opts}, link
+        )
+    columns = []
+    for name in cl.list_display:
+        if name == "action_checkbox":
+            columns.append((name, None))
+        elif callable(getattr(model_admin, name, None)):
+            columns.append((name, getattr(model_admin, name)))
+        else:
+            columns.append((name, cl.opts.get_field(name)))
+    rows = []
+    for bp in cl.result_list:
+        cells = []
+        for name, source in columns:
+            if source is None:
+                cells.append(
+                    format_html(
+                        '<td class="action-checkbox"><input type="checkbox" name="{}" value="{}"'
+                        ' class="action-select" aria-label="{}"></td>',
+                        helpers.ACTION_CHECKBOX_NAME,
+                        str(bp.pk),
+                        format_html(gettext("Select this object for an action - {}"), str(bp)),
+                    )
+                )
+                continue
+            if callable(source):
+                value = source(bp)
+                shown = display_for_value("" if _blank(value) else value, empty)
+            else:
+                value = getattr(bp, source.attname)
+                shown = display_for_field("" if _blank(value) else value, source, empty)
+            if name in cl.list_display_links:
+                url = link.replace(REVIEW_URL_MARK, review_path_part(bp.pk), 1)
+                cells.append(
+                    format_html('<th class="field-{}"><a href="{}">{}</a></th>', name, url, shown)
+                )
+            else:
+                cells.append(format_html('<td class="field-{}">{}</td>', name, shown))
+        rows.append(cells)
+    return rows
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() == ""
 
 
 def _truncated(text: str, length: int) -> str:
