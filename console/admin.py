@@ -28,7 +28,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import RFC3986_SUBDELIMS
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import gettext
 
@@ -140,7 +140,7 @@ class QueueChangeList(ChangeList):
             ]
 
 
-def queue_rows(cl: QueueChangeList) -> list[list[str]]:
+def queue_rows(cl: QueueChangeList) -> list[list[SafeString]]:
     """The cells of every row, as the admin's items_for_result writes them (the same HTML:
     tests/reviews/test_queue_rows.py compares them), with the work that does not depend on
     the row done once per page: the review link with its preserved filters, the columns'
@@ -152,8 +152,9 @@ def queue_rows(cl: QueueChangeList) -> list[list[str]]:
         link = add_preserved_filters(
             {"preserved_filters": cl.preserved_filters, "opts": cl.opts}, link
         )
-    columns = []
+    columns: list[tuple[str, Any]] = []  # (name, None | the admin's method | the field)
     for name in cl.list_display:
+        assert isinstance(name, str)  # BreakpointAdmin.list_display names its columns
         if name == "action_checkbox":
             columns.append((name, None))
         elif callable(getattr(model_admin, name, None)):

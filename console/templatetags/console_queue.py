@@ -30,7 +30,7 @@ def queue_result_list(cl) -> dict:
 
 @register.tag(name="queue_result_list")
 def queue_result_list_tag(parser, token):
-    return InclusionAdminNode(
+    return InclusionAdminNode(  # type: ignore[call-arg]  # as admin_list's tags call it
         parser,
         token,
         func=queue_result_list,

@@ -1,4 +1,4 @@
-"""The production web worker (config.webserver): workers share a burst of connections.
+"""The production web worker (core.webserver): workers share a burst of connections.
 
 gunicorn is started as the Procfile starts it, with 2 workers, on a tiny app that answers
 with its worker's pid (tests/standins/pid_app.py). (uvicorn's own worker, run the same
@@ -21,7 +21,7 @@ import pytest
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-BALANCED = "config.webserver.BalancedUvicornWorker"
+BALANCED = "core.webserver.BalancedUvicornWorker"
 CONNECTIONS = 16
 
 

@@ -300,7 +300,7 @@ class System:
                 str(Path(sys.executable).parent / "gunicorn"),
                 "config.asgi:application",
                 "--worker-class",
-                "config.webserver.BalancedUvicornWorker",
+                "core.webserver.BalancedUvicornWorker",
                 "--workers",
                 "1",
                 "--bind",
