@@ -44,6 +44,7 @@ class BalancedServer(Server):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.acceptors: list[asyncio.Task] = []
+        self.setups: set[asyncio.Task] = set()  # connections being set up (TLS handshakes)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if sockets is None:  # not under gunicorn: uvicorn binds and serves as usual
@@ -76,16 +77,25 @@ class BalancedServer(Server):
                 logger.warning("accept failed: %s", exc)
                 await asyncio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
-            try:
-                await loop.connect_accepted_socket(self.protocol, connection, ssl=self.config.ssl)
-            except Exception:  # e.g. a TLS handshake that failed: that connection only
-                logger.exception("could not set up an accepted connection")
-                connection.close()
+            # Set up apart: a TLS handshake that takes its time holds no other connection.
+            setup = loop.create_task(self.connect(connection))
+            self.setups.add(setup)
+            setup.add_done_callback(self.setups.discard)
+
+    async def connect(self, connection: socket.socket) -> None:
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                self.protocol, connection, ssl=self.config.ssl
+            )
+        except Exception as exc:  # e.g. a failed TLS handshake: that connection only
+            logger.info("could not set up an accepted connection: %r", exc)
+            connection.close()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for acceptor in self.acceptors:  # stop accepting first, as uvicorn closes its servers
-            acceptor.cancel()
-        await asyncio.gather(*self.acceptors, return_exceptions=True)
+        # Stop accepting first, as uvicorn closes its servers; drop half-made connections.
+        for task in [*self.acceptors, *self.setups]:
+            task.cancel()
+        await asyncio.gather(*self.acceptors, *self.setups, return_exceptions=True)
         await super().shutdown(sockets=sockets)
 
 

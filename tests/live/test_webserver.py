@@ -9,14 +9,20 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.support.net import free_port
 
@@ -26,8 +32,9 @@ CONNECTIONS = 16
 
 
 @contextlib.contextmanager
-def gunicorn(worker_class: str, workers: int = 2):
+def gunicorn(worker_class: str, workers: int = 2, tls: tuple[Path, Path] | None = None):
     port = free_port()
+    tls_options = ["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else []
     process = subprocess.Popen(
         [
             sys.executable,
@@ -46,6 +53,7 @@ def gunicorn(worker_class: str, workers: int = 2):
             "75",
             "--graceful-timeout",
             "10",
+            *tls_options,
         ],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -59,7 +67,7 @@ def gunicorn(worker_class: str, workers: int = 2):
         while len(pids) < workers:  # every worker up: each has answered once
             assert process.poll() is None, process.stderr.read().decode()
             assert time.monotonic() < deadline, "the workers did not start"
-            with contextlib.suppress(OSError), connect(port) as sock:
+            with contextlib.suppress(OSError), connect(port, tls=bool(tls)) as sock:
                 pids.add(int(request(sock, "/")))
             time.sleep(0.05)
         yield process, port, pids
@@ -70,8 +78,41 @@ def gunicorn(worker_class: str, workers: int = 2):
         process.stderr.close()
 
 
-def connect(port: int) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=10)
+def connect(port: int, *, tls: bool = False) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if not tls:
+        return sock
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the test's own self-signed certificate
+    return context.wrap_socket(sock)
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate and key for 127.0.0.1, written to `directory`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
 
 
 def request(sock: socket.socket, path: str) -> str:
@@ -144,3 +185,14 @@ def test_graceful_shutdown_finishes_requests_in_flight_and_accepts_no_more():
         slow.close()
         assert answers and answers[0].isdigit()
         assert process.wait(timeout=10) == 0
+
+
+def test_a_stalled_tls_handshake_holds_no_other_connection(tmp_path):
+    """A client that connects and never says hello must not stop the worker accepting:
+    the next client is answered at once, not after the handshake timeout (60 s)."""
+    with gunicorn(BALANCED, workers=1, tls=self_signed(tmp_path)) as (_, port, _workers):
+        stalled = socket.create_connection(("127.0.0.1", port), timeout=10)  # no ClientHello
+        with stalled:
+            time.sleep(0.3)  # accepted, its handshake pending
+            with connect(port, tls=True) as sock:  # its 10 s timeout: answered, not queued
+                assert request(sock, "/").isdigit()
