@@ -7,11 +7,8 @@ as the contract says: datetimes in ISO 8601 in UTC with `Z` (core.timestamps,
 whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null stays null.
 """
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-
-from django.db import models
 
 from accounts import experts as routing
 from breakpoints.models import Breakpoint, Feedback
@@ -42,37 +39,21 @@ def experts_json(
 
 
 def feedback_json(feedback: Feedback) -> dict[str, Any]:
+    return _feedback_json(feedback.__getattribute__)
+
+
+def _feedback_json(get: Callable[[str], Any]) -> dict[str, Any]:
     return {
-        "id": _text(feedback.pk),
-        "author": _text(feedback.author),
-        "comment": _text(feedback.comment),
-        "createdAt": timestamp(feedback.created_at),
+        "id": _text(get("id")),
+        "author": _text(get("author")),
+        "comment": _text(get("comment")),
+        "createdAt": timestamp(get("created_at")),
     }
 
 
 def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
-    """Its feedback, oldest first: the rows a list read with the page (selectors.
-    ListedFeedback: JSON objects of every column), else bp.feedback (prefetched, or read)."""
-    listed = getattr(bp, "listed_feedback", None)
-    if listed is None:
-        return bp.feedback.all()
-    return [_feedback_from_json(row, bp._state.db) for row in listed]
-
-
-def _feedback_from_json(row: Mapping[str, Any], db: str | None) -> Feedback:
-    """A Feedback from the JSON object of its row (PostgreSQL writes times as ISO text),
-    built as Django builds a row it read (from_db)."""
-    values = []
-    for field in _FEEDBACK_FIELDS:
-        value = row.get(field.column or field.attname)
-        if isinstance(field, models.DateTimeField) and isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        values.append(value)
-    return Feedback.from_db(db, _FEEDBACK_ATTNAMES, values)
-
-
-_FEEDBACK_FIELDS = Feedback._meta.concrete_fields
-_FEEDBACK_ATTNAMES = [field.attname for field in _FEEDBACK_FIELDS]
+    """Its feedback, oldest first: bp.feedback (prefetched, or read)."""
+    return bp.feedback.all()
 
 
 def breakpoint_json(
@@ -80,31 +61,50 @@ def breakpoint_json(
 ) -> dict[str, Any]:
     """The breakpoint as the API shows it. Its feedback in the order loaded (the
     selectors prefetch it oldest first), else Feedback's default order (the same)."""
+    feedback = [feedback_json(item) for item in _feedback_of(bp)]
+    return _breakpoint_json(bp.__getattribute__, feedback, seats)
+
+
+def breakpoint_row_json(
+    row: Mapping[str, Any], seats: Mapping[str, routing.Seat] | None = None
+) -> dict[str, Any]:
+    """breakpoint_json of a row keyed like the model's attributes, with its `feedback` as
+    rows of Feedback's columns (breakpoints.selectors.listed_rows: a list page)."""
+    feedback = [_feedback_json(item.__getitem__) for item in row["feedback"]]
+    return _breakpoint_json(row.__getitem__, feedback, seats)
+
+
+def _breakpoint_json(
+    get: Callable[[str], Any],
+    feedback: list[dict[str, Any]],
+    seats: Mapping[str, routing.Seat] | None,
+) -> dict[str, Any]:
+    """The contract's fields, each read by attribute name with `get`."""
     return {
-        "breakpointId": _text(bp.pk),
-        "status": _text(bp.status),
-        "agentId": _text(bp.agent_id),
-        "runId": _text(bp.run_id),
-        "title": _text(bp.title),
-        "key": _text(bp.key),
-        "question": _text(bp.question),
-        "payload": bp.payload,
-        "tags": bp.tags,
-        "ttlSeconds": _integer(bp.ttl_seconds),
-        "expiresAt": timestamp(bp.expires_at),
-        "createdAt": timestamp(bp.created_at),
-        "updatedAt": timestamp(bp.updated_at),
-        "releasedAt": timestamp(bp.released_at),
-        "expiredAt": timestamp(bp.expired_at),
-        "cancelledAt": timestamp(bp.cancelled_at),
-        "feedback": [feedback_json(feedback) for feedback in _feedback_of(bp)],
-        "result": bp.result,
-        "autoApproval": bp.auto_approval,
-        "strategy": _text(bp.strategy),
-        "experts": experts_json(bp.experts, seats),
-        "votes": bp.votes,
-        "requestedBy": _text(bp.requested_by),
-        "payloadDigest": _text(bp.payload_digest),
+        "breakpointId": _text(get("id")),
+        "status": _text(get("status")),
+        "agentId": _text(get("agent_id")),
+        "runId": _text(get("run_id")),
+        "title": _text(get("title")),
+        "key": _text(get("key")),
+        "question": _text(get("question")),
+        "payload": get("payload"),
+        "tags": get("tags"),
+        "ttlSeconds": _integer(get("ttl_seconds")),
+        "expiresAt": timestamp(get("expires_at")),
+        "createdAt": timestamp(get("created_at")),
+        "updatedAt": timestamp(get("updated_at")),
+        "releasedAt": timestamp(get("released_at")),
+        "expiredAt": timestamp(get("expired_at")),
+        "cancelledAt": timestamp(get("cancelled_at")),
+        "feedback": feedback,
+        "result": get("result"),
+        "autoApproval": get("auto_approval"),
+        "strategy": _text(get("strategy")),
+        "experts": experts_json(get("experts"), seats),
+        "votes": get("votes"),
+        "requestedBy": _text(get("requested_by")),
+        "payloadDigest": _text(get("payload_digest")),
     }
 
 
@@ -113,6 +113,13 @@ def breakpoints_json(breakpoints: Iterable[Breakpoint]) -> list[dict[str, Any]]:
     chosen = list(breakpoints)
     seats = routing.resolve({name for bp in chosen for name in bp.experts})
     return [breakpoint_json(bp, seats) for bp in chosen]
+
+
+def breakpoint_rows_json(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """breakpoint_row_json of each, with the experts of all resolved in one go."""
+    chosen = list(rows)
+    seats = routing.resolve({name for row in chosen for name in row["experts"]})
+    return [breakpoint_row_json(row, seats) for row in chosen]
 
 
 def represented(breakpoint_ids: list[str]) -> list[tuple[Breakpoint, dict[str, Any]]]:

@@ -6,10 +6,20 @@ an overdue waiting breakpoint before anyone sees it.
 """
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Func, JSONField, Prefetch, Q, QuerySet
+from django.db.models import (
+    ExpressionWrapper,
+    F,
+    Func,
+    JSONField,
+    Prefetch,
+    Q,
+    QuerySet,
+    TextField,
+)
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
@@ -18,6 +28,7 @@ from core.actors import AgentPrincipal
 from core.choices import Status
 from core.exceptions import InvalidInput, NotFound
 from core.naming import FALLBACK_KEY
+from core.rawjson import RawJSON
 from core.timestamps import timestamp
 from policies.autoapproval import MAX_HISTORY_LIMIT
 
@@ -47,13 +58,61 @@ class ListedFeedback(Func):
         super().__init__(breakpoint_id, template=self.template.format(table=table, column=column))
 
 
-def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint]:
-    """The list endpoint's base queryset: on PostgreSQL each row brings its feedback in
-    the same query (`listed_feedback`, read back by breakpoints.representation), so a page
-    is one query; elsewhere the feedback is prefetched."""
-    if connection.vendor != "postgresql":
-        return breakpoint_list(user)
-    return Breakpoint.objects.visible_to(user).annotate(listed_feedback=ListedFeedback("pk"))
+# The JSON columns a list passes through as PostgreSQL (or SQLite) wrote them: read as
+# text, never parsed, embedded by the API's renderer (core.rawjson). Payloads carry whole
+# context files: parsing and writing them again was a list page's largest cost after its
+# query. `experts` is parsed: its names are resolved.
+RAW_JSON_COLUMNS = ("payload", "tags", "result", "auto_approval", "votes")
+_RAW_ALIAS = "raw_json_"
+_PLAIN_COLUMNS = tuple(
+    field.attname
+    for field in Breakpoint._meta.concrete_fields
+    if field.attname not in RAW_JSON_COLUMNS
+)
+
+
+def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
+    """The list endpoint's base queryset, of rows (dicts, see listed_rows), not instances:
+    every column, the RAW_JSON_COLUMNS as text and, on PostgreSQL, the row's feedback in
+    the same query (so a page is one query)."""
+    raw: dict[str, Any] = {
+        _RAW_ALIAS + name: ExpressionWrapper(F(name), output_field=TextField())
+        for name in RAW_JSON_COLUMNS
+    }
+    if connection.vendor == "postgresql":
+        raw["listed_feedback"] = ListedFeedback("pk")
+    return Breakpoint.objects.visible_to(user).values(*_PLAIN_COLUMNS, **raw)
+
+
+def listed_rows(page: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A page of breakpoint_page_list as rows keyed like the model's attributes (what
+    breakpoints.representation.breakpoint_row_json reads): the raw JSON columns as RawJSON
+    (None for SQL NULL) and `feedback`, oldest first, as rows of Feedback's columns."""
+    rows = list(page)
+    if rows and "listed_feedback" not in rows[0]:
+        _feedback_read(rows)
+    for row in rows:
+        for name in RAW_JSON_COLUMNS:
+            text = row.pop(_RAW_ALIAS + name)
+            row[name] = None if text is None else RawJSON(text)
+        if "listed_feedback" in row:
+            row["feedback"] = [_listed_feedback(item) for item in row.pop("listed_feedback")]
+    return rows
+
+
+def _listed_feedback(item: dict[str, Any]) -> dict[str, Any]:
+    """A row of ListedFeedback's JSON: its time back from text (PostgreSQL writes ISO)."""
+    return {**item, "created_at": datetime.fromisoformat(item["created_at"])}
+
+
+def _feedback_read(rows: list[dict[str, Any]]) -> None:
+    """Without PostgreSQL's ListedFeedback: the page's feedback in one query."""
+    by_breakpoint: dict[str, list[dict[str, Any]]] = {row["id"]: [] for row in rows}
+    found = Feedback.objects.filter(breakpoint_id__in=list(by_breakpoint))
+    for item in found.order_by("created_at", "id").values():
+        by_breakpoint[item["breakpoint_id"]].append(dict(item))
+    for row in rows:
+        row["feedback"] = by_breakpoint[row["id"]]
 
 
 def breakpoint_get(user: Any, breakpoint_id: str) -> Breakpoint:

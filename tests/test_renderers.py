@@ -12,6 +12,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 from core.api.renderers import FastJSONRenderer
+from core.rawjson import RawJSON
 
 
 @dataclass
@@ -79,3 +80,34 @@ def test_what_the_standard_library_refuses_is_still_refused():
         JSONRenderer().render({"p": Point(1)})
     with pytest.raises(TypeError):
         FastJSONRenderer().render({"p": Point(1)})
+
+
+# JSON passed through as text (core.rawjson): a list page's JSON columns.
+RAW = {
+    "an object, spaced as jsonb writes it": '{"n": 1.5, "nested": [true, null, "é ✓ 𝄞"]}',
+    "a separator inside": '["a\u2028b"]',
+    "an integer beyond 64 bits": '{"n": 1180591620717411303424}',
+    "null": "null",
+}
+
+
+@pytest.mark.parametrize("text", RAW.values(), ids=RAW.keys())
+def test_raw_json_is_embedded_as_the_value_it_writes(text):
+    value = {"results": [{"payload": RawJSON(text), "id": "bp-1"}]}
+    parsed = {"results": [{"payload": json.loads(text), "id": "bp-1"}]}
+
+    written = FastJSONRenderer().render(value)
+
+    assert json.loads(written) == parsed
+    assert "\u2028".encode() not in written  # escaped as DRF escapes it elsewhere
+
+
+@pytest.mark.parametrize("text", RAW.values(), ids=RAW.keys())
+def test_raw_json_in_an_indented_answer_is_drf_s_of_the_parsed_value(text):
+    media_type = "application/json; indent=2"
+    value = {"payload": RawJSON(text), "at": datetime(2026, 1, 2, tzinfo=UTC)}
+    parsed = {"payload": json.loads(text), "at": datetime(2026, 1, 2, tzinfo=UTC)}
+
+    assert FastJSONRenderer().render(value, media_type) == JSONRenderer().render(
+        parsed, media_type
+    )

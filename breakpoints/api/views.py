@@ -6,9 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts import experts as routing
 from audit.services import refusal_record
-from breakpoints import selectors, services
+from breakpoints import representation, selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
     BreakpointSerializer,
@@ -72,11 +71,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
         assert page is not None  # the cursor paginator always pages (page_size is set)
-        page = services.breakpoints_page_read(request.user, page)
-        seats = routing.resolve({name for bp in page for name in bp.experts})
-        return self.get_paginated_response(
-            BreakpointSerializer(page, many=True, context={"seats": seats}).data
-        )
+        rows = services.breakpoint_rows_page_read(request.user, page)
+        return self.get_paginated_response(representation.breakpoint_rows_json(rows))
 
     @extend_schema(
         summary="Create a breakpoint",

@@ -28,6 +28,7 @@ from breakpoints.services.lifecycle import breakpoint_cancel, breakpoint_delete,
 from breakpoints.services.nudges import breakpoints_escalate_due, breakpoints_remind_due
 from breakpoints.services.reads import (
     breakpoint_read,
+    breakpoint_rows_page_read,
     breakpoint_status_read,
     breakpoint_statuses_read,
     breakpoints_page_read,
@@ -46,6 +47,7 @@ __all__ = [
     "breakpoint_statuses_read",
     "breakpoints_escalate_due",
     "breakpoints_expire_due",
+    "breakpoint_rows_page_read",
     "breakpoints_page_read",
     "breakpoints_purge",
     "breakpoints_remind_due",

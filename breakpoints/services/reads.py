@@ -27,13 +27,33 @@ def breakpoint_read(user: Any, breakpoint_id: str) -> Breakpoint:
 
 def breakpoints_page_read(user: Any, page: list[Breakpoint]) -> list[Breakpoint]:
     """A page of a list as read, with its overdue rows expired and read again."""
-    overdue = [bp.pk for bp in page if bp.is_overdue()]
+    overdue = _expired_now(bp.pk for bp in page if bp.is_overdue())
     if not overdue:
         return page
-    for breakpoint_id in overdue:
-        breakpoint_expire_if_due(breakpoint_id)
     fresh = selectors.breakpoint_list(user).in_bulk(overdue)
     return [fresh.get(bp.pk, bp) for bp in page]
+
+
+def breakpoint_rows_page_read(user: Any, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A page of the API's list (rows of selectors.breakpoint_page_list) as read, with its
+    overdue rows expired and read again: the rows of selectors.listed_rows."""
+    rows = selectors.listed_rows(page)
+    overdue = _expired_now(
+        row["id"] for row in rows if is_overdue(row["status"], row["expires_at"])
+    )
+    if not overdue:
+        return rows
+    reread = selectors.breakpoint_page_list(user).filter(pk__in=overdue).order_by()
+    fresh = {row["id"]: row for row in selectors.listed_rows(reread)}
+    return [fresh.get(row["id"], row) for row in rows]
+
+
+def _expired_now(overdue: Iterable[str]) -> list[str]:
+    """Expire each of these overdue breakpoints (if still due); their ids."""
+    expired = list(overdue)
+    for breakpoint_id in expired:
+        breakpoint_expire_if_due(breakpoint_id)
+    return expired
 
 
 def breakpoint_statuses_read(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -566,3 +566,42 @@ def test_a_listed_breakpoint_is_exactly_what_reading_it_answers(agent_client, re
     assert [item["comment"] for item in listed[bp.pk]["feedback"]] == ["c0", "c1", "c2"]
     assert times[0].endswith("Z") and "." not in times[0]
     assert times[1].endswith(".120000Z") and times[2].endswith(".000007Z")
+
+
+AWKWARD_PAYLOAD = {
+    "question": "Approve?",
+    "text": 'quotes " and \\ backslash, tab\t, é ✓ 𝄞, separators \u2028 \u2029',
+    "numbers": [0, -1, 1.5, 1e-7, 2**70],
+    "nested": {"empty": {}, "list": [], "null": None, "bool": False},
+}
+
+
+def test_listed_json_columns_are_the_values_reading_one_answers(agent_client, reviewer):
+    """The list passes its JSON columns through as the database wrote them: the values
+    must be what reading the breakpoint answers (parsed), in compact and indented form."""
+    bp = BreakpointFactory(
+        payload=AWKWARD_PAYLOAD,
+        tags=["a", "é"],
+        result={"approved": True, "feedback": "ok \u2028", "respondedBy": "alice"},
+        votes=[
+            {
+                "approved": True,
+                "feedback": "é",
+                "respondedAt": "2026-11-27T01:09:15.351729+00:00",
+                "respondedBy": "alice",
+            }
+        ],
+    )
+    BreakpointFactory(result=None)  # SQL NULL beside JSON values
+
+    response = agent_client.get(LIST)
+    pretty = agent_client.get(LIST, headers={"accept": "application/json; indent=2"})
+
+    assert "\u2028".encode() not in response.content
+    assert b"\n" in pretty.content
+    for answer in (response, pretty):
+        listed = {row["breakpointId"]: row for row in answer.json()["results"]}
+        assert len(listed) == 2
+        for breakpoint_id, row in listed.items():
+            assert row == agent_client.get(detail(breakpoint_id)).json()
+        assert listed[bp.pk]["payload"] == AWKWARD_PAYLOAD
