@@ -108,6 +108,4 @@ def test_raw_json_in_an_indented_answer_is_drf_s_of_the_parsed_value(text):
     value = {"payload": RawJSON(text), "at": datetime(2026, 1, 2, tzinfo=UTC)}
     parsed = {"payload": json.loads(text), "at": datetime(2026, 1, 2, tzinfo=UTC)}
 
-    assert FastJSONRenderer().render(value, media_type) == JSONRenderer().render(
-        parsed, media_type
-    )
+    assert FastJSONRenderer().render(value, media_type) == JSONRenderer().render(parsed, media_type)
