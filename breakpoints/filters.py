@@ -1,5 +1,6 @@
 """The one FilterSet for breakpoints, shared by the API list and the selectors."""
 
+import copy
 from datetime import UTC
 from typing import ClassVar
 
@@ -83,6 +84,30 @@ def filter_routed_to(qs: QuerySet[Breakpoint], user) -> QuerySet[Breakpoint]:
     return filter_json_list(qs, "experts", routing.assigned_names(user), match="any")
 
 
+class _SharedFields(dict):
+    """A form class's base_fields, which each form shares instead of deep-copying them:
+    Django copies them so that a form may change its own fields; the filters' form is
+    only validated (Field.clean reads its field), never changed or rendered."""
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return dict(self)
+
+
+class _FiltersCopiedOnce(dict):
+    """A FilterSet's base_filters, copied one level deep for each filterset: every filter
+    shallowly (the filterset sets its parent and model on its own copies), its method bound
+    to the copy. A deep copy also copied every filter's field, widget and choices, the
+    largest cost of filtering a list."""
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        copies = {}
+        for name, original in self.items():
+            copied = copy.copy(original)
+            copied.method = original.method  # binds a FilterMethod to the copy
+            copies[name] = copied
+        return copies
+
+
 class BreakpointFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(choices=Status.choices, method="filter_status")
     tag = AllTagsFilter(label="Tag (repeatable: all must match)")
@@ -111,6 +136,7 @@ class BreakpointFilter(django_filters.FilterSet):
         form_class = cls.__dict__.get("_form_class")
         if form_class is None:
             form_class = super().get_form_class()
+            form_class.base_fields = _SharedFields(form_class.base_fields)
             cls._form_class = form_class
         return form_class
 
@@ -129,3 +155,6 @@ class BreakpointFilter(django_filters.FilterSet):
     def filter_assigned_to(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         user = getattr(self.request, "user", None)
         return filter_routed_to(qs, user) if value == "me" else qs
+
+
+BreakpointFilter.base_filters = _FiltersCopiedOnce(BreakpointFilter.base_filters)

@@ -5,9 +5,10 @@ admins see all. Selectors only read: views go through services/reads.py, which e
 an overdue waiting breakpoint before anyone sees it.
 """
 
+import functools
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import (
@@ -23,6 +24,7 @@ from django.db.models import (
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.models.breakpoint import BreakpointQuerySet
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import AgentPrincipal
 from core.choices import Status
@@ -75,13 +77,21 @@ def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
     """The list endpoint's base queryset, of rows (dicts, see listed_rows), not instances:
     every column, the RAW_JSON_COLUMNS as text and, on PostgreSQL, the row's feedback in
     the same query (so a page is one query)."""
+    rows = _page_rows(connection.vendor).visible_to(user)
+    return cast("QuerySet[Breakpoint, dict[str, Any]]", rows)
+
+
+@functools.cache
+def _page_rows(vendor: str) -> BreakpointQuerySet:
+    """Built once per process (never evaluated itself: each request clones it); building
+    its columns cost a tenth of a list request."""
     raw: dict[str, Any] = {
         _RAW_ALIAS + name: ExpressionWrapper(F(name), output_field=TextField())
         for name in RAW_JSON_COLUMNS
     }
-    if connection.vendor == "postgresql":
+    if vendor == "postgresql":
         raw["listed_feedback"] = ListedFeedback("pk")
-    return Breakpoint.objects.visible_to(user).values(*_PLAIN_COLUMNS, **raw)
+    return Breakpoint.objects.values(*_PLAIN_COLUMNS, **raw)
 
 
 def listed_rows(page: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

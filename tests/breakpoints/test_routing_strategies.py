@@ -566,3 +566,32 @@ def test_seat_summary_shows_who_voted_what_and_what_is_missing(make_breakpoint, 
         None,
         None,
     ]
+
+
+def test_filtersets_alive_at_once_each_filter_for_their_own_caller(make_breakpoint, three_experts):
+    """The filters are copied per filterset (not deep-copied): each copy's method must
+    answer for its own filterset's request, whatever was built after it."""
+    from types import SimpleNamespace
+
+    from django.http import QueryDict
+
+    from breakpoints.filters import BreakpointFilter
+
+    tina_seat = routed(make_breakpoint, "tech-lead")
+    security_seat = routed(make_breakpoint, "security-lead")
+    mine = QueryDict("assignedTo=me&status=waiting")
+    filtersets = {
+        expert: BreakpointFilter(
+            mine,
+            queryset=Breakpoint.objects.all(),
+            request=SimpleNamespace(user=three_experts[expert]),
+        )
+        for expert in ("tech-lead", "security-lead")
+    }
+
+    found = {expert: {bp.pk for bp in fs.qs} for expert, fs in filtersets.items()}
+
+    assert found == {"tech-lead": {tina_seat.pk}, "security-lead": {security_seat.pk}}
+    first, second = filtersets.values()
+    assert first.filters["assignedTo"] is not second.filters["assignedTo"]
+    assert first.form.fields["status"] is second.form.fields["status"]  # shared, not copied
