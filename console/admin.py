@@ -26,7 +26,6 @@ from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
@@ -46,6 +45,7 @@ from core.console.admin import InputFilter, ReviewerReadOnly
 from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
 from core.rendering import html as rendering
+from core.rendering.html import format_html
 
 admin.site.site_header = "Breakpoint Manager"
 admin.site.site_title = "Breakpoint Manager"
@@ -308,11 +308,17 @@ class BreakpointAdmin(admin.ModelAdmin):
     @admin.display(description="Tags")
     def tag_list(self, bp: Breakpoint) -> str:
         tags = bp.tags if isinstance(bp.tags, list) else []
-        return format_html_join(
-            "",
-            '<a class="bpm-tag" href="?{}" title="Show only this tag">{}</a>',
-            # "tag=" + quote_plus: what urlencode({"tag": tag}) writes, without its checks
-            (("tag=" + urllib.parse.quote_plus(tag), tag) for tag in tags if isinstance(tag, str)),
+        # "tag=" + quote_plus: what urlencode({"tag": tag}) writes, without its checks
+        return mark_safe(
+            "".join(
+                format_html(
+                    '<a class="bpm-tag" href="?{}" title="Show only this tag">{}</a>',
+                    "tag=" + urllib.parse.quote_plus(tag),
+                    tag,
+                )
+                for tag in tags
+                if isinstance(tag, str)
+            )
         )
 
     @admin.display(description="Status", ordering="status")

@@ -8,11 +8,15 @@ from django.contrib import admin
 from django.contrib.admin.templatetags.admin_list import items_for_result
 from django.test import RequestFactory
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy
 
 from breakpoints.models import Breakpoint
 from console.admin import _truncated, queue_rows
 from core.choices import Status
+from core.rendering import html as rendering
 from tests.factories import BreakpointFactory
 from tests.reviews.conftest import QUEUE_URL, review_url
 
@@ -101,3 +105,23 @@ def test_queue_rows_are_the_cells_the_admin_writes(varied_queue, console_admin, 
 def test_queue_rows_for_a_reviewer_without_actions(varied_queue, console_reviewer):
     stock, ours = _queue_rows_both_ways(console_reviewer, {"tag": "deploy"})
     assert ours == stock
+
+
+FORMAT_ARGS = {
+    "plain text": ("tag", "Deploy"),
+    "markup characters": ("<script>alert('x')</script>", 'a "quoted" & amp'),
+    "safe markup kept": (mark_safe("<b>kept</b>"), format_html("<i>{}</i>", "<x>")),
+    "lazy text": (gettext_lazy("Select this object for an action - {}"), "é ✓"),
+    "numbers and None": (3, None),
+    "a format field inside an argument": ("{}", "{0}"),
+}
+
+
+@pytest.mark.parametrize("args", FORMAT_ARGS.values(), ids=FORMAT_ARGS.keys())
+def test_the_cells_format_html_writes_what_django_s_writes(args):
+    template = '<a href="?{}" title="x">{}</a>'
+
+    written = rendering.format_html(template, *args)
+
+    assert written == format_html(template, *args)
+    assert isinstance(written, SafeString)
