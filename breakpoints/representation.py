@@ -74,6 +74,16 @@ def breakpoint_row_json(
     return _breakpoint_json(row.__getitem__, feedback, seats)
 
 
+# Every attribute _breakpoint_json reads (besides `feedback`): the columns a list page
+# reads (breakpoints.selectors.breakpoint_page_list), no more.
+ATTRIBUTES = (
+    "id", "status", "agent_id", "run_id", "title", "key", "question", "payload", "tags",
+    "ttl_seconds", "expires_at", "created_at", "updated_at", "released_at", "expired_at",
+    "cancelled_at", "result", "auto_approval", "strategy", "experts", "votes",
+    "requested_by", "payload_digest",
+)  # fmt: skip
+
+
 def _breakpoint_json(
     get: Callable[[str], Any],
     feedback: list[dict[str, Any]],

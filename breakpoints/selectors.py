@@ -23,6 +23,7 @@ from django.db.models import (
 )
 
 from audit.models import Event, EventType
+from breakpoints import representation
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.models.breakpoint import BreakpointQuerySet
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
@@ -36,7 +37,8 @@ from policies.autoapproval import MAX_HISTORY_LIMIT
 
 
 def breakpoint_list(user: Any) -> QuerySet[Breakpoint]:
-    """The list endpoint's base queryset; feedback comes in one extra query, never N+1."""
+    """Visible breakpoints (model instances) with their feedback prefetched in one extra
+    query, never N+1: single reads, and the console's re-reads of a page."""
     return Breakpoint.objects.visible_to(user).prefetch_related(
         Prefetch("feedback", queryset=Feedback.objects.order_by("created_at", "id"))
     )
@@ -66,11 +68,9 @@ class ListedFeedback(Func):
 # query. `experts` is parsed: its names are resolved.
 RAW_JSON_COLUMNS = ("payload", "tags", "result", "auto_approval", "votes")
 _RAW_ALIAS = "raw_json_"
-_PLAIN_COLUMNS = tuple(
-    field.attname
-    for field in Breakpoint._meta.concrete_fields
-    if field.attname not in RAW_JSON_COLUMNS
-)
+# The other columns the representation shows (those it does not, such as the nudges'
+# schedule and the idempotency key, are not read).
+_PLAIN_COLUMNS = tuple(name for name in representation.ATTRIBUTES if name not in RAW_JSON_COLUMNS)
 
 
 def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:

@@ -22,12 +22,6 @@ class RawJSON:
     def __repr__(self) -> str:
         return f"RawJSON({self.text!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RawJSON) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
     def fragment(self) -> orjson.Fragment:
         return orjson.Fragment(self.text)
 

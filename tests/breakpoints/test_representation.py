@@ -16,11 +16,18 @@ from rest_framework import serializers
 
 from breakpoints.api.serializers import BreakpointSerializer, FeedbackSerializer
 from breakpoints.models import Breakpoint
-from breakpoints.representation import breakpoint_json, breakpoints_json
+from breakpoints.representation import (
+    ATTRIBUTES,
+    breakpoint_json,
+    breakpoint_row_json,
+    breakpoints_json,
+)
+from breakpoints.selectors import breakpoint_page_list, listed_rows
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
 from core.actors import Actor
 from notifications import services as webhooks
 from notifications.models import Delivery
+from tests.factories import BreakpointFactory
 
 ROUTED = ["tech-lead", "ops-lead", "reviewer-bob", "owner", "nobody-at-all"]
 
@@ -232,3 +239,27 @@ def test_a_webhook_sends_what_the_api_answers(make_breakpoint, reviewer, reviewe
     [released] = Delivery.objects.filter(breakpoint=bp, event_type="released")
     assert released.body["type"] == "breakpoint.released"
     assert released.body["data"] == api  # key order aside: PostgreSQL's jsonb sorts keys
+
+
+class _RecordingRow(dict):
+    """A row that records every name the representation reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def __getitem__(self, name: str):
+        self.read.append(name)
+        return [] if name in ("experts", "feedback") else None
+
+
+def test_a_list_page_reads_exactly_the_columns_the_representation_shows(reviewer):
+    recording = _RecordingRow()
+    breakpoint_row_json(recording)
+    BreakpointFactory()
+
+    rows = listed_rows(breakpoint_page_list(reviewer))
+
+    assert set(recording.read) == {*ATTRIBUTES, "feedback"}
+    assert len(recording.read) == len(ATTRIBUTES) + 1  # each read once
+    assert [set(row) for row in rows] == [{*ATTRIBUTES, "feedback"}]
