@@ -5,13 +5,17 @@ open when its cache is unreachable. A token that verifies is never refused for w
 at its address sent; a malformed one costs no query and is not counted.
 """
 
+import time
 import uuid
+from types import SimpleNamespace
 
 import httpx
 import pytest
 from django.db.backends.utils import CursorWrapper
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
+from core import ratelimits
+from core.ratelimits import WINDOW_SECONDS
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.token_forms import well_formed_token, with_bad_checksum
@@ -32,6 +36,15 @@ def counters(request, settings) -> None:
                 "KEY_PREFIX": f"test-{uuid.uuid4().hex}",  # a bucket no other run shares
             }
         }
+
+
+@pytest.fixture(autouse=True)
+def _one_minute_window(monkeypatch) -> None:
+    """The limits count in fixed minutes: a flood that crossed a minute's end would start
+    counting again halfway (the tests here then failed about once in a hundred runs). Their
+    clock is held in the middle of one minute."""
+    middle = (int(time.time()) // WINDOW_SECONDS) * WINDOW_SECONDS + WINDOW_SECONDS / 2
+    monkeypatch.setattr(ratelimits, "time", SimpleNamespace(time=lambda: middle))
 
 
 def bearer(raw: str) -> dict[str, str]:
