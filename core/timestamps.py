@@ -22,6 +22,8 @@ def timestamp(value: datetime | str | None) -> str | None:
         return None
     if isinstance(value, str):
         return value
+    if value.tzinfo is UTC:  # as the database driver gives every stored time
+        return value.isoformat()[:-6] + "Z"
     if timezone.is_naive(value):
         value = timezone.make_aware(value)
     text = value.astimezone(UTC).isoformat()

@@ -1,9 +1,10 @@
 """One way to write a time (core.timestamps): UTC with `Z`, whatever TIME_ZONE says,
 in the representation (GET detail, webhooks) and in the status answers alike."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+import pytest
 from django.test import override_settings
 from django.utils import timezone
 
@@ -21,6 +22,24 @@ def test_an_aware_time_in_another_zone_is_written_in_utc():
     noon_in_paris = datetime(2024, 7, 1, 12, 30, 5, 123456, tzinfo=PARIS)  # summer: UTC+2
 
     assert timestamp(noon_in_paris) == "2024-07-01T10:30:05.123456Z"
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2024, 7, 1, 10, 30, 5, tzinfo=UTC),  # whole seconds: no fraction written
+        datetime(2024, 7, 1, 10, 30, 5, 7, tzinfo=UTC),
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+)
+def test_a_time_already_in_utc_is_written_as_the_same_instant_in_any_zone(moment):
+    """Times read from the database are in UTC already (written without converting them)."""
+    in_utc = timestamp(moment)
+
+    assert in_utc.endswith("Z") and "+" not in in_utc
+    assert in_utc == timestamp(moment.replace(tzinfo=ZoneInfo("UTC")))
+    assert datetime.fromisoformat(in_utc) == moment
 
 
 def test_a_naive_time_is_read_in_the_current_time_zone(settings):
