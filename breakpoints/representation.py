@@ -51,17 +51,12 @@ def _feedback_json(get: Callable[[str], Any]) -> dict[str, Any]:
     }
 
 
-def _feedback_of(bp: Breakpoint) -> Iterable[Feedback]:
-    """Its feedback, oldest first: bp.feedback (prefetched, or read)."""
-    return bp.feedback.all()
-
-
 def breakpoint_json(
     bp: Breakpoint, seats: Mapping[str, routing.Seat] | None = None
 ) -> dict[str, Any]:
     """The breakpoint as the API shows it. Its feedback in the order loaded (the
     selectors prefetch it oldest first), else Feedback's default order (the same)."""
-    feedback = [feedback_json(item) for item in _feedback_of(bp)]
+    feedback = [feedback_json(item) for item in bp.feedback.all()]
     return _breakpoint_json(bp.__getattribute__, feedback, seats)
 
 
