@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import django_filters
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
@@ -115,7 +115,11 @@ class BreakpointFilter(django_filters.FilterSet):
     runId = django_filters.CharFilter(field_name="run_id", max_length=MAX_RUN_ID_LENGTH)
     createdAfter = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     createdBefore = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    search = django_filters.CharFilter(method="filter_search", max_length=MAX_SEARCH_LENGTH)
+    search = django_filters.CharFilter(
+        method="filter_search",
+        max_length=MAX_SEARCH_LENGTH,
+        help_text="Title or question contains this text, in any case (% and _ are literal).",
+    )
     assignedTo = django_filters.ChoiceFilter(
         choices=[("me", "me")],
         method="filter_assigned_to",
@@ -146,11 +150,11 @@ class BreakpointFilter(django_filters.FilterSet):
             return qs.waiting()
         return qs.filter(status=value)
 
-    def filter_search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+    def filter_search(self, qs: BreakpointQuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()
         if not value:
             return qs
-        return qs.filter(Q(title__icontains=value) | Q(question__icontains=value))
+        return qs.search(value)
 
     def filter_assigned_to(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         user = getattr(self.request, "user", None)

@@ -10,7 +10,7 @@ import html
 import unicodedata
 import urllib.parse
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -28,7 +28,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import Truncator
+from django.utils.text import Truncator, smart_split, unescape_string_literal
 from django.utils.translation import gettext
 
 from accounts import experts as routing
@@ -36,7 +36,7 @@ from breakpoints import services
 from breakpoints.filters import filter_routed_to
 from breakpoints.jsonlists import filter_has_all_tags
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.models.breakpoint import QUEUE_ORDER
+from breakpoints.models.breakpoint import QUEUE_ORDER, BreakpointQuerySet
 from breakpoints.services import breakpoint_expire
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer
@@ -275,6 +275,20 @@ class BreakpointAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return QueueChangeList
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Breakpoint], search_term: str
+    ) -> tuple[QuerySet[Breakpoint], bool]:
+        """Every word in the box (a quoted phrase is one) is in the title or the question.
+
+        Split as the admin splits it; each word matched as ?search= matches its term.
+        """
+        found = cast(BreakpointQuerySet, queryset)  # Breakpoint.objects' own class
+        for word in smart_split(search_term):
+            if word[0] in "\"'" and word[0] == word[-1]:
+                word = unescape_string_literal(word)
+            found = found.search(word)
+        return found, False
 
     def get_ordering(self, request: HttpRequest) -> list[Any]:
         status = request.GET.get("status__exact")

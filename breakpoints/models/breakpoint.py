@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import models
 from django.db.models import Case, F, IntegerField, Q, Value, When
+from django.db.models.functions import Concat, Upper
 from django.utils import timezone
 
 from breakpoints.payload import key_is_explicit
@@ -52,6 +53,14 @@ class BreakpointQuerySet(models.QuerySet["Breakpoint"]):
         """Still marked waiting, but past expiresAt (see is_overdue)."""
         return self.filter(status=Status.WAITING, expires_at__lte=now or timezone.now())
 
+    def search(self, term: str) -> "BreakpointQuerySet":
+        """Title or question contains `term`, in any case (?search= and the console's box).
+
+        One LIKE on search_text, the term upper-cased by the database as the column is, so
+        both sides fold case alike (PostgreSQL's trigram index bp_search_trgm serves it).
+        """
+        return self.filter(search_text__contains=Upper(Value(term)))
+
     def visible_to(self, user: Any) -> "BreakpointQuerySet":
         """An agent sees its own breakpoints; reviewers and admins all; anyone else none."""
         if isinstance(user, AgentPrincipal):
@@ -76,6 +85,14 @@ class Breakpoint(models.Model):
         max_length=limits.MAX_KEY_LENGTH, help_text="Canonical identity across runs."
     )
     question = models.TextField(null=True, blank=True)
+    # UPPER(title, a newline, question), kept by the database for BreakpointQuerySet.search:
+    # a rare term walks thousands of rows in the list's order, and upper-casing two columns
+    # per row was most of that walk's time.
+    search_text = models.GeneratedField(
+        expression=Upper(Concat("title", Value("\n"), "question", output_field=models.TextField())),
+        output_field=models.TextField(),
+        db_persist=True,
+    )
     payload = models.JSONField(default=dict)
     tags = models.JSONField(default=list, blank=True)
     ttl_seconds = models.PositiveIntegerField(null=True, blank=True)

@@ -361,6 +361,33 @@ def test_list_search_matches_title_or_question_case_insensitively(reviewer_clien
     assert found == {by_title.pk, by_question.pk}
 
 
+def test_list_search_takes_wildcards_literally(reviewer_client, make_breakpoint):
+    percent = make_breakpoint(payload={"title": "Rollout at 100% of hosts"})
+    make_breakpoint(payload={"title": "Rollout at 1000 hosts"})
+    underscore = make_breakpoint(payload={"title": "Rename db_main"})
+    make_breakpoint(payload={"title": "Rename dbxmain"})
+
+    assert ids(reviewer_client.get(LIST, {"search": "100%"})) == [percent.pk]
+    assert ids(reviewer_client.get(LIST, {"search": "db_main"})) == [underscore.pk]
+
+
+def test_list_search_finds_a_title_alone_or_a_question_alone(reviewer_client, make_breakpoint):
+    titled = make_breakpoint(payload={"title": "Rotate the signing keys"})
+    asked = make_breakpoint(payload={"question": "Rotate the signing keys now?"})
+
+    found = set(ids(reviewer_client.get(LIST, {"search": "ROTATE the"})))
+
+    assert found == {titled.pk, asked.pk}
+
+
+def test_list_search_does_not_match_across_title_and_question(reviewer_client, make_breakpoint):
+    make_breakpoint(payload={"title": "Roll", "question": "back the release?"})
+    both = make_breakpoint(payload={"title": "Rollback", "question": "Roll back the release?"})
+
+    assert ids(reviewer_client.get(LIST, {"search": "rollback"})) == [both.pk]
+    assert ids(reviewer_client.get(LIST, {"search": "roll back"})) == [both.pk]
+
+
 def test_list_filters_combine(reviewer_client, make_breakpoint):
     match = make_breakpoint(agent_id="agent-a", tags=["design"], run_id="run-1")
     make_breakpoint(agent_id="agent-a", tags=["design"], run_id="run-2")

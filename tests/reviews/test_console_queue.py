@@ -59,6 +59,21 @@ def test_filters_combine_tag_agent_status_and_search(reviewer_browser, db):
     assert titles("?q=C") == {"C"}  # titles too
 
 
+def test_search_box_needs_every_word_and_keeps_a_quoted_phrase_whole(reviewer_browser, db):
+    BreakpointFactory(title="Deploy billing", question="Ship it now?")
+    BreakpointFactory(title="Deploy search", question="Now or later?")
+    BreakpointFactory(title="Billing report", question="Send it?")
+
+    def titles(query: str) -> set[str]:
+        return set(_titles(reviewer_browser.get(QUEUE_URL + "?" + urlencode({"q": query}))))
+
+    assert titles("deploy") == {"Deploy billing", "Deploy search"}
+    assert titles("billing deploy") == {"Deploy billing"}  # words in any order, all of them
+    assert titles("now billing") == {"Deploy billing"}  # one in the title, one in the question
+    assert titles('"deploy billing"') == {"Deploy billing"}
+    assert titles('"billing deploy"') == set()  # a quoted phrase is one term
+
+
 def test_created_date_filter(reviewer_browser, db):
     _age(BreakpointFactory(title="last year"), 60 * 24 * 400)
     BreakpointFactory(title="today")
