@@ -73,6 +73,26 @@ _RAW_ALIAS = "raw_json_"
 _PLAIN_COLUMNS = tuple(name for name in representation.ATTRIBUTES if name not in RAW_JSON_COLUMNS)
 
 
+def breakpoint_page_keys(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
+    """breakpoint_page_list's keys only (id, and created_at for the cursor): for a search,
+    whose walk in the list's order passes thousands of rows to fill a page of a rare term.
+    bp_created carries search_text, so that walk reads the index alone; the page's rows are
+    then read by id (breakpoint_page_rows)."""
+    keys = Breakpoint.objects.visible_to(user).values("id", "created_at")
+    return cast("QuerySet[Breakpoint, dict[str, Any]]", keys)
+
+
+def breakpoint_page_rows(user: Any, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The listed_rows of a page of breakpoint_page_list, or of breakpoint_page_keys (its
+    rows read by id in one query, in the page's order)."""
+    if not page or "status" in page[0]:
+        return listed_rows(page)
+    ids = [key["id"] for key in page]
+    found = breakpoint_page_list(user).filter(pk__in=ids).order_by()
+    by_id = {row["id"]: row for row in listed_rows(found)}
+    return [by_id[breakpoint_id] for breakpoint_id in ids if breakpoint_id in by_id]
+
+
 def breakpoint_page_list(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
     """The list endpoint's base queryset, of rows (dicts, see listed_rows), not instances:
     every column, the RAW_JSON_COLUMNS as text and, on PostgreSQL, the row's feedback in

@@ -59,6 +59,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     def get_queryset(self):
         if self.action == "list":
+            if self.request.query_params.get("search", "").strip():
+                return selectors.breakpoint_page_keys(self.request.user)  # rows read by id
             return selectors.breakpoint_page_list(self.request.user)
         return selectors.breakpoint_list(self.request.user)
 

@@ -1,6 +1,7 @@
 # search_text: UPPER(title, a newline, question), a stored generated column that ?search=
 # and the console's search box match with one LIKE per row (issue 23). On PostgreSQL one
-# trigram index on it replaces the two on UPPER(title) and UPPER(question) (0005).
+# trigram index on it replaces the two on UPPER(title) and UPPER(question) (0005), and the
+# list's order index carries it.
 #
 # Adding a stored generated column rewrites the table under an exclusive lock: about a
 # minute per million breakpoints on a small machine (README, "Upgrading").
@@ -51,6 +52,15 @@ class Migration(migrations.Migration):
                     Concat("title", models.Value("\n"), "question", output_field=models.TextField())
                 ),
                 output_field=models.TextField(),
+            ),
+        ),
+        # The list's order index gains the id (the order's tie-break) and search_text, so a
+        # search finds a page's ids in it alone (selectors.breakpoint_page_keys).
+        migrations.RemoveIndex(model_name="breakpoint", name="bp_created"),
+        migrations.AddIndex(
+            model_name="breakpoint",
+            index=models.Index(
+                fields=["-created_at", "-id"], include=("search_text",), name="bp_created"
             ),
         ),
         migrations.RunPython(trigram_index_create, trigram_index_drop),

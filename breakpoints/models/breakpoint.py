@@ -145,7 +145,9 @@ class Breakpoint(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["-created_at"], name="bp_created"),
+            # The list's order. search_text rides along so that finding a page's ids for a
+            # search (selectors.breakpoint_page_keys) reads this index alone, not the rows.
+            models.Index(fields=["-created_at", "-id"], name="bp_created", include=["search_text"]),
             models.Index(*QUEUE_ORDER, name="bp_queue_order"),
             models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
             models.Index(fields=["run_id"], name="bp_run"),

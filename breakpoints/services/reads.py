@@ -35,9 +35,9 @@ def breakpoints_page_read(user: Any, page: list[Breakpoint]) -> list[Breakpoint]
 
 
 def breakpoint_rows_page_read(user: Any, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A page of the API's list (rows of selectors.breakpoint_page_list) as read, with its
-    overdue rows expired and read again: the rows of selectors.listed_rows."""
-    rows = selectors.listed_rows(page)
+    """A page of the API's list (of selectors.breakpoint_page_list or breakpoint_page_keys)
+    as read, with its overdue rows expired and read again: the rows of selectors.listed_rows."""
+    rows = selectors.breakpoint_page_rows(user, page)
     overdue = _expired_now(
         row["id"] for row in rows if is_overdue(row["status"], row["expires_at"])
     )

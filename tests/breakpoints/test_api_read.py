@@ -470,6 +470,38 @@ def test_list_pagination_keeps_ordering_and_filters_in_next_url(
     assert [r["breakpointId"] for r in page2["results"]] == five_in_time_order[2:4]
 
 
+def test_a_search_pages_as_the_list_does_and_shows_the_same_rows(
+    reviewer_client, five_in_time_order, make_breakpoint
+):
+    make_breakpoint(payload={"title": "Unrelated"})
+    newest_first = list(reversed(five_in_time_order))
+    listed = {row["breakpointId"]: row for row in reviewer_client.get(LIST).json()["results"]}
+
+    page1 = reviewer_client.get(LIST, {"search": "item", "pageSize": 2}).json()
+    page2 = reviewer_client.get(page1["next"]).json()
+    page3 = reviewer_client.get(page2["next"]).json()
+    back = reviewer_client.get(page3["previous"]).json()
+    oldest = reviewer_client.get(LIST, {"search": "ITEM", "ordering": "createdAt"}).json()
+
+    pages = [page1, page2, page3]
+    assert [[r["breakpointId"] for r in p["results"]] for p in pages] == [
+        newest_first[:2],
+        newest_first[2:4],
+        newest_first[4:],
+    ]
+    assert page3["next"] is None
+    assert [r["breakpointId"] for r in back["results"]] == newest_first[2:4]
+    assert [r["breakpointId"] for r in oldest["results"]] == five_in_time_order
+    assert all(row == listed[row["breakpointId"]] for p in pages for row in p["results"])
+
+
+def test_an_agent_searches_only_its_own(agent_client, make_breakpoint):
+    mine = make_breakpoint(agent_id="agent-a", payload={"title": "Deploy web"})
+    make_breakpoint(agent_id="agent-b", payload={"title": "Deploy web"})
+
+    assert ids(agent_client.get(LIST, {"search": "deploy"})) == [mine.pk]
+
+
 def test_list_agent_pages_only_through_its_own(agent_client, make_breakpoint):
     mine = [make_breakpoint(agent_id="agent-a").pk for _ in range(3)]
     for _ in range(3):

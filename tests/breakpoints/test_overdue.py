@@ -47,6 +47,18 @@ def test_list_shows_an_overdue_breakpoint_as_expired(make_breakpoint, reviewer_c
     assert Event.objects.filter(breakpoint_id=overdue.pk, type="expired").count() == 1
 
 
+def test_a_search_shows_an_overdue_breakpoint_as_expired(make_breakpoint, reviewer_client):
+    overdue = _make_overdue(make_breakpoint, payload={"title": "Rotate keys"})
+    fresh = make_breakpoint(ttl_seconds=3600, payload={"title": "Rotate certificates"})
+    answer = reviewer_client.get("/api/breakpoints", {"search": "rotate"}).json()
+
+    assert [(row["breakpointId"], row["status"]) for row in answer["results"]] == [
+        (fresh.pk, "waiting"),
+        (overdue.pk, "expired"),
+    ]
+    assert Event.objects.filter(breakpoint_id=overdue.pk, type="expired").count() == 1
+
+
 def test_waiting_filter_leaves_out_overdue_breakpoints(make_breakpoint, reviewer_client):
     overdue = _make_overdue(make_breakpoint)
     fresh = make_breakpoint()
