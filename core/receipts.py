@@ -8,6 +8,7 @@ The claims are exactly RECEIPT_CLAIMS; the header is {"alg": "EdDSA", "kid", "ty
 import json
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import jwt
@@ -40,6 +41,11 @@ class ReceiptKey:
 
     kid: str
     jwk: dict[str, Any]
+
+    @cached_property
+    def private_key(self) -> Any:
+        """The key loaded once (loading it took as long as a signature)."""
+        return jwt.PyJWK(self.jwk, algorithm=ALGORITHM).key
 
     @property
     def public_jwk(self) -> dict[str, Any]:
@@ -84,9 +90,8 @@ def sign(claims: dict[str, Any], key: ReceiptKey) -> str:
     """The compact JWS of `claims` (exactly RECEIPT_CLAIMS), signed with `key`."""
     if set(claims) != set(RECEIPT_CLAIMS):
         raise ReceiptError(f"A receipt's claims are exactly: {', '.join(RECEIPT_CLAIMS)}.")
-    private = jwt.PyJWK(key.jwk, algorithm=ALGORITHM).key
     headers = {"kid": key.kid, "typ": RECEIPT_TYPE}
-    return jwt.encode(claims, private, algorithm=ALGORITHM, headers=headers)
+    return jwt.encode(claims, key.private_key, algorithm=ALGORITHM, headers=headers)
 
 
 def verify(receipt: str, key_set: dict[str, Any]) -> dict[str, Any]:

@@ -4,11 +4,13 @@ An admin expires one by hand; a read or a decision that meets an overdue one exp
 on the spot (breakpoint_expire_if_due); beat's TTL sweep expires the rest in batches.
 """
 
+import json
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Case, JSONField, Value, When
+from django.db import connection, transaction
+from django.db.models import JSONField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from audit.models import EventType
@@ -222,15 +224,8 @@ def _update_to_expired(results: dict[str, dict[str, Any]], now: datetime) -> lis
     it was selected (no row locks, e.g. SQLite), the moved ids are read back.
     """
     ids = list(results)
-    result_for_row = Case(
-        *(
-            When(pk=bp_id, then=Value(result, output_field=JSONField()))
-            for bp_id, result in results.items()
-        ),
-        output_field=JSONField(),
-    )
     moved = Breakpoint.objects.filter(pk__in=ids, status=Status.WAITING).update(
-        status=Status.EXPIRED, result=result_for_row, expired_at=now, updated_at=now
+        status=Status.EXPIRED, result=_result_of_row(results), expired_at=now, updated_at=now
     )
     if moved == len(ids):
         return ids
@@ -239,3 +234,19 @@ def _update_to_expired(results: dict[str, dict[str, Any]], now: datetime) -> lis
             "pk", flat=True
         )
     )
+
+
+def _result_of_row(results: dict[str, dict[str, Any]]) -> RawSQL:
+    """Each row's result, looked up by its id in one JSON object of the batch's results.
+
+    (A CASE with a branch per row is compared branch by branch on every row: with 1,000
+    rows a batch, that was most of the sweep's time.)
+    """
+    id_column = (
+        f"{connection.ops.quote_name(Breakpoint._meta.db_table)}.{connection.ops.quote_name('id')}"
+    )
+    if connection.vendor == "postgresql":
+        sql = f"(%s::jsonb -> {id_column})"
+    else:  # SQLite's JSON functions take a path; an id is "bp-" and hex digits
+        sql = f"""json_extract(%s, '$."' || {id_column} || '"')"""
+    return RawSQL(sql, [json.dumps(results)], output_field=JSONField())

@@ -29,13 +29,14 @@ from breakpoints.services import (
     expiry,
     feedback_add,
 )
+from core import receipts
 from core.actors import Actor
 from notifications import outbox
 from notifications import services as webhooks
 from notifications.models import Delivery, Webhook
 from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
-from tests.support.receipts import unsealed
+from tests.support.receipts import suite_jwks, unsealed
 from tests.support.records import backdate_expiry
 from tests.support.threads import run_together
 
@@ -170,13 +171,18 @@ def test_sweep_uses_the_real_clock_by_default(make_breakpoint):
 def test_sweep_works_through_more_than_one_batch(make_breakpoint):
     bps = [make_breakpoint(ttl_seconds=1) for _ in range(7)]
 
-    count = breakpoints_expire_due(now=timezone.now() + timedelta(seconds=2), batch_size=2)
+    count = breakpoints_expire_due(now=timezone.now() + timedelta(seconds=2), batch_size=3)
 
     assert count == 7
     assert set(
         Breakpoint.objects.filter(pk__in=[b.pk for b in bps]).values_list("status", flat=True)
     ) == {"expired"}
     assert Event.objects.filter(type="expired").count() == 7
+    # One UPDATE per batch, each row its own result: every receipt names its own row.
+    for stored in Breakpoint.objects.filter(pk__in=[b.pk for b in bps]):
+        claims = receipts.verify(stored.result["receipt"], suite_jwks())
+        assert claims["breakpointId"] == stored.pk
+        assert claims["payloadDigest"] == stored.payload_digest
 
 
 def test_expire_breakpoints_command_and_task_run_the_sweep(make_breakpoint):
