@@ -8,7 +8,6 @@ Django is reached through core.asgi_body, which gives chunked request bodies a
 Content-Length (Django's WSGI handler reads only as much as that says).
 """
 
-import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -19,12 +18,12 @@ django_wsgi = get_wsgi_application()
 
 from a2wsgi import WSGIMiddleware  # noqa: E402 - after Django is set up
 from django.conf import settings  # noqa: E402
-from django.urls import get_resolver  # noqa: E402
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
 from config.startup import require_production_settings  # noqa: E402
 from core.asgi_body import BufferedBodyApp  # noqa: E402
 from core.asgi_cors import CorsHeadersApp  # noqa: E402
+from core.heap import startup_heap_freeze  # noqa: E402
 from core.logging import redact_server_access_logs  # noqa: E402
 
 # uvicorn's and gunicorn's access lines print paths: no email decision token in them.
@@ -40,10 +39,4 @@ application = CorsHeadersApp(
     )
 )
 
-# What the process holds once started (Django, the apps, the URLconf: ~150,000 objects)
-# lives as long as the process: frozen out of the collector, it is not walked again by
-# every full collection (61 ms each, stalling a worker's requests under load; list p95
-# with 8 clients 271 -> 131 ms in benchmarks/http_bench.py's lists section).
-get_resolver().url_patterns  # noqa: B018 - the URLconf and the views it imports, loaded now
-gc.collect()
-gc.freeze()
+startup_heap_freeze()

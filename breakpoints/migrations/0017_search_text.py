@@ -54,13 +54,13 @@ class Migration(migrations.Migration):
                 output_field=models.TextField(),
             ),
         ),
-        # The list's order index gains the id (the order's tie-break) and search_text, so a
-        # search finds a page's ids in it alone (selectors.breakpoint_page_keys).
+        # The list's order index carries id and search_text, so a search finds a page's
+        # keys in it alone (selectors.breakpoint_page_keys).
         migrations.RemoveIndex(model_name="breakpoint", name="bp_created"),
         migrations.AddIndex(
             model_name="breakpoint",
             index=models.Index(
-                fields=["-created_at", "-id"], include=("search_text",), name="bp_created"
+                fields=["-created_at"], include=("id", "search_text"), name="bp_created"
             ),
         ),
         migrations.RunPython(trigram_index_create, trigram_index_drop),

@@ -145,9 +145,11 @@ class Breakpoint(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            # The list's order. search_text rides along so that finding a page's ids for a
-            # search (selectors.breakpoint_page_keys) reads this index alone, not the rows.
-            models.Index(fields=["-created_at", "-id"], name="bp_created", include=["search_text"]),
+            # The list's order. id and search_text ride along so that finding a page's keys
+            # for a search (selectors.breakpoint_page_keys) reads this index alone. Not
+            # (created_at, id): ordered exactly as the list, PostgreSQL preferred it to the
+            # status indexes below and walked it past a sweep's 100,000 expired rows.
+            models.Index(fields=["-created_at"], name="bp_created", include=["id", "search_text"]),
             models.Index(*QUEUE_ORDER, name="bp_queue_order"),
             models.Index(fields=["agent_id", "-created_at"], name="bp_agent_created"),
             models.Index(fields=["run_id"], name="bp_run"),
