@@ -78,14 +78,17 @@ def breakpoint_page_keys(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
     whose walk in the list's order passes thousands of rows to fill a page of a rare term.
     bp_created carries search_text, so that walk reads the index alone; the page's rows are
     then read by id (breakpoint_page_rows)."""
-    keys = Breakpoint.objects.visible_to(user).values("id", "created_at")
+    keys = Breakpoint.objects.visible_to(user).values(*_PAGE_KEYS)
     return cast("QuerySet[Breakpoint, dict[str, Any]]", keys)
+
+
+_PAGE_KEYS = ("id", "created_at")
 
 
 def breakpoint_page_rows(user: Any, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The listed_rows of a page of breakpoint_page_list, or of breakpoint_page_keys (its
     rows read by id in one query, in the page's order)."""
-    if not page or "status" in page[0]:
+    if not page or page[0].keys() != set(_PAGE_KEYS):
         return listed_rows(page)
     ids = [key["id"] for key in page]
     found = breakpoint_page_list(user).filter(pk__in=ids).order_by()

@@ -57,7 +57,8 @@ class BreakpointQuerySet(models.QuerySet["Breakpoint"]):
         """Title or question contains `term`, in any case (?search= and the console's box).
 
         One LIKE on search_text, the term upper-cased by the database as the column is, so
-        both sides fold case alike (PostgreSQL's trigram index bp_search_trgm serves it).
+        both sides fold case alike. On PostgreSQL the trigram index bp_search_trgm serves
+        counts; the list's walk reads the column from bp_created.
         """
         return self.filter(search_text__contains=Upper(Value(term)))
 
