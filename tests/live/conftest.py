@@ -13,9 +13,45 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from django.core.management.base import CommandError
+from django.test import TransactionTestCase
 
 from tests.support.system import PROJECT_DIR, RedisServer, System, missing_requirement
+
+# How many times a test's flush is tried when PostgreSQL breaks a deadlock against it.
+FLUSH_ATTEMPTS = 3
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_survives_a_deadlock() -> Iterator[None]:
+    """A module's system keeps running while a test's rows are flushed: its beat sweeps
+    every second, and a sweep's transaction (rows locked, then events written) can meet
+    the flush's TRUNCATE of every table the other way round. PostgreSQL breaks such a
+    deadlock by failing one side; when that is the flush (which then wrote nothing), it is
+    tried again."""
+    flush = TransactionTestCase._fixture_teardown
+
+    def teardown(self: TransactionTestCase) -> None:
+        for attempt in range(1, FLUSH_ATTEMPTS + 1):
+            try:
+                return flush(self)
+            except CommandError as exc:
+                if attempt == FLUSH_ATTEMPTS or not _deadlocked(exc):
+                    raise
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", teardown)
+        yield
+
+
+def _deadlocked(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, psycopg.errors.DeadlockDetected):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @pytest.fixture(scope="module")
