@@ -1,5 +1,6 @@
 """Who acts: a person, an agent or the system. Services take an Actor, never a request."""
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,11 +16,13 @@ ADMINS_GROUP = "admins"
 @dataclass(frozen=True)
 class Actor:
     """Who acts. `context` goes into the metadata of every audit event the actor causes
-    (e.g. the external event a trigger rule acted on)."""
+    (e.g. the external event a trigger rule acted on). `owner`: for an agent whose token
+    has one, the person it acts for (the requester of every breakpoint it creates)."""
 
     name: str
     user: Any = None
     agent_id: str | None = None
+    owner: str | None = None
     context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
@@ -27,8 +30,8 @@ class Actor:
         return cls(name=user.get_username(), user=user)
 
     @classmethod
-    def for_agent(cls, agent_id: str) -> "Actor":
-        return cls(name=f"agent:{agent_id}", agent_id=agent_id)
+    def for_agent(cls, agent_id: str, owner: str | None = None) -> "Actor":
+        return cls(name=f"agent:{agent_id}", agent_id=agent_id, owner=owner)
 
     @classmethod
     def system(cls, what: str) -> "Actor":
@@ -90,7 +93,7 @@ def is_reviewer(user: Any) -> bool:
 
 def actor_for_request_user(user: Any) -> Actor:
     if isinstance(user, AgentPrincipal):
-        return Actor.for_agent(user.agent_id)
+        return Actor.for_agent(user.agent_id, owner=user.owner)
     return Actor.for_user(user)
 
 
@@ -124,16 +127,22 @@ SELF_REVIEW_REFUSAL = (
 )
 
 
+def name_key(name: str) -> str:
+    """How a person's name (a username or an email) is compared: NFKC-normalised (a
+    full-width "ａｌｉｃｅ" is "alice"), stripped and case-folded."""
+    return unicodedata.normalize("NFKC", name).strip().casefold()
+
+
 def is_requester(user: Any, requested_by: str | None) -> bool:
     """Whether the person `user` is the one a breakpoint names in requestedBy: by username
-    or email, case-insensitively. Nobody is the requester of a breakpoint naming none."""
-    wanted = (requested_by or "").strip().casefold()
+    or email, compared by name_key. Nobody is the requester of a breakpoint naming none."""
+    wanted = name_key(requested_by or "")
     if not wanted or user is None or isinstance(user, AgentPrincipal):
         return False
     if not getattr(user, "is_authenticated", False):
         return False
     names = {user.get_username(), getattr(user, "email", "") or ""}
-    return wanted in {name.strip().casefold() for name in names if name}
+    return wanted in {name_key(name) for name in names if name}
 
 
 def require_not_requester(actor: Actor, requested_by: str | None, *, prevent: bool) -> None:

@@ -9,6 +9,9 @@ Precedence, highest first (babysitter's table):
    expiries and cancellations neither count nor reset it). Per (agent, key): another agent
    reusing a key does not inherit those approvals;
 5. otherwise prompt.
+
+Above them all, four eyes (policies.foureyes): a breakpoint under it is never approved
+automatically, whatever the rules, tags or history say.
 """
 
 import logging
@@ -28,6 +31,7 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
     NO_AUTO_APPROVE_THRESHOLD,
 )
+from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
 from policies.patterns import PatternError, parse_pattern, stored_pattern
 
@@ -207,8 +211,12 @@ def evaluate(
     auto_approve_after_n: int = NO_AUTO_APPROVE_THRESHOLD,
     agent_id: str | None = None,
     explicit_key: bool = True,
+    prevent_self_review: bool = False,
 ) -> Verdict:
     """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
+
+    `prevent_self_review`: the breakpoint's own; under four eyes (it, or the service's
+    setting) nothing approves it automatically and the verdict says so.
 
     `agent_id` scopes the consecutive approvals to that agent's breakpoints; creation always
     passes it. Without it (admins asking about a key) they are counted across all agents.
@@ -228,6 +236,8 @@ def evaluate(
         if explicit_key
         else 0
     )
+    if under_four_eyes(prevent_self_review):
+        return Verdict(False, FOUR_EYES_REASON, None, streak)
     never, auto = _matching_rules(key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
@@ -273,12 +283,16 @@ def _blocking_tag(tags: list[str]) -> str | None:
     return next((tag for tag in tags if tag in blocking), None)
 
 
-def forbidding_reason(*, key: str, tags: Iterable[str], experts: Iterable[str]) -> str | None:
+def forbidding_reason(
+    *, key: str, tags: Iterable[str], experts: Iterable[str], prevent_self_review: bool = False
+) -> str | None:
     """Why no automatic approval may release this breakpoint now, or None if one may.
 
-    The rules above auto-approve rules in the precedence (never-auto-approve, always-break-on
-    tags); a timeout policy of `approve` obeys them too.
+    Four eyes, and the rules above auto-approve rules in the precedence (never-auto-approve,
+    always-break-on tags); a timeout policy of `approve` obeys them too.
     """
+    if under_four_eyes(prevent_self_review):
+        return FOUR_EYES_REASON
     tags, experts = list(tags), list(experts)
     never, _ = _matching_rules(key, tags, experts)
     if never is not None:

@@ -15,6 +15,7 @@ from core.actors import Actor, require_admin
 from core.choices import Channel
 from core.exceptions import Conflict, InvalidInput, NotFound
 from core.storable import storable_text
+from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
 from policies.patterns import PatternError, parse_pattern, stored_pattern
 from policies.validators import check_prevent_self_review, check_timeout_policy
@@ -122,6 +123,10 @@ def _checked(
         defaults = {key: value for key, value in defaults.items() if value is not None}
         check_timeout_policy(errors, defaults, prefix="defaults")
         check_prevent_self_review(errors, defaults, prefix="defaults")
+        if "defaults.onTimeout" not in errors and (
+            problem := timeout_approve_problem(defaults, four_eyes=False)
+        ):
+            errors["defaults.onTimeout"] = [problem]
     return canonical, defaults, errors
 
 

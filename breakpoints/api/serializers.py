@@ -155,8 +155,9 @@ class BreakpointSerializer(serializers.ModelSerializer):
     requestedBy = serializers.CharField(
         source="requested_by",
         allow_null=True,
-        help_text="Who it is on behalf of (username or email): the create body's requestedBy, "
-        "else the agent token's owner. With preventSelfReview that person cannot decide it.",
+        help_text="Who it is on behalf of, by username: the agent token's owner when it has "
+        "one, else the known person the create body named. With preventSelfReview that "
+        "person cannot decide it and no automatic approval applies.",
     )
     payloadDigest = serializers.CharField(
         source="payload_digest",
@@ -287,8 +288,9 @@ class BreakpointCreateSerializer(StrictBody):
         required=False,
         allow_null=True,
         max_length=limits.MAX_REQUESTED_BY_LENGTH,
-        help_text="Who it is on behalf of (a username or email). Omitted or null: the agent "
-        "token's owner, if it has one. With preventSelfReview that person cannot decide it.",
+        help_text="Who it is on behalf of (a username or email). A token with an owner: "
+        "omitted, null or naming the owner means the owner; anyone else is a 403. A token "
+        "without one: a known person (stored by username), an unknown name is a 400.",
     )
 
 

@@ -113,7 +113,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             tags=data.get("tags"),
             ttl_seconds=data.get("ttlSeconds"),
             idempotency_key=idempotency_key.strip() if idempotency_key else None,
-            requested_by=data.get("requestedBy") or getattr(request.user, "owner", None),
+            requested_by=data.get("requestedBy"),
         )
         bp = services.breakpoint_read(request.user, bp.pk)
         return Response(

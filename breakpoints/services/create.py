@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import experts as routing
+from accounts.requesters import requester_bind
 from audit.models import EventType
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
@@ -21,7 +22,7 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
-from policies import autoapproval
+from policies import autoapproval, foureyes
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
@@ -72,11 +73,13 @@ def breakpoint_create(
     approval the breakpoint is released at once (an `auto_approved` event, then the
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
-    `requested_by` names who it is on behalf of (the API defaults it to the agent token's
-    owner); its payloadDigest is computed once, at the insert (core.digests).
+    `requested_by` names who it is on behalf of, bound to the agent token's owner or to a
+    known person (accounts.requesters); its payloadDigest is computed once, at the insert
+    (core.digests).
     """
     agent_id = _creating_agent(actor, agent_id)
     _check_ttl(ttl_seconds)
+    requester = requester_bind(owner=actor.owner, requested=requested_by)
     fields = resolve_fields(payload=payload, title=title, tags=tags)
     body = {"agentId": agent_id, "runId": run_id, "title": title, "payload": payload}
     body.update(tags=tags, ttlSeconds=ttl_seconds, requestedBy=requested_by)
@@ -100,7 +103,7 @@ def breakpoint_create(
         request_hash=request_hash,
         experts=routing.expert_names(payload.get("expert")),
         strategy=payload.get("strategy") or Strategy.SINGLE,
-        requested_by=requested_by.strip() if requested_by else None,
+        requested_by=requester,
     )
     try:
         return _insert(row, actor=actor), True
@@ -139,6 +142,15 @@ def _check_ttl(ttl_seconds: int | None) -> None:
 def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
     """Save a new breakpoint with the rules' verdict, record it, auto-release if they say so."""
     with transaction.atomic():
+        now = timezone.now()
+        routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
+        defaults = route_defaults(routes)
+        policy = {**defaults, **_timeout_keys(bp.payload)}
+        # Either may ask for four eyes; neither can lift what the other (or the service) asks.
+        bp.prevent_self_review = bool(
+            defaults.get("preventSelfReview") or bp.payload.get("preventSelfReview")
+        )
+        _check_four_eyes_timeout(bp, policy, defaults)
         verdict = autoapproval.evaluate(
             key=bp.key,
             tags=bp.tags,
@@ -148,19 +160,12 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             ),
             agent_id=bp.agent_id,
             explicit_key=bp.key_is_explicit,
+            prevent_self_review=bp.prevent_self_review,
         )
-        now = timezone.now()
         bp.payload_digest = content_digest(question=bp.question, title=bp.title, payload=bp.payload)
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
-        routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
-        defaults = route_defaults(routes)
-        policy = {**defaults, **_timeout_keys(bp.payload)}
         for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
-        # Either may ask for four eyes; neither can lift what the other (or the service) asks.
-        bp.prevent_self_review = bool(
-            defaults.get("preventSelfReview") or bp.payload.get("preventSelfReview")
-        )
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
         record(
@@ -172,6 +177,18 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         if verdict.recommended:
             _auto_release(bp, verdict)
     return bp
+
+
+def _check_four_eyes_timeout(
+    bp: Breakpoint, policy: dict[str, Any], defaults: dict[str, Any]
+) -> None:
+    """Refuse (400) an onTimeout of approve, the payload's or a route's, under four eyes."""
+    problem = foureyes.timeout_approve_problem(policy, four_eyes=bp.prevent_self_review)
+    if problem is None:
+        return
+    if _timeout_keys(bp.payload).get("onTimeout") is None:
+        problem += " (onTimeout: approve is a default of a route it matches: send another.)"
+    raise InvalidInput(f"payload.onTimeout: {problem}", {"payload.onTimeout": [problem]})
 
 
 def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,7 +19,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import InvalidInput, InvalidState, SelfReview
-from policies import autoapproval
+from policies import autoapproval, foureyes
 from policies.models import AutoApprovalRule
 
 
@@ -79,7 +78,7 @@ def _check_release(bp: Breakpoint, option: str | None, approved: bool | None) ->
 def self_review_prevented(bp: Breakpoint) -> bool:
     """Whether its requester is refused a decision: its own preventSelfReview (payload or
     a matching route's default, fixed at creation) or the service's BPM_PREVENT_SELF_REVIEW."""
-    return bool(bp.prevent_self_review or settings.BPM_PREVENT_SELF_REVIEW)
+    return foureyes.under_four_eyes(bp.prevent_self_review)
 
 
 def require_other_reviewer(bp: Breakpoint, actor: Actor) -> None:

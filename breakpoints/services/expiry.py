@@ -99,7 +99,12 @@ def _time_out_locked(bp: Breakpoint) -> Breakpoint:
         return _expire_locked(bp, actor=TTL_ACTOR)
     approved = policy == OnTimeout.APPROVE
     forbidden = (
-        autoapproval.forbidding_reason(key=bp.key, tags=bp.tags, experts=bp.experts)
+        autoapproval.forbidding_reason(
+            key=bp.key,
+            tags=bp.tags,
+            experts=bp.experts,
+            prevent_self_review=bp.prevent_self_review,
+        )
         if approved
         else None
     )

@@ -375,11 +375,12 @@ def test_a_comment_alone_may_not_be_empty_whichever_way(make_breakpoint, rita, c
 
 # --- four eyes: the requester may not decide (preventSelfReview) ----------------------------
 # The rule lives once (breakpoints.services.decisions.require_other_reviewer); each channel
-# meets it through feedback_add. rita requested it (by email, another case), so rita is
-# refused however she answers, admins alike; tina, another reviewer, may release it.
+# meets it through feedback_add. rita requested it (named by email, another case: stored
+# as rita, accounts.requesters), so rita is refused however she answers, admins alike;
+# tina, another reviewer, may release it.
 
 SELF_REVIEW = (
-    "You requested this breakpoint (RITA@example.com): another reviewer must decide it "
+    "You requested this breakpoint (rita): another reviewer must decide it "
     "(self-review is not allowed here)."
 )
 

@@ -21,25 +21,107 @@ from core.digests import content_digest
 from policies.routes import route_add
 from tests.breakpoints.test_commands import last_line, run
 from tests.conftest import bearer_client
+from tests.factories import ReviewerFactory
 from tests.support.api import assert_error
 
 URL = "/api/breakpoints"
 ASK = {"question": "Deploy?", "title": "Deploy"}
 
 
-def test_requested_by_is_the_bodys_else_the_tokens_owner(db):
+def test_a_token_without_a_known_owner_binds_the_requester_to_that_owner(db):
     _, raw = token_create_for_agent(agent_id="ci", owner="dana@example.com")
     agent = bearer_client(raw)
 
     by_owner = agent.post(URL, {"payload": ASK}, format="json")
-    named = agent.post(URL, {"payload": ASK, "requestedBy": "erik"}, format="json")
+    named = agent.post(URL, {"payload": ASK, "requestedBy": "DANA@example.com"}, format="json")
+    other = agent.post(URL, {"payload": ASK, "requestedBy": "erik"}, format="json")
 
     assert by_owner.status_code == named.status_code == 201
-    assert by_owner.json()["requestedBy"] == "dana@example.com"
-    assert named.json()["requestedBy"] == "erik"
+    assert by_owner.json()["requestedBy"] == named.json()["requestedBy"] == "dana@example.com"
+    assert assert_error(other, 403, "permission_denied")["details"] == {
+        "requestedBy": "dana@example.com"
+    }
     assert by_owner.json()["payloadDigest"] == content_digest(
         question="Deploy?", title="Deploy", payload=ASK
     )
+
+
+@pytest.mark.parametrize(
+    "named",
+    [None, "alice", "ALICE", " alice ", "alice@example.com", "\uff41\uff4c\uff49\uff43\uff45"],
+)
+def test_an_owned_token_stores_its_owner_however_the_body_names_them(db, named):
+    ReviewerFactory(username="alice")  # email alice@example.com
+    agent = bearer_client(token_create_for_agent(agent_id="ci", owner="Alice@Example.com")[1])
+    body = {"payload": ASK} if named is None else {"payload": ASK, "requestedBy": named}
+    response = agent.post(URL, body, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["requestedBy"] == "alice"  # the person, by username
+
+
+@pytest.mark.parametrize(
+    ("named", "status"),
+    [
+        ("bob", 403),  # somebody else, who exists
+        ("\u0430lice", 403),  # a Cyrillic a: another name, not alice
+        ("alice\u200b", 400),  # an invisible character
+        ("al\u00adice", 400),  # a soft hyphen
+        ("alice\u0007", 400),  # a control character
+    ],
+)
+def test_an_owned_token_cannot_name_anyone_else(db, named, status):
+    ReviewerFactory(username="alice")
+    ReviewerFactory(username="bob")
+    agent = bearer_client(token_create_for_agent(agent_id="ci", owner="alice")[1])
+    response = agent.post(URL, {"payload": ASK, "requestedBy": named}, format="json")
+    error = assert_error(
+        response, status, "permission_denied" if status == 403 else "validation_error"
+    )
+    assert "requestedBy" in error["details"]
+    assert not Breakpoint.objects.exists()
+
+
+def test_a_lookalike_requester_is_the_owner_and_so_cannot_approve(db, client_for):
+    alice = ReviewerFactory(username="alice")
+    agent = bearer_client(token_create_for_agent(agent_id="ci", owner="alice")[1])
+    payload = {**ASK, "preventSelfReview": True}
+    created = agent.post(
+        URL, {"payload": payload, "requestedBy": "\uff41\uff4c\uff49\uff43\uff45"}, format="json"
+    )
+    bp_id = created.json()["breakpointId"]
+    release = {"comment": "mine", "release": True, "approved": True}
+    refused = client_for(alice).post(f"{URL}/{bp_id}/feedback", release, format="json")
+    assert assert_error(refused, 403, "permission_denied")["details"]["requestedBy"] == "alice"
+    assert Breakpoint.objects.get(pk=bp_id).status == "waiting"
+
+
+@pytest.mark.parametrize(
+    ("named", "stored"), [("bob", "bob"), ("BOB", "bob"), ("Bob@Example.COM", "bob")]
+)
+def test_a_token_without_an_owner_may_name_a_known_person_stored_by_username(
+    agent_client, named, stored
+):
+    ReviewerFactory(username="bob")
+    response = agent_client.post(URL, {"payload": ASK, "requestedBy": named}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["requestedBy"] == stored
+
+
+@pytest.mark.parametrize("named", ["erik", "\u0430lice", "alice\u200b", "\u202ealice"])
+def test_a_token_without_an_owner_cannot_name_an_unknown_or_disguised_person(agent_client, named):
+    ReviewerFactory(username="alice")
+    response = agent_client.post(URL, {"payload": ASK, "requestedBy": named}, format="json")
+    assert "requestedBy" in assert_error(response, 400)["details"]
+    assert not Breakpoint.objects.exists()
+
+
+def test_a_name_two_people_share_as_email_is_ambiguous(agent_client):
+    ReviewerFactory(username="ann", email="team@example.com")
+    ReviewerFactory(username="ben", email="team@example.com")
+    response = agent_client.post(
+        URL, {"payload": ASK, "requestedBy": "team@example.com"}, format="json"
+    )
+    assert "requestedBy" in assert_error(response, 400)["details"]
 
 
 def test_a_token_without_an_owner_leaves_requested_by_null(agent_client):

@@ -1,0 +1,49 @@
+"""Four eyes: whether a breakpoint is under it, and what that forbids.
+
+A breakpoint is under four eyes when its own preventSelfReview (the payload's, or a
+matching route's default, fixed at creation) or the service's BPM_PREVENT_SELF_REVIEW asks
+for it. Such a breakpoint is decided by a person other than its requester, always:
+- no automatic approval of any kind releases it (auto-approve rules, "Always approve",
+  autoApproveAfterN, and an onTimeout policy of `approve`): autoapproval.evaluate and
+  autoapproval.forbidding_reason ask `under_four_eyes`;
+- an onTimeout of `approve` is refused where it would meet four eyes: a breakpoint's
+  creation (400) and a route's defaults when saved (`timeout_approve_problem`);
+- the requester is refused a decision on every channel (core.actors.require_not_requester,
+  asked by the breakpoint services).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from core.choices import OnTimeout
+
+FOUR_EYES_REASON = (
+    "Four eyes (preventSelfReview): a person other than its requester must decide it; "
+    "no automatic approval applies"
+)
+
+
+def service_wide() -> bool:
+    """Whether the service puts every breakpoint under four eyes (BPM_PREVENT_SELF_REVIEW)."""
+    return bool(settings.BPM_PREVENT_SELF_REVIEW)
+
+
+def under_four_eyes(prevent_self_review: bool | None) -> bool:
+    """Whether a breakpoint whose own preventSelfReview is this is under four eyes."""
+    return bool(prevent_self_review) or service_wide()
+
+
+def timeout_approve_problem(values: Mapping[str, Any], *, four_eyes: bool) -> str | None:
+    """Why `values` (a payload's timeout keys merged over its routes' defaults, or a route's
+    defaults) may not say onTimeout: approve, or None. `four_eyes`: whether what they apply
+    to is under four eyes from elsewhere (a payload, a route, the service)."""
+    if values.get("onTimeout") != OnTimeout.APPROVE:
+        return None
+    if not (four_eyes or under_four_eyes(values.get("preventSelfReview") is True)):
+        return None
+    return (
+        "onTimeout: approve cannot apply under four eyes (preventSelfReview): a person other "
+        "than the requester must decide. Use expire, reject or escalate."
+    )
