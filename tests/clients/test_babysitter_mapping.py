@@ -65,8 +65,12 @@ def test_context_files_are_read_relative_to_the_project(tmp_path):
     sent = request["payload"]["context"]["files"]
     assert sent[0] == {"path": "docs/plan.md", "format": "markdown", "content": "# Plan\n"}
     assert sent[1] == {"path": "docs/plan.md", "content": "# Plan\n"}
-    assert sent[2]["path"] == "missing.txt"
-    assert sent[2]["content"].startswith("[bpm babysitter: cannot read missing.txt")
+    assert sent[2] == {
+        "path": "missing.txt",
+        "format": "text",
+        "content": "[bpm babysitter left out missing.txt: it cannot be read (No such file or "
+        "directory). Nothing of it was sent.]",
+    }
     assert sent[3] == {"path": "given.txt", "content": "as sent"}
 
 

@@ -67,6 +67,36 @@ def test_the_sdk_rejects_a_receipt_that_states_another_result(decided):
         sdk_receipts.check_result(swapped, suite_jwks())
 
 
+@pytest.fixture
+def other_id(make_breakpoint) -> str:
+    """Another breakpoint (B), whose receipt the decided one's (A's) must never pass for."""
+    return make_breakpoint(payload={"question": "Something else?"}).pk
+
+
+def test_a_result_without_a_breakpoint_id_is_refused_without_one_given(decided):
+    """A result built from a webhook body or a stored result carries no breakpoint id: a
+    genuine receipt of another breakpoint with the same decision would pass for its own."""
+    anonymous = dataclasses.replace(decided, breakpoint_id=None)
+    with pytest.raises(ReceiptInvalid, match="carries no breakpoint id: pass breakpoint_id"):
+        sdk_receipts.check_result(anonymous, suite_jwks())
+    assert sdk_receipts.verified(anonymous, suite_jwks()).verified is False
+
+
+def test_a_receipt_verifies_only_as_the_breakpoint_it_names(decided, other_id):
+    """A's receipt: refused as B's (given, or the result's own id), accepted as A's."""
+    anonymous = dataclasses.replace(decided, breakpoint_id=None)
+    with pytest.raises(ReceiptInvalid, match="does not state this result: breakpointId"):
+        sdk_receipts.check_result(anonymous, suite_jwks(), breakpoint_id=other_id)
+    relabelled = dataclasses.replace(decided, breakpoint_id=other_id)
+    with pytest.raises(ReceiptInvalid, match="does not state this result: breakpointId"):
+        sdk_receipts.check_result(relabelled, suite_jwks())
+    with pytest.raises(ReceiptInvalid, match=f"is breakpoint {decided.breakpoint_id}'s, not"):
+        sdk_receipts.check_result(decided, suite_jwks(), breakpoint_id=other_id)
+    given = sdk_receipts.check_result(anonymous, suite_jwks(), breakpoint_id=decided.breakpoint_id)
+    assert given["breakpointId"] == decided.breakpoint_id
+    assert sdk_receipts.verified(anonymous, suite_jwks(), breakpoint_id=other_id).verified is False
+
+
 def test_the_client_verifies_with_the_servers_jwks(decided, agent_token):
     transport = httpx.WSGITransport(app=get_wsgi_application())
     with Client("http://testserver", agent_token, transport=transport) as client:
@@ -74,6 +104,10 @@ def test_the_client_verifies_with_the_servers_jwks(decided, agent_token):
         assert client._verified(decided).verified is True
         forged = dataclasses.replace(decided, receipt=tampered(decided.receipt, via="api"))
         assert client._verified(forged).verified is False
+        anonymous = dataclasses.replace(decided, breakpoint_id=None)
+        with pytest.raises(ReceiptInvalid, match="carries no breakpoint id"):
+            client.verify(anonymous)
+        assert client.verify(anonymous, breakpoint_id=decided.breakpoint_id)["approved"] is True
 
 
 @pytest.fixture
@@ -84,12 +118,27 @@ def jwks_file(tmp_path):
 
 
 def test_bpm_verify_exit_codes(decided, jwks_file, tmp_path, capsys):
-    assert bpm(["verify", decided.receipt, "--jwks", str(jwks_file)]) == 0
-    assert json.loads(capsys.readouterr().out)["breakpointId"] == decided.breakpoint_id
+    receipt, own = decided.receipt, decided.breakpoint_id
+    assert bpm(["verify", receipt, "--breakpoint", own, "--jwks", str(jwks_file)]) == 0
+    assert json.loads(capsys.readouterr().out)["breakpointId"] == own
 
-    assert bpm(["verify", tampered(decided.receipt, option="Hold"), "--jwks", str(jwks_file)]) == 1
+    forged = tampered(receipt, option="Hold")
+    assert bpm(["verify", forged, "--breakpoint", own, "--jwks", str(jwks_file)]) == 1
     assert "invalid receipt" in capsys.readouterr().err
 
     missing = tmp_path / "missing.json"
-    assert bpm(["verify", decided.receipt, "--jwks", str(missing)]) == 4
+    assert bpm(["verify", receipt, "--breakpoint", own, "--jwks", str(missing)]) == 4
     assert "cannot read the JWKS" in capsys.readouterr().err
+
+
+def test_bpm_verify_needs_the_breakpoint_and_refuses_anothers_receipt(
+    decided, other_id, jwks_file, capsys
+):
+    receipt = decided.receipt
+    assert bpm(["verify", receipt, "--jwks", str(jwks_file)]) == 4
+    assert "Missing option '--breakpoint'" in capsys.readouterr().err
+
+    assert bpm(["verify", receipt, "--breakpoint", other_id, "--jwks", str(jwks_file)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"breakpoint {decided.breakpoint_id}'s receipt, not {other_id}'s" in captured.err

@@ -32,8 +32,10 @@ INSTALL_SECONDS = 900
 
 PLAN = "# Plan\n\n1. Migrate the schema\n2. Deploy\n"
 APP = 'print("hello")\n'
-# Two breakpoints at once (ctx.parallel.all): one with context files, an expert, tags and
-# a key in its payload; one with only a question, its label, expert-less tags in options.
+SECRET = "a token of the agent's machine, outside the project\n"
+# Two breakpoints at once (ctx.parallel.all): one with context files (two of them lead out
+# of the project: a symlink and a ../ path), an expert, tags and a key in its payload; one
+# with only a question, its label, expert-less tags in options.
 PROCESS = """\
 export async function process(inputs, ctx) {
   const [deploy, drop] = await ctx.parallel.all([
@@ -41,7 +43,14 @@ export async function process(inputs, ctx) {
       question: "Deploy the plan?",
       title: "Deploy plan",
       breakpointId: "deploy.plan",
-      context: { files: [{ path: "docs/plan.md", format: "markdown" }, { path: "src/app.py" }] },
+      context: {
+        files: [
+          { path: "docs/plan.md", format: "markdown" },
+          { path: "src/app.py" },
+          { path: "docs/notes.md" },
+          { path: "../secret.txt" },
+        ],
+      },
       expert: "ops",
       tags: ["deploy"],
     }),
@@ -134,6 +143,8 @@ def project(tmp_path) -> Path:
     (root / "docs" / "plan.md").write_text(PLAN)
     (root / "src" / "app.py").write_text(APP)
     (root / "process.mjs").write_text(PROCESS)
+    (tmp_path / "secret.txt").write_text(SECRET)
+    (root / "docs" / "notes.md").symlink_to(tmp_path / "secret.txt")
     return root
 
 
@@ -190,11 +201,16 @@ def expected_value(breakpoint: Breakpoint) -> dict[str, Any]:
     return {**value, "status": breakpoint.status, "breakpointId": breakpoint.breakpoint_id}
 
 
+def left_out(path: str, reason: str) -> str:
+    return f"[bpm babysitter left out {path}: {reason}. Nothing of it was sent.]"
+
+
 def test_a_headless_run_is_answered_through_the_service_end_to_end(
     live, project, babysitter_bin, start_watch, ops, reviewer
 ):
-    """--drive: the run starts, both questions are asked at once (with the plan's text), a
-    reviewer approves one and rejects the other, the run completes with both answers."""
+    """--drive: the run starts, both questions are asked at once (with the plan's text; the
+    files outside the project left out, each saying so), a reviewer approves one and
+    rejects the other, the run completes with both answers."""
     run = Run(babysitter_bin, project)
     watch = start_watch("--drive")
     found = asked(reviewer, 2, live, watch)
@@ -203,9 +219,12 @@ def test_a_headless_run_is_answered_through_the_service_end_to_end(
     effects = set(run.pending())
     assert len(effects) == 2
     files = deploy.payload["context"]["files"]
+    outside = "it is outside the project directory (symlinks followed)"
     assert files == [
         {"path": "docs/plan.md", "format": "markdown", "content": PLAN},
         {"path": "src/app.py", "content": APP},
+        {"path": "docs/notes.md", "format": "text", "content": left_out("docs/notes.md", outside)},
+        {"path": "secret.txt", "format": "text", "content": left_out("../secret.txt", outside)},
     ]
     assert deploy.question == "Deploy the plan?" and deploy.title == "Deploy plan"
     assert [expert.name for expert in deploy.experts] == ["ops"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -56,10 +57,23 @@ def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
     if isinstance(item, Mapping):
         return dict(item)
     path = Path(item)
-    content = path.read_text(encoding="utf-8", errors="replace")
-    if len(content) > MAX_FILE_CHARS:
-        content = content[:MAX_FILE_CHARS] + "\n[... cut by bpm: the file is longer ...]"
+    with path.open("rb") as file:
+        content = file_text(file.fileno())
     return {"path": _relative(path, root or Path.cwd()), "content": content}
+
+
+def file_text(fd: int) -> str:
+    """The text of the open file `fd` (UTF-8, undecodable bytes replaced), cut at
+    MAX_FILE_CHARS with a note saying so: no more than that is ever read. `fd` stays open."""
+    with open(fd, encoding="utf-8", errors="replace", closefd=False) as file:
+        content = file.read(MAX_FILE_CHARS + 1)
+    if len(content) <= MAX_FILE_CHARS:
+        return content
+    status = os.fstat(fd)
+    size = f"the file has {status.st_size:,} bytes; " if stat.S_ISREG(status.st_mode) else ""
+    return content[:MAX_FILE_CHARS] + (
+        f"\n[... cut by bpm: {size}only its first {MAX_FILE_CHARS:,} characters are sent ...]"
+    )
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -53,13 +53,18 @@ class Client:
 
     # --- receipts ---------------------------------------------------------------------
 
-    def verify(self, result: models.BreakpointResult) -> dict[str, Any]:
+    def verify(
+        self, result: models.BreakpointResult, *, breakpoint_id: str | None = None
+    ) -> dict[str, Any]:
         """The claims of `result.receipt` once it verifies (pinned JWKS, else the
-        server's) and states this result; raises ReceiptInvalid otherwise."""
+        server's) and states this result of this breakpoint (`breakpoint_id`, else the
+        result's own: one of them is required); raises ReceiptInvalid otherwise."""
+        receipts.expected_breakpoint(result, breakpoint_id)  # before any JWKS is fetched
         if self._pinned_jwks is not None:
-            return receipts.check_result(result, self._pinned_jwks)
-        kid = receipts.receipt_kid(result.receipt or "")
-        return receipts.check_result(result, self._server_jwks.get(kid=kid))
+            jwks = self._pinned_jwks
+        else:
+            jwks = self._server_jwks.get(kid=receipts.receipt_kid(result.receipt or ""))
+        return receipts.check_result(result, jwks, breakpoint_id=breakpoint_id)
 
     def _verified(self, result: models.BreakpointResult) -> models.BreakpointResult:
         """`result` with `verified` set (None without a receipt or when no JWKS is at hand)."""

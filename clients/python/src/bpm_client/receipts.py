@@ -95,21 +95,28 @@ def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
     return claims
 
 
-def check_result(result: BreakpointResult, jwks: Mapping[str, Any]) -> dict[str, Any]:
-    """The receipt's claims, once it verifies and states this very result (approved,
-    option, respondedBy, payloadDigest; breakpointId and status when the result has them);
-    else raise ReceiptInvalid."""
+def check_result(
+    result: BreakpointResult, jwks: Mapping[str, Any], *, breakpoint_id: str | None = None
+) -> dict[str, Any]:
+    """The receipt's claims, once it verifies and states this very result of this very
+    breakpoint (breakpointId, approved, option, respondedBy, payloadDigest; status when the
+    result has it); else raise ReceiptInvalid.
+
+    The breakpoint is `breakpoint_id`, else the result's own: a result without one (built
+    from a webhook body, a stored result) needs it given, or any breakpoint's receipt with
+    the same decision would pass for its receipt.
+    """
     if not result.receipt:
         raise ReceiptInvalid("the result carries no receipt")
+    expected = expected_breakpoint(result, breakpoint_id)
     claims = verify_receipt(result.receipt, jwks)
     stated = {
+        "breakpointId": expected,
         "approved": result.approved,
         "option": result.option,
         "respondedBy": result.responded_by,
         "payloadDigest": result.payload_digest,
     }
-    if result.breakpoint_id is not None:
-        stated["breakpointId"] = result.breakpoint_id
     if result.status is not None:
         stated["status"] = result.status
     differing = sorted(name for name, value in stated.items() if claims[name] != value)
@@ -118,10 +125,25 @@ def check_result(result: BreakpointResult, jwks: Mapping[str, Any]) -> dict[str,
     return claims
 
 
-def verified(result: BreakpointResult, jwks: Mapping[str, Any]) -> BreakpointResult:
+def expected_breakpoint(result: BreakpointResult, breakpoint_id: str | None) -> str:
+    """The breakpoint whose receipt this must be: given, or the result's (never guessed)."""
+    given = breakpoint_id or result.breakpoint_id
+    if not given:
+        raise ReceiptInvalid(
+            "which breakpoint's receipt is this? The result carries no breakpoint id: pass "
+            "breakpoint_id (a receipt is only valid for the breakpoint it names)"
+        )
+    if result.breakpoint_id and result.breakpoint_id != given:
+        raise ReceiptInvalid(f"the result is breakpoint {result.breakpoint_id}'s, not {given}'s")
+    return given
+
+
+def verified(
+    result: BreakpointResult, jwks: Mapping[str, Any], *, breakpoint_id: str | None = None
+) -> BreakpointResult:
     """The result with `verified` set: True when check_result passes, else False."""
     try:
-        check_result(result, jwks)
+        check_result(result, jwks, breakpoint_id=breakpoint_id)
     except ReceiptInvalid:
         return dataclasses.replace(result, verified=False)
     return dataclasses.replace(result, verified=True)

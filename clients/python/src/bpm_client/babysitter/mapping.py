@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..bodies import context_file
 from ..models import BreakpointResult, StatusEntry
+from .files import project_file
 from .runs import Effect
 
 TAG = "babysitter"  # every breakpoint the bridge asks carries it (and its effect id)
@@ -81,27 +81,13 @@ def tags_of(effect: Effect, payload: Mapping[str, Any]) -> list[str]:
 
 
 def with_content(item: Any, project_dir: Path) -> Any:
-    """A context file with its text, read relative to the project (the reviewer reads it;
-    the service has no access to the agent's disk). A file that cannot be read says so."""
+    """A context file with its text, read from inside the project (the reviewer reads it;
+    the service has no access to the agent's disk). A file left out says which and why."""
     if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
         return item
     if item.get("content") is not None:
         return dict(item)
-    target = project_dir / item["path"]  # an absolute path stays absolute
-    try:
-        read = context_file(target, root=project_dir)
-    except OSError as error:
-        note = f"[bpm babysitter: cannot read {item['path']}: {error.strerror or error}]"
-        read = {"path": project_path(target, project_dir), "content": note}
-    return {**item, **read}
-
-
-def project_path(target: Path, project_dir: Path) -> str:
-    """The path relative to the project, or the bare name of a file outside it."""
-    try:
-        return target.resolve().relative_to(project_dir.resolve()).as_posix()
-    except ValueError:
-        return target.name
+    return project_file(item, project_dir)
 
 
 def run_answer(entry: StatusEntry) -> dict[str, Any]:

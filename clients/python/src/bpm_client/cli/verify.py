@@ -1,10 +1,12 @@
-"""`bpm verify RECEIPT`: check a signed receipt offline, against a pinned JWKS or the
-server's. Exit 0 valid (its claims printed as JSON), 1 invalid, 4 error."""
+"""`bpm verify RECEIPT --breakpoint ID`: check a signed receipt of that breakpoint offline,
+against a pinned JWKS or the server's. Exit 0 valid (its claims printed as JSON), 1 invalid
+(or another breakpoint's), 4 error."""
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import click
 
@@ -19,14 +21,22 @@ INVALID = 1
 @click.command(epilog="Exit codes: 0 valid, 1 invalid, 4 error (no JWKS, bad usage).")
 @click.argument("receipt")
 @click.option(
+    "--breakpoint",
+    "breakpoint_id",
+    required=True,
+    metavar="ID",
+    help="The breakpoint the receipt must be for (another breakpoint's receipt is invalid).",
+)
+@click.option(
     "--jwks",
     "jwks_source",
     metavar="FILE|URL",
     help=f"The keys to trust (a JWKS file or URL); default: the server's {JWKS_PATH}.",
 )
 @click.pass_context
-def verify(ctx: click.Context, receipt: str, jwks_source: str | None) -> None:
-    """Verify RECEIPT (a result's `receipt`; - reads it from stdin) and print its claims."""
+def verify(ctx: click.Context, receipt: str, breakpoint_id: str, jwks_source: str | None) -> None:
+    """Verify RECEIPT (a result's `receipt`; - reads it from stdin) as breakpoint ID's and
+    print its claims."""
     if receipt == "-":
         receipt = sys.stdin.read()
     receipt = receipt.strip()
@@ -39,7 +49,13 @@ def verify(ctx: click.Context, receipt: str, jwks_source: str | None) -> None:
     except JwksUnavailable as error:
         raise CliError(str(error)) from error
     except ReceiptInvalid as error:
-        click.echo(f"bpm: invalid receipt: {error}", err=True)
-        ctx.exit(INVALID)
+        invalid(ctx, str(error))
+    if claims["breakpointId"] != breakpoint_id:
+        invalid(ctx, f"it is breakpoint {claims['breakpointId']}'s receipt, not {breakpoint_id}'s")
     click.echo(json.dumps(claims, indent=2, sort_keys=True))
     ctx.exit(VALID)
+
+
+def invalid(ctx: click.Context, reason: str) -> NoReturn:
+    click.echo(f"bpm: invalid receipt: {reason}", err=True)
+    ctx.exit(INVALID)
