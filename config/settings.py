@@ -357,6 +357,8 @@ else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
     # A host named, or kombu warns "No hostname was supplied" at every start (it is unused).
     CELERY_BROKER_URL = "filesystem://localhost//"
+    # kombu's, except that no reader sees a message before it is whole (config/embedded_broker.py)
+    CELERY_BROKER_TRANSPORT = "config.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
