@@ -94,7 +94,8 @@ def database_settings(url: str) -> dict[str, Any]:
             url,
             conn_max_age=0,
             # With the pool this would cost a round trip per checkout (each request, each
-            # status poll); a connection found broken is discarded by the pool instead.
+            # status poll); core.postgres checks a connection taken from the pool for a
+            # cut socket instead, without one.
             conn_health_checks=False,
         )
     )
@@ -102,6 +103,9 @@ def database_settings(url: str) -> dict[str, Any]:
         # Concurrent web + worker processes on one SQLite file: wait for locks, not fail.
         config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
         return config
+    # Django's backend, checking a connection taken from the pool (core/postgres/base.py).
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        config["ENGINE"] = "core.postgres"
     # Under ASGI every request runs its sync work on a thread of its own, so persistent
     # per-thread connections would leak: a bounded per-process pool hands each request a
     # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.

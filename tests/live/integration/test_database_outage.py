@@ -6,8 +6,10 @@ switches to refuse: pooled connections are cut and new ones refused, as when the
 restarts. Nothing else on the machine sees the outage.
 """
 
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -146,3 +148,23 @@ def test_a_database_refusing_connections_is_a_quick_503_everywhere_then_nothing_
     assert Breakpoint.objects.filter(payload__question=QUESTION["payload"]["question"]).count() == 1
     feedback = send(system, requests["feedback"])
     assert feedback.status_code in (200, 201), feedback.text
+
+
+def test_once_the_database_is_back_no_request_fails_on_a_connection_cut_while_idle(
+    system, database_proxy
+):
+    """The pooled connections are cut while idle (as by a database restart) and the
+    database answers again at once: no request may be handed a dead connection."""
+    agent = {"Authorization": f"Bearer {token_create_for_agent(agent_id='agent-a')[1]}"}
+    url = f"{system.base_url}/api/breakpoints"
+    with ThreadPoolExecutor(max_workers=8) as pool:  # several connections in each pool
+        warm = list(pool.map(lambda _: httpx.get(url, headers=agent, timeout=20), range(32)))
+    assert {response.status_code for response in warm} == {200}
+
+    database_proxy.refuse()  # every pooled connection is cut ...
+    database_proxy.accept()  # ... and the database answers again
+    time.sleep(0.5)  # the connections sit idle, dead, in the pools
+
+    answers = [httpx.get(url, headers=agent, timeout=20).status_code for _ in range(24)]
+    last = httpx.get(url, headers=agent, timeout=20)
+    assert answers == [200] * 24, (answers, [l for l in system.logs().splitlines() if "rror" in l][:12])
