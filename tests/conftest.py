@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from bpm_client import models as sdk
 from bpm_client.errors import DecodeError
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
@@ -17,15 +18,45 @@ from tests.support.receipts import TEST_KEYS_SETTING
 
 # Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
 LIVE_TESTS = Path(__file__).resolve().parent / "live"
+# Their systems' web, worker and beat processes share the test database: PostgreSQL only.
+POSTGRES_TESTS = LIVE_TESTS / "integration"
+NEEDS_POSTGRES = pytest.StashKey[int]()
+
+
+def on_postgres() -> bool:
+    """Whether the test database is PostgreSQL: DATABASE_URL names it (CI); else SQLite."""
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test under tests/live/ is `slow`, by its path: `make test-fast` (-m "not slow")
-    leaves them out; `make test` runs them all."""
+    leaves them out; `make test` runs them all. A test that needs PostgreSQL (marked
+    `postgres`, or under tests/live/integration) runs only when DATABASE_URL names it: on
+    SQLite it is deselected (counted in the summary, with the reason), never pointed at a
+    server nobody named."""
+    postgres = on_postgres()
+    kept, deselected = [], []
     for item in items:
         if item.path.is_relative_to(LIVE_TESTS):
             item.add_marker(pytest.mark.slow)
+        if item.path.is_relative_to(POSTGRES_TESTS):
+            item.add_marker(pytest.mark.postgres)
+        needs_postgres = item.get_closest_marker("postgres") is not None
+        (deselected if needs_postgres and not postgres else kept).append(item)
+    config.stash[NEEDS_POSTGRES] = len(deselected)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    count = config.stash.get(NEEDS_POSTGRES, 0)
+    if count:
+        terminalreporter.write_line(
+            f"{count} deselected: they need PostgreSQL (marked `postgres`) and the test "
+            "database is SQLite; set DATABASE_URL=postgres://... to run them (CI does)."
+        )
 
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the
@@ -139,8 +170,6 @@ def django_db_modify_db_settings(
     """On SQLite, a test database in a file when a test starts the live system
     (tests/live/clients): its web, worker and beat processes open the same file. Otherwise
     Django's in-memory one, as before."""
-    from django.conf import settings
-
     database = settings.DATABASES["default"]
     live = any({"live", "make_system"} & set(item.fixturenames) for item in request.session.items)
     if database["ENGINE"] == "django.db.backends.sqlite3" and live:

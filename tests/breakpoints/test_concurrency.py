@@ -4,7 +4,6 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from accounts.tokens import token_create_for_user
@@ -17,14 +16,8 @@ from tests.support.threads import run_indexed
 
 THREADS = 8
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="needs PostgreSQL row locks and concurrent connections; "
-        "set DATABASE_URL=postgres://... (CI does)",
-    ),
-]
+# PostgreSQL row locks and concurrent connections.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def reviewer_clients(count: int) -> list:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
@@ -347,10 +346,9 @@ def deliveries_per_breakpoint(event_type: str) -> Counter:
     )
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_escalation_sweeps_escalate_each_breakpoint_once(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     monkeypatch.setattr(outbox, "publish_deliveries", lambda ids: len(ids))  # no broker here
     subscribe("https://example.com/escalated", ["escalated"])
     ids = created(90, escalating(expert="tech-lead"))
@@ -366,10 +364,9 @@ def test_overlapping_escalation_sweeps_escalate_each_breakpoint_once(monkeypatch
     }
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_reminder_sweeps_send_each_reminder_once(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     monkeypatch.setattr(outbox, "publish_deliveries", lambda ids: len(ids))  # no broker here
     subscribe("https://example.com/reminder", ["reminder"])
     ids = created(90, reminding())
@@ -383,10 +380,9 @@ def test_overlapping_reminder_sweeps_send_each_reminder_once(monkeypatch):
     assert set(Breakpoint.objects.values_list("reminders_sent", flat=True)) == {1}
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_nudge_tasks_and_expiry_sweeps_act_once_per_breakpoint():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     nudged = created(40, {**escalating(), "remindEverySeconds": EVERY})
     overdue = created(40, {**escalating(), "remindEverySeconds": EVERY, "onTimeout": "reject"})
     backdate(*nudged, *overdue, field="escalate_at")

@@ -511,10 +511,7 @@ def test_strategy_without_experts_behaves_like_single(make_breakpoint, reviewer_
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="needs PostgreSQL row locks and concurrent connections; set DATABASE_URL",
-)
+@pytest.mark.postgres  # row locks and concurrent connections
 def test_simultaneous_votes_of_every_seat_are_all_counted_and_release_once(
     make_breakpoint, expert_member, client_for
 ):

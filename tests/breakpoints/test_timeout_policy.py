@@ -6,7 +6,6 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
@@ -565,10 +564,9 @@ def test_after_escalation_the_new_expert_may_release_and_the_first_still_may(
 # --- overlapping sweeps and polls (real row locks: PostgreSQL) ----------------------------
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_sweeps_and_polls_apply_each_timeout_policy_once(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     monkeypatch.setattr(outbox, "publish_deliveries", lambda ids: len(ids))  # no broker here
     subscribe("https://example.com/all", ["released", "expired", "escalated"])
     always_break_on_add(actor=SYSTEM, tag="prod")
@@ -627,10 +625,9 @@ def test_overlapping_sweeps_and_polls_apply_each_timeout_policy_once(monkeypatch
         assert Breakpoint.objects.get(pk=bp_id).result["timeoutPolicy"]["applied"] == "expire"
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_sweeps_escalate_on_timeout_once_then_expire_once():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     agent = Actor.for_agent("agent-a")
     payload = ask("escalate", escalateTo="ops-lead")
     ids = [

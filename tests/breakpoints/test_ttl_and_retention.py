@@ -473,10 +473,9 @@ def test_batch_expiry_wakes_the_waiters_of_every_breakpoint_it_expired():
 # --- overlapping sweeps (real row locks: PostgreSQL) -------------------------------------
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_sweeps_expire_each_breakpoint_exactly_once():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     agent = Actor.for_agent("agent-a")
     ids = [
         breakpoint_create(actor=agent, payload={"question": f"q{i}"}, ttl_seconds=60)[0].pk
@@ -507,10 +506,9 @@ def test_overlapping_sweeps_expire_each_breakpoint_exactly_once():
     assert set(per_breakpoint.values()) == {1}, "some breakpoint expired twice or not at all"
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_sweeps_share_the_work_without_overlap():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     agent = Actor.for_agent("agent-a")
     ids = [
         breakpoint_create(actor=agent, payload={"question": f"q{i}"}, ttl_seconds=60)[0].pk
@@ -532,10 +530,9 @@ def test_two_concurrent_sweeps_share_the_work_without_overlap():
     )
 
 
+@pytest.mark.postgres  # row locks: SELECT ... FOR UPDATE SKIP LOCKED
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_batched_sweeps_write_each_event_and_delivery_once(monkeypatch):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL row locks (SELECT ... FOR UPDATE SKIP LOCKED)")
     subscribe("https://example.com/expired", ["expired"])
     record_publishes(monkeypatch)
     ids = due_breakpoints(600)

@@ -369,9 +369,7 @@ def test_links_carry_what_they_were_mailed_for():
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="concurrent connections need PostgreSQL"
-)
+@pytest.mark.postgres  # concurrent connections
 def test_one_link_posted_eight_times_at_once_decides_once(mailed):
     bp, _, links = mailed
     barrier = threading.Barrier(THREADS)

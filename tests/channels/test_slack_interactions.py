@@ -6,7 +6,6 @@ import threading
 import httpx
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection
 
 from accounts.tokens import token_create_for_agent
 from audit.models import Event
@@ -196,11 +195,9 @@ def test_end_to_end_over_http_a_click_releases_for_the_polling_agent(
     assert standin.message(reply["channel"], reply["ts"])["text"].startswith("Decided: ")
 
 
-@pytest.mark.skipif(
-    connection.vendor == "sqlite",
-    reason="under live_server, in-memory SQLite shares one connection between threads, so "
-    "concurrent transactions are not isolated there; run with DATABASE_URL=postgres://...",
-)
+# Under live_server, in-memory SQLite shares one connection between threads, so concurrent
+# transactions are not isolated there.
+@pytest.mark.postgres
 def test_concurrent_clicks_over_http_decide_once(over_http, slack_route, make_breakpoint):
     standin = over_http
     bp = make_breakpoint(payload=PLAN)

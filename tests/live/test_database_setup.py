@@ -9,25 +9,30 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = os.environ.get("BPM_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
 
-def _server_reachable() -> bool:
-    try:
-        psycopg.connect(f"{SERVER}/postgres", connect_timeout=3).close()
-    except psycopg.Error:
-        return False
-    return True
+def server(role: str | None = None) -> str:
+    """The test database's PostgreSQL server (DATABASE_URL) without a database name; as
+    `role` (no password) when given. Only the tests marked `postgres` call it: on SQLite
+    they are deselected (tests/conftest.py), never pointed at a server nobody named."""
+    db = settings.DATABASES["default"]
+    user = role or db.get("USER") or ""
+    password = "" if role else db.get("PASSWORD") or ""
+    secret = f":{quote(password, safe='')}" if password else ""
+    credentials = f"{quote(user, safe='')}{secret}@" if user else ""
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{credentials}{host()}{port}"
 
 
-needs_postgres_server = pytest.mark.skipif(
-    not _server_reachable(), reason=f"needs a PostgreSQL server at {SERVER}"
-)
+def host() -> str:
+    return settings.DATABASES["default"].get("HOST") or "localhost"
 
 
 def run_check(url: str) -> subprocess.CompletedProcess:
@@ -43,22 +48,22 @@ def run_check(url: str) -> subprocess.CompletedProcess:
 
 
 def admin(statement: str) -> None:
-    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as conn:
+    with psycopg.connect(f"{server()}/postgres", autocommit=True) as conn:
         conn.execute(statement)
 
 
 def exists(name: str) -> bool:
-    with psycopg.connect(f"{SERVER}/postgres") as conn:
+    with psycopg.connect(f"{server()}/postgres") as conn:
         row = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
     return row is not None
 
 
-@needs_postgres_server
+@pytest.mark.postgres
 def test_a_missing_database_is_created_once():
     name = f"bpm_created_{secrets.token_hex(4)}"
     try:
-        first = run_check(f"{SERVER}/{name}")
-        second = run_check(f"{SERVER}/{name}")
+        first = run_check(f"{server()}/{name}")
+        second = run_check(f"{server()}/{name}")
 
         assert first.returncode == 0, first.stderr
         assert f'Created database "{name}"' in first.stdout
@@ -68,12 +73,12 @@ def test_a_missing_database_is_created_once():
         admin(f'DROP DATABASE IF EXISTS "{name}"')
 
 
-@needs_postgres_server
+@pytest.mark.postgres
 def test_without_the_right_to_create_it_says_what_to_do_in_one_line():
     role, name = f"bpm_nocreate_{secrets.token_hex(4)}", f"bpm_missing_{secrets.token_hex(4)}"
     admin(f'CREATE ROLE "{role}" LOGIN NOCREATEDB')
     try:
-        result = run_check(f"{SERVER.replace('postgres@', f'{role}@')}/{name}")
+        result = run_check(f"{server(role)}/{name}")
     finally:
         admin(f'DROP ROLE "{role}"')
 
@@ -81,7 +86,7 @@ def test_without_the_right_to_create_it_says_what_to_do_in_one_line():
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert f'database "{name}" does not exist' in lines[0]
-    assert f"createdb -h 127.0.0.1 {name}" in lines[0]
+    assert f"createdb -h {host()} {name}" in lines[0]
     assert not exists(name)
 
 

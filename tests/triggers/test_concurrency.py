@@ -11,7 +11,6 @@ import uuid
 from collections import Counter
 
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from audit.models import Event, EventType
@@ -27,13 +26,7 @@ WORKERS = 8
 SECRET = "concurrency-secret-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def _postgresql_only() -> None:
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-        pytest.skip(
-            "concurrency tests need PostgreSQL: SQLite serialises writers "
-            "(set DATABASE_URL=postgres://...)"
-        )
+pytestmark = pytest.mark.postgres  # SQLite serialises writers
 
 
 @pytest.fixture(autouse=True)
