@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -42,8 +43,13 @@ class ListFilters(TypedDict, total=False):
     page_size: int | None
 
 
-# A context file's text is cut here (the server refuses a longer one; the reviewer sees a note).
+# A context file's text is cut here (the server refuses a longer one; the reviewer sees a
+# note, the caller a ContextFileCut warning).
 MAX_FILE_CHARS = 1_000_000
+
+
+class ContextFileCut(UserWarning):
+    """A file given by path was longer than MAX_FILE_CHARS: only its start is sent."""
 
 
 def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
@@ -51,13 +57,16 @@ def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
 
     The path sent is relative to `root` (the working directory) when the file lies under it,
     else its bare name: the API takes relative paths only. The server infers the format from
-    the extension.
+    the extension. A file over MAX_FILE_CHARS characters is cut there, with a note for the
+    reviewer and a ContextFileCut warning.
     """
     if isinstance(item, Mapping):
         return dict(item)
     path = Path(item)
     content = path.read_text(encoding="utf-8", errors="replace")
     if len(content) > MAX_FILE_CHARS:
+        message = f"{item}: {len(content):,} characters; only the first {MAX_FILE_CHARS:,} are sent"
+        warnings.warn(ContextFileCut(message), stacklevel=2)
         content = content[:MAX_FILE_CHARS] + "\n[... cut by bpm: the file is longer ...]"
     return {"path": _relative(path, root or Path.cwd()), "content": content}
 

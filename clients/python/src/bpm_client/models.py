@@ -269,11 +269,21 @@ class Breakpoint(Model):
     votes: list[ResponseVote]
     requested_by: str | None
     payload_digest: str | None
+    # The create answer's only: payload keys that look misspelt ("payload.questoin: did you
+    # mean question?"). The payload was stored as sent; empty elsewhere.
+    warnings: list[str] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def done(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    def to_json(self) -> dict[str, Any]:
+        """As the API sent it: `warnings` only when there are some."""
+        data = super().to_json()
+        if not self.warnings:
+            data.pop("warnings")
+        return data
 
 
 @dataclasses.dataclass
