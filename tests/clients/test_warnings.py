@@ -12,11 +12,8 @@ import pytest
 from bpm_client import Client
 from bpm_client.bodies import MAX_FILE_CHARS, ContextFileCut, context_file
 from bpm_client.cli import main
-from bpm_client.mcp_server import build_server
-from mcp import Client as McpClient
-from mcp.types import CallToolResult, TextContent
 
-from tests.aio import run_async
+from tests.support.mcp import mcp_call, text_of
 from tests.support.scripted import Answer, breakpoint_json
 
 MISSPELT = "payload.questoin: did you mean question?"
@@ -75,16 +72,6 @@ def test_bpm_ask_says_on_stderr_that_a_file_was_cut(scripted, capsys, big_file):
     assert len(sent_content(server)) < MAX_FILE_CHARS + 100
 
 
-def mcp_call(url: str, tool: str, arguments: dict) -> CallToolResult:
-    """`tool` called by the MCP SDK's own client, connected to `bpm mcp`'s server in process."""
-
-    async def call() -> CallToolResult:
-        async with McpClient(build_server(url, "bpm_test")) as session:
-            return await session.call_tool(tool, arguments)
-
-    return run_async(call())
-
-
 def test_the_mcp_tool_result_carries_the_warnings(scripted, big_file):
     server = scripted(Answer(201, breakpoint_json(warnings=[MISSPELT])))
 
@@ -92,5 +79,4 @@ def test_the_mcp_tool_result_carries_the_warnings(scripted, big_file):
 
     assert not result.is_error
     assert result.structured_content["warnings"] == [CUT, MISSPELT]
-    (text,) = [block.text for block in result.content if isinstance(block, TextContent)]
-    assert json.loads(text)["warnings"] == [CUT, MISSPELT]
+    assert json.loads(text_of(result))["warnings"] == [CUT, MISSPELT]

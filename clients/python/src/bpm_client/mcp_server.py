@@ -64,6 +64,15 @@ class Decision(TypedDict):
     option: Annotated[str | None, Field(description="The option the reviewer chose, if any.")]
     respondedBy: str | list[str] | None
     allResponses: list[dict[str, Any]]
+    timeoutPolicy: dict[str, Any] | None
+    payloadDigest: Annotated[
+        str | None,
+        Field(description="What was decided on: sha256 of the question, title and payload."),
+    ]
+    receipt: Annotated[
+        str | None,
+        Field(description="The server's signed statement of the decision (a compact JWS)."),
+    ]
     consoleUrl: Annotated[str, Field(description="Where a reviewer answers it.")]
     warnings: Annotated[
         list[str],

@@ -94,11 +94,13 @@ class Model:
 
 
 def to_wire(value: Any) -> Any:
-    """A model, or anything holding models and datetimes, as JSON-ready data."""
+    """A model, or anything holding models and datetimes, as JSON-ready data (times as
+    the API writes them)."""
     if isinstance(value, Model):
         return value.to_json()
     if isinstance(value, datetime):
-        return value.isoformat()
+        text = value.isoformat()  # UTC as the API writes it: `Z`, not `+00:00`
+        return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
     if isinstance(value, list | tuple):
         return [to_wire(item) for item in value]
     if isinstance(value, dict):
