@@ -1,11 +1,15 @@
 """Validation of the babysitter breakpoint payload, and derivation of the breakpoint key.
 
 `payload` is free-form JSON; the keys babysitter defines are checked when present so a
-reviewer never sees a half-understood request. Errors are keyed by their JSON path.
+reviewer never sees a half-understood request. Errors are keyed by their JSON path. Any
+other key is kept as sent; one that looks like a misspelt known key (`questoin`) is
+answered with a warning (payload_warnings), not refused.
 """
 
+import itertools
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -33,6 +37,7 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
 )
 from core.naming import FALLBACK_KEY
+from core.spelling import close_match
 from core.storable import storable_problem, text_problem
 from policies.validators import (
     auto_approve_after_n_problem,
@@ -40,6 +45,25 @@ from policies.validators import (
     check_timeout_policy,
     is_int,
 )
+
+# The keys this module understands, where they are understood (api/payload_schema.py
+# documents the same ones: a test holds them together).
+PAYLOAD_KEYS = frozenset(
+    {
+        "question", "title", "context", "expert", "tags", "strategy", "previousFeedback",
+        "attempt", "breakpointId", "autoApproveAfterN", "presentAlwaysApprove", "options",
+        "onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds",
+        "preventSelfReview",
+    }
+)  # fmt: skip
+CONTEXT_KEYS = frozenset({"runId", "files"})
+FILE_KEYS = frozenset({"path", "format", "language", "content"})
+OPTION_KEYS = frozenset({"label", "approved"})
+# A payload may hold any number of keys: only this many unknown ones are compared with the
+# known ones, and shorter ones are not (`ttl` is no misspelt `title`, `q` no `question`).
+MAX_KEYS_COMPARED = 100
+MIN_KEY_COMPARED = 4
+MAX_WARNINGS = 20
 
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -337,3 +361,43 @@ def options_of(payload: Mapping[str, Any]) -> list[Option]:
 def payload_options(payload: Mapping[str, Any]) -> list[str]:
     """The options' labels (what `option` in a release names)."""
     return [option.label for option in options_of(payload)]
+
+
+def payload_warnings(payload: Any) -> list[str]:
+    """The payload's keys that look like misspelt known ones, each with what it probably
+    meant: `payload.questoin: did you mean question?`. A near-miss is an unknown key close
+    to a known key (core.spelling.close_match) that the same object does not have. The
+    payload stays free-form: these are warnings for the create answer, never errors."""
+    found: list[str] = []
+    for data, key, known, at in itertools.islice(_unknown_keys(payload), MAX_KEYS_COMPARED):
+        meant = close_match(key, known)
+        if meant is not None and meant not in data:
+            shown = key if key.isprintable() else json.dumps(key)
+            found.append(f"{at}.{shown}: did you mean {meant}?")
+            if len(found) == MAX_WARNINGS:
+                break
+    return found
+
+
+def _objects(payload: Any) -> Iterator[tuple[Any, frozenset[str], str]]:
+    """Each object of the payload that has known keys: (object, its known keys, its path)."""
+    if not isinstance(payload, Mapping):
+        return
+    yield payload, PAYLOAD_KEYS, "payload"
+    context = payload.get("context")
+    if isinstance(context, Mapping):
+        yield context, CONTEXT_KEYS, "payload.context"
+        files = context.get("files")
+        for index, item in enumerate(files if isinstance(files, list) else []):
+            yield item, FILE_KEYS, f"payload.context.files[{index}]"
+    options = payload.get("options")
+    for index, item in enumerate(options if isinstance(options, list) else []):
+        yield item, OPTION_KEYS, f"payload.options[{index}]"
+
+
+def _unknown_keys(payload: Any) -> Iterator[tuple[Mapping, str, frozenset[str], str]]:
+    for data, known, at in _objects(payload):
+        if isinstance(data, Mapping):
+            for key in data:
+                if isinstance(key, str) and key not in known and len(key) >= MIN_KEY_COMPARED:
+                    yield data, key, known, at

@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from django.template.defaultfilters import pluralize
+
 from core import receipt_keys, receipts
 from core.timestamps import timestamp
 
@@ -96,7 +98,8 @@ def result_expired(*, responder: str, reason: str = "") -> dict[str, Any]:
 
 def result_timed_out(*, responder: str, ttl_seconds: int | None) -> dict[str, Any]:
     """Expired because nobody decided within its TTL."""
-    return _not_approved(responder, f"Expired: no decision within {ttl_seconds} seconds.")
+    within = f"{ttl_seconds} second{pluralize(ttl_seconds)}"
+    return _not_approved(responder, f"Expired: no decision within {within}.")
 
 
 def _not_approved(responder: str, feedback: str) -> dict[str, Any]:
@@ -117,7 +120,7 @@ def result_timeout_policy(
     verb = "Approved" if approved else "Rejected"
     feedback = (
         f"{verb} by the timeout policy (onTimeout: {policy}): no decision within "
-        f"{ttl_seconds} seconds."
+        f"{ttl_seconds} second{pluralize(ttl_seconds)}."
     )
     result = result_released(
         vote(

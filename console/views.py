@@ -147,14 +147,14 @@ class _Screen:
 
     def released(self, bp: Breakpoint, *, recorded: str, released: str) -> HttpResponse:
         """After a release: a vote that leaves the breakpoint waiting (collect-all, quorum)
-        returns to it saying `recorded`; a decision returns to the queue saying `released`."""
+        returns to it saying `recorded`; a decision returns to the queue saying what it was
+        (`released`: "rejected.", "approved with option “x”.", …)."""
         if bp.is_waiting:
             messages.success(self.request, recorded)
             return self.back()
         messages.success(
             self.request,
-            f"Released “{bp.display_name}”: {released} "
-            "The agent receives the result on its next poll.",
+            f"“{bp.display_name}” was {released} The agent receives the result on its next poll.",
         )
         return HttpResponseRedirect(self.url("changelist"))
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.template.defaultfilters import pluralize
 
 from core.asgi_http import header, request_id, scope_address, send_json
 from core.errors import envelope
@@ -160,7 +161,7 @@ async def _too_large(scope: Scope, send: Any, limit: int) -> None:
 async def _timed_out(scope: Scope, send: Any, seconds: float) -> None:
     body = envelope(
         "request_timeout",
-        f"The request body did not arrive within {seconds:g} seconds.",
+        f"The request body did not arrive within {seconds:g} second{pluralize(seconds)}.",
         {"limit": seconds},
     )
     await send_json(send, 408, body, request_id(scope), [CLOSE])

@@ -12,7 +12,8 @@ from breakpoints.waiting.hub import hub_state
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     """Alive; with the long-polls this process holds and its wake-up listener's state
-    ("up", "down" while it reconnects, "off" where there is none: SQLite or WSGI)."""
+    (breakpoints.waiting.hub.hub_state: "up", "down" while it reconnects, "off" before
+    the first long-poll or under WSGI, "not used" on SQLite)."""
     return JsonResponse({"status": "ok", **hub_state()})
 
 

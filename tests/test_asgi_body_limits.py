@@ -229,3 +229,16 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_one_counted():
     first, second, same = run_async(scenario())
 
     assert (first.status, second.status, same.status) == (200, 200, 429)
+
+
+@override_settings(BPM_BODY_READ_SECONDS=1)
+def test_the_408_says_one_second_not_one_seconds():
+    client = Client(length(1000))
+    client.body(b'{"', more=True)
+
+    run_async(BufferedBodyApp(Recorder())(client.scope, client.receive, client.send))
+
+    assert client.status == 408
+    assert client.answer()["error"]["message"] == (
+        "The request body did not arrive within 1 second."
+    )

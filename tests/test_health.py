@@ -1,13 +1,34 @@
 """Probes: /healthz (process alive) and /readyz (database and broker reachable)."""
 
 import pytest
+from django.db import connection
+
+from breakpoints.waiting.hub import get_hub
+from tests.aio import run_asgi
 
 
 def test_healthz_is_200_without_auth_or_database(client):
     response = client.get("/healthz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "waiters": 0, "listener": "off"}
+    listener = "off" if connection.vendor == "postgresql" else "not used"
+    assert response.json() == {"status": "ok", "waiters": 0, "listener": listener}
+
+
+def test_healthz_on_sqlite_says_the_listener_is_not_used_once_waits_started(settings):
+    """Not "down", which reads as broken: SQLite has no NOTIFY (issue 31)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the embedded default's answer (PostgreSQL's: tests/live/integration)")
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+
+    async def scenario(client):
+        get_hub()  # what this process's first long-poll does
+        return await client.get("/healthz")
+
+    response = run_asgi(scenario)
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "waiters": 0, "listener": "not used"}
 
 
 def test_readyz_is_200_when_database_and_broker_answer(client, db):

@@ -167,13 +167,21 @@ class BreakpointSerializer(serializers.ModelSerializer):
         "Null for breakpoints finished before digests existed.",
     )
 
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="In the create answer only (201, and a replay's 200): the payload's keys "
+        "that look like misspelt known ones, e.g. 'payload.questoin: did you mean "
+        "question?'. The payload is stored as sent; empty when nothing looks misspelt.",
+    )
+
     class Meta:
         model = Breakpoint
         fields = [
             "breakpointId", "status", "agentId", "runId", "title", "key", "question",
             "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
             "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
-            "strategy", "experts", "votes", "requestedBy", "payloadDigest",
+            "strategy", "experts", "votes", "requestedBy", "payloadDigest", "warnings",
         ]  # fmt: skip
         read_only_fields = fields
 

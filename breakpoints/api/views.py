@@ -23,6 +23,7 @@ from breakpoints.api.serializers import (
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
+from breakpoints.payload import payload_warnings
 from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
@@ -116,8 +117,10 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             requested_by=data.get("requestedBy"),
         )
         bp = services.breakpoint_read(request.user, bp.pk)
+        # Said in this answer only (a replay's too: the same body), never stored.
+        warnings = payload_warnings(data["payload"])
         return Response(
-            BreakpointSerializer(bp).data,
+            {**BreakpointSerializer(bp).data, "warnings": warnings},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 

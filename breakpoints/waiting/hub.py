@@ -185,10 +185,18 @@ def get_hub() -> Hub:
 
 
 def hub_state() -> dict[str, Any]:
-    """For /healthz: how many requests this process holds, and whether NOTIFY reaches it."""
-    if _hub is None:
-        return {"waiters": 0, "listener": "off"}
-    return {"waiters": _hub.waiter_count, "listener": "up" if _hub.listening else "down"}
+    """For /healthz: how many requests this process holds, and whether NOTIFY reaches it:
+    "up"; "down" while the listener reconnects; "off" before this process's first
+    long-poll starts it (or under WSGI); "not used" on SQLite, which has no NOTIFY (the
+    process's own commits wake its waiters, and they re-check every half second)."""
+    waiters = _hub.waiter_count if _hub is not None else 0
+    if not notifications_available():
+        listener = "not used"
+    elif _hub is None:
+        listener = "off"
+    else:
+        listener = "up" if _hub.listening else "down"
+    return {"waiters": waiters, "listener": listener}
 
 
 async def stop_hub() -> None:

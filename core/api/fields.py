@@ -1,6 +1,5 @@
 """Strict serializer fields: agents' JSON is untrusted, so no silent type coercion."""
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from core.spelling import close_match
 from core.timestamps import timestamp
 
 
@@ -66,26 +66,6 @@ class TagListField(serializers.JSONField):
 @extend_schema_field(OpenApiTypes.OBJECT)
 class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""
-
-
-def _normalized(name: str) -> str:
-    return name.replace("_", "").replace("-", "").lower()
-
-
-def close_match(name: str, known: set[str]) -> str | None:
-    """The known field `name` most likely meant: the same but for case, `_` or `-`
-    (agent_id -> agentId), else the one it starts (ttl -> ttlSeconds), else a near spelling."""
-    by_normal = {_normalized(field): field for field in sorted(known)}
-    wanted = _normalized(name)
-    if not wanted:
-        return None
-    if wanted in by_normal:
-        return by_normal[wanted]
-    started = [field for normal, field in by_normal.items() if normal.startswith(wanted)]
-    if len(started) == 1:
-        return started[0]
-    near = difflib.get_close_matches(wanted, list(by_normal), n=1, cutoff=0.75)
-    return by_normal[near[0]] if near else None
 
 
 def unknown_keys(data: Any, known: set[str], prefix: str = "") -> dict[str, list[str]]:

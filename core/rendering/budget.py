@@ -9,9 +9,12 @@ while the page has a file's share left; past that it is shown as escaped text fo
 
 What was rendered is cached by content in Django's cache (Redis in production), so the
 page's auto-refresh and the other reviewers read it instead of rendering again. A file
-that ran out of its own time is cached as its fallback too, for a shorter while, so a
-hostile file costs its budget once, not on every refresh. The cache fails open: with it
-unreachable, pages still render within their budget.
+that ran out of its own time is not cached as its fallback the first time: a busy moment
+may have cut a file that fits, and the next page tries it again. Only a file that runs out
+of time on a second try too (a hostile one) has its fallback cached, for a shorter while,
+so it costs its budget twice, not on every refresh. A file's clock starts after what does
+not depend on its content (looking its lexer up: the first lookup of a language imports its
+module). The cache fails open: with it unreachable, pages still render within their budget.
 """
 
 import hashlib
@@ -30,8 +33,10 @@ logger = logging.getLogger(__name__)
 # Bump when the rendering changes, so no page shows HTML an older version made.
 RENDER_VERSION = "2"
 RICH_CACHE_SECONDS = 24 * 60 * 60
-# A fallback is kept for less time: a busy machine may have cut a file that fits.
+# A fallback is kept for less time: a busy machine may have cut a file that fits. The
+# mark of a first timeout is kept as long: a second one within it caches the fallback.
 FALLBACK_CACHE_SECONDS = 10 * 60
+TIMED_OUT_SUFFIX = ":timed-out"
 
 
 class Rendered(NamedTuple):
@@ -52,20 +57,30 @@ class RenderBudget:
         self._fresh: dict[bool, dict[str, str]] = {True: {}, False: {}}
 
     def render(
-        self, source: Any, rich: Callable[[float], Rendered], plain: Callable[[], SafeString]
+        self,
+        source: Any,
+        rich: Callable[[Callable[[], float]], Rendered],
+        plain: Callable[[], SafeString],
     ) -> SafeString:
-        """The cached rendering of `source`, else `rich(deadline)` if the page has time
-        for one more file, else `plain()` (not cached: a later visit renders it)."""
+        """The cached rendering of `source`, else `rich(start)` if the page has time for
+        one more file, else `plain()` (not cached: a later visit renders it).
+
+        `rich` calls `start()` once it has prepared what does not depend on the content:
+        that starts the file's clock and returns its deadline."""
         key = cache_key(source)
         if key in self._cached:
             # mark_safe: only ever written below, from a rendering of our own.
             return mark_safe(self._cached[key])
-        now = time.monotonic()
-        if self.deadline - now < self.file_seconds:
+        if self.deadline - time.monotonic() < self.file_seconds:
             return plain()
-        html, complete = rich(now + self.file_seconds)
+        html, complete = rich(lambda: time.monotonic() + self.file_seconds)
         self._cached[key] = html
-        self._fresh[complete][key] = html
+        if complete:
+            self._fresh[True][key] = html
+        elif key + TIMED_OUT_SUFFIX in self._cached:  # its second timeout: keep the fallback
+            self._fresh[False][key] = html
+        else:  # its first: only the mark, the next page tries again
+            self._fresh[False][key + TIMED_OUT_SUFFIX] = ""
         return html
 
     def deadline_for_one(self) -> float:
@@ -73,8 +88,10 @@ class RenderBudget:
         return min(self.deadline, time.monotonic() + self.file_seconds)
 
     def prefetch(self, sources: Iterable[Any]) -> None:
-        """Read the cached renderings of `sources` in one round trip."""
-        keys = [cache_key(source) for source in sources]
+        """Read the cached renderings of `sources`, and the marks of their timeouts, in one
+        round trip."""
+        suffixes = ("", TIMED_OUT_SUFFIX)
+        keys = [cache_key(source) + suffix for source in sources for suffix in suffixes]
         if keys:
             self._cached.update(_fail_open(cache.get_many, keys) or {})
 

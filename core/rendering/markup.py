@@ -6,13 +6,13 @@ Everything here treats its input as hostile. Markdown is converted (markdown-it-
 linear-time CommonMark parser) and then sanitized with nh3; code and text are escaped
 (Pygments escapes its tokens); HTML is never inlined: the template puts it in a sandboxed
 iframe's `srcdoc`, escaped as an attribute value. Rich rendering is bounded in time and
-depth (render_budget.py): past its deadline, too deep, or too large, a file is shown as
+depth (budget.py): past its deadline, too deep, or too large, a file is shown as
 escaped text. The functions are pure: strings in, SafeString out.
 """
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -199,8 +199,9 @@ class _Tokens:
 def render_json(value: Any, budget: RenderBudget | None = None) -> SafeString:
     """Pretty, highlighted JSON of any value (the raw payload, a result), within the
     page's budget when one is given."""
+    text, lexer = pretty_json(value), lexer_for("json")  # before the clock starts
     deadline = budget.deadline_for_one() if budget is not None else None
-    return render_code(pretty_json(value), "json", deadline=deadline)
+    return code_rendering(text, lexer, _or_default(deadline)).html
 
 
 def pretty_json(value: Any) -> str:
@@ -252,7 +253,7 @@ def render_context_file(item: Any, budget: RenderBudget | None = None) -> Contex
         budget.prefetch([cache_source(item)])
     html = budget.render(
         cache_source(item),
-        lambda deadline: _rich(file_format, content, language, path, deadline),
+        lambda start: _rich(file_format, content, language, path, start),
         lambda: render_text(content),
     )
     if own:
@@ -264,11 +265,15 @@ RICH_FORMATS = frozenset({FileFormat.MARKDOWN, FileFormat.CODE})
 
 
 def _rich(
-    file_format: str, content: str, language: str | None, path: str, deadline: float
+    file_format: str, content: str, language: str | None, path: str, start: Callable[[], float]
 ) -> Rendered:
+    """A markdown or code file's rendering; `start()` starts its clock (RenderBudget.render)."""
     if file_format == FileFormat.MARKDOWN:
-        return markdown_rendering(content, deadline)
-    return code_rendering(content, lexer_for(language, path), deadline)
+        return markdown_rendering(content, start())
+    # Looked up before the clock starts: a language's first lookup in a process imports its
+    # lexer's module (0.2 s seen), which would count against this file's time.
+    lexer = lexer_for(language, path)
+    return code_rendering(content, lexer, start())
 
 
 def cache_source(item: Mapping) -> list[Any]:

@@ -584,3 +584,50 @@ def test_an_unknown_feedback_key_is_refused_before_anything_is_decided(
     assert response.status_code == 400
     assert "aproved (did you mean approved?)" in str(response.json()["error"]["details"])
     assert Breakpoint.objects.get(pk=bp_id).status == "waiting"
+
+
+# --- near-misses of the payload's known keys: warnings, not errors (issue 31 defect 7) ------
+
+
+def test_a_misspelt_payload_key_is_kept_and_answered_with_a_warning(agent_client):
+    payload = {
+        "questoin": "Deploy?",
+        "context": {"files": [{"path": "deploy.py", "contnet": "print(1)"}]},
+    }
+
+    response = post(agent_client, {"payload": payload})
+
+    assert response.status_code == 201
+    body = response.json()
+    assert body["warnings"] == [
+        "payload.questoin: did you mean question?",
+        "payload.context.files[0].contnet: did you mean content?",
+    ]
+    assert body["payload"] == payload  # stored as sent
+    stored = agent_client.get(f"{URL}/{body['breakpointId']}").json()
+    assert "warnings" not in stored and stored["payload"] == payload
+
+
+def test_an_idempotent_replay_repeats_the_warnings(agent_client):
+    body = {"payload": {"question": "Go?", "titel": "Go"}}
+    first = post(agent_client, body, HTTP_IDEMPOTENCY_KEY="key-w")
+    replay = post(agent_client, body, HTTP_IDEMPOTENCY_KEY="key-w")
+
+    assert (first.status_code, replay.status_code) == (201, 200)
+    assert replay.json()["warnings"] == first.json()["warnings"]
+    assert first.json()["warnings"] == ["payload.titel: did you mean title?"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"question": "Deploy?"},
+        {"question": "Deploy?", "questions": ["a", "b"]},  # the known key is there: its own
+        {"question": "Deploy?", "ttl": 60, "anything": {"nested": [1, 2]}},  # nothing close
+    ],
+)
+def test_no_warning_without_a_near_miss(agent_client, payload):
+    response = post(agent_client, {"payload": payload})
+
+    assert response.status_code == 201
+    assert response.json()["warnings"] == []

@@ -1,14 +1,24 @@
 """breakpoints.payload: validation of the babysitter payload keys and derivation of the key."""
 
+import itertools
+
 import pytest
 
+from breakpoints.api.payload_schema import PAYLOAD_SCHEMA
 from breakpoints.payload import (
+    CONTEXT_KEYS,
     FALLBACK_KEY,
+    FILE_KEYS,
     KEY_PATTERN,
+    MAX_KEYS_COMPARED,
+    MAX_WARNINGS,
+    OPTION_KEYS,
+    PAYLOAD_KEYS,
     Option,
     derive_key,
     options_of,
     payload_options,
+    payload_warnings,
     resolve_fields,
     validate_payload,
     validate_tags,
@@ -508,3 +518,49 @@ def test_an_over_long_list_is_one_error_for_the_list_not_one_per_item(payload, p
 def test_auto_approve_after_n_beyond_its_cap_is_refused(value):
     """It bounds a query (LIMIT N): a huge one was a 500 (bigint out of range)."""
     assert "payload.autoApproveAfterN" in errors_of({"autoApproveAfterN": value})
+
+
+# --- near-misses of the known keys (warnings, issue 31 defect 7) -----------------------------
+
+
+def test_near_misses_are_found_in_each_object_that_has_known_keys():
+    payload = {
+        "Question": "Deploy?",
+        "context": {"runid": "r-1", "files": [{"path": "a.md", "formt": "markdown"}]},
+        "options": [{"lable": "ship"}, "hold"],
+    }
+
+    assert payload_warnings(payload) == [
+        "payload.Question: did you mean question?",
+        "payload.context.runid: did you mean runId?",
+        "payload.context.files[0].formt: did you mean format?",
+        "payload.options[0].lable: did you mean label?",
+    ]
+
+
+def test_a_key_that_cannot_be_printed_is_shown_quoted():
+    assert payload_warnings({"titl\n": "x"}) == ['payload."titl\\n": did you mean title?']
+
+
+def test_warnings_cost_a_bounded_number_of_comparisons():
+    """Any number of keys may come: only the first MAX_KEYS_COMPARED unknown ones are compared
+    with the known ones, and at most MAX_WARNINGS are answered."""
+    cases = ("".join(letters) for letters in itertools.product(*zip("title", "TITLE", strict=True)))
+    misspelt = {key: 1 for key in cases if key != "title"}  # 31 ways to write Title
+
+    found = payload_warnings(misspelt)
+
+    assert len(found) == MAX_WARNINGS
+    assert payload_warnings({**{f"key-{i}": i for i in range(MAX_KEYS_COMPARED)}, "titel": 1}) == []
+
+
+def test_the_known_keys_are_the_documented_ones():
+    """PAYLOAD_SCHEMA (the OpenAPI description) and the warnings know the same keys."""
+    properties = PAYLOAD_SCHEMA["properties"]
+    context = properties["context"]["properties"]
+    file_item = context["files"]["items"]["properties"]
+    option_object = properties["options"]["items"]["anyOf"][1]["properties"]
+    assert set(properties) == PAYLOAD_KEYS
+    assert set(context) == CONTEXT_KEYS
+    assert set(file_item) == FILE_KEYS
+    assert set(option_object) == OPTION_KEYS

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import tasks, wakeups
+from breakpoints import results, tasks, wakeups
 from breakpoints.api.serializers import BreakpointSerializer
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (
@@ -699,3 +699,14 @@ def test_purge_command_refuses_bad_input():
         run("purge_breakpoints", "--older-than", "-1")
     with pytest.raises(CommandError):
         run("purge_breakpoints")
+
+
+@pytest.mark.parametrize("ttl, said", [(1, "1 second"), (2, "2 seconds"), (60, "60 seconds")])
+def test_the_reason_of_a_timeout_counts_its_seconds_in_english(ttl, said):
+    """'1 second', not '1 seconds' (issue 31): expired, or released by the timeout policy."""
+    now = timezone.now()
+    timed_out = results.result_timed_out(responder="system:ttl", ttl_seconds=ttl)
+    rejected = results.result_timeout_policy(approved=False, ttl_seconds=ttl, at=now, votes=[])
+
+    assert timed_out["feedback"] == f"Expired: no decision within {said}."
+    assert rejected["feedback"].endswith(f"(onTimeout: reject): no decision within {said}.")

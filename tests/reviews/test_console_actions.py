@@ -421,3 +421,23 @@ def test_a_vote_that_does_not_decide_is_recorded_not_sent(make_breakpoint, exper
         .content.decode()
     )
     assert _confirm_button(html) == "Record vote"
+
+
+@pytest.mark.parametrize(
+    "decision, said",
+    [("approve", "was approved."), ("reject", "was rejected."), ("option", "was rejected with")],
+)
+def test_the_message_after_a_release_says_what_was_decided(
+    reviewer_browser, make_breakpoint, decision, said
+):
+    """“Deploy?” was rejected. — not "Released “Deploy?”: rejected." (issue 31)."""
+    bp = make_breakpoint(
+        payload={"question": "Deploy?", "options": [{"label": "hold", "approved": False}]}
+    )
+    data = {"option": "0"} if decision == "option" else {"decision": decision}
+
+    response = _release(reviewer_browser, bp, comment="ok", **data)
+
+    [message] = messages(reviewer_browser.get(response["Location"]))
+    assert message.startswith(f"“Deploy?” {said}")
+    assert message.endswith("The agent receives the result on its next poll.")

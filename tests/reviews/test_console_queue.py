@@ -163,3 +163,11 @@ def test_a_long_option_is_cut_short_in_the_badge(reviewer_browser, db):
     BreakpointFactory(status="released", result={"approved": True, "option": option})
     html = reviewer_browser.get(QUEUE_URL).content.decode()
     assert f'title="{option}">“{option[:39]}…”</span>' in html
+
+
+def test_the_browser_tab_names_the_queue(reviewer_browser, db):
+    """Not Django's "Select breakpoint to view" (issue 31): the page's heading, Queue."""
+    page = reviewer_browser.get(QUEUE_URL).content.decode()
+
+    assert re.search(r"<title>\s*Queue \| Breakpoint Manager\s*</title>", page)
+    assert "Select breakpoint" not in page

@@ -236,7 +236,7 @@ def test_always_approve_confirms_then_releases_and_adds_a_rule_by_the_reviewer(
     # Step 2 only: nothing happened on the confirmation page.
     assert step2.status_code == 302
     assert step2["Location"].startswith(QUEUE_URL)
-    assert any("confirm.star" in m and "Released" in m for m in messages(step2))
+    assert any("confirm.star" in m and "was approved" in m for m in messages(step2))
 
     bp.refresh_from_db()
     assert bp.status == "released"

@@ -2,6 +2,7 @@
 
 import html
 import re
+import time
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -143,13 +144,66 @@ def test_a_rendering_is_cached_for_the_next_page():
     assert "<h1>Once</h1>" in cached.html
 
 
-def test_a_file_that_ran_out_of_its_own_time_is_cached_as_escaped_text():
+DEPLOY = {"path": "deploy.py", "content": "import os\nprint(os.environ)\n"}  # CODE · PYTHON
+HIGHLIGHTED = '<span class="kn">import</span>'
+
+
+def out_of_time(item: dict) -> str:
+    """`item` rendered on a page that has time, the file none of its own: it starts, and
+    runs out while lexing or parsing."""
+    [rendered] = rendering.context_files(
+        {"context": {"files": [item]}}, RenderBudget(seconds=60, file_seconds=0)
+    )
+    return rendered.html
+
+
+def test_a_file_cut_by_its_time_once_is_not_cached_and_the_next_page_highlights_it():
+    first = out_of_time(DEPLOY)
+
+    assert HIGHLIGHTED not in first and "import os" in first
+    assert cache.get(cache_key(markup.cache_source(DEPLOY))) is None
+    [second] = rendering.context_files({"context": {"files": [DEPLOY]}})
+    assert HIGHLIGHTED in second.html
+
+
+def test_a_file_cut_by_its_time_twice_is_cached_as_escaped_text():
     item = {"path": "slow.md", "format": "markdown", "content": "[" * 40_000}
-    # The page has time, the file none of its own: it starts, and runs out while parsing.
-    budget = RenderBudget(seconds=60, file_seconds=0)
-    [slow] = rendering.context_files({"context": {"files": [item]}}, budget)
-    assert slow.html.startswith('<pre class="bpm-pre">[[[')
-    assert cache.get(cache_key(markup.cache_source(item))) == slow.html
+    out_of_time(item)
+    assert cache.get(cache_key(markup.cache_source(item))) is None
+
+    slow = out_of_time(item)
+
+    assert slow.startswith('<pre class="bpm-pre">[[[')
+    assert cache.get(cache_key(markup.cache_source(item))) == slow
+    [later] = rendering.context_files({"context": {"files": [item]}})
+    assert later.html == slow
+
+
+def test_a_code_file_s_clock_starts_after_its_lexer_is_looked_up(monkeypatch):
+    """The first lookup of a language in a process imports its lexer's module: that time is
+    not the file's. (Shown by the deadline the lexing gets, not by timing anything.)"""
+    looked_up: list[float] = []
+    deadlines: list[float] = []
+    lookup, code_rendering = markup.lexer_for, markup.code_rendering
+
+    def slow_lookup(language, path=None):
+        time.sleep(0.01)  # a module import: the monotonic clock moves on
+        looked_up.append(time.monotonic())
+        return lookup(language, path)
+
+    def recorded(content, lexer, deadline):
+        deadlines.append(deadline)
+        return code_rendering(content, lexer, deadline)
+
+    monkeypatch.setattr(markup, "lexer_for", slow_lookup)
+    monkeypatch.setattr(markup, "code_rendering", recorded)
+
+    [rendered] = rendering.context_files(
+        {"context": {"files": [DEPLOY]}}, RenderBudget(seconds=60, file_seconds=5)
+    )
+
+    assert HIGHLIGHTED in rendered.html
+    assert deadlines[0] >= looked_up[0] + 5
 
 
 def test_the_default_budget_is_a_setting(settings):

@@ -198,10 +198,12 @@ def test_bpm_mcp_without_the_mcp_sdk_says_how_to_install_it(offline_env, tmp_pat
     (tmp_path / "mcp" / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n"
     )
-    done = bpm("mcp", env={**offline_env, "PYTHONPATH": str(tmp_path)})
+    path = os.pathsep.join(filter(None, [str(tmp_path), offline_env.get("PYTHONPATH")]))
+    done = bpm("mcp", env={**offline_env, "PYTHONPATH": path})
     assert done.code == 4
-    assert one_error_line(done) == (
-        "bpm: error: bpm mcp needs the MCP SDK: pip install 'bpm-client[mcp]'"
+    assert one_error_line(done) == (  # bpm-client is on no index: the project's folder
+        "bpm: error: bpm mcp needs the MCP SDK: pip install './clients/python[mcp]' "
+        "(in the project's folder)"
     )
 
 

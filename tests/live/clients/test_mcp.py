@@ -157,6 +157,10 @@ def test_request_human_approval_waits_reports_progress_and_returns_the_approval(
     answer = decision(result)
     assert answer["approved"] is True and answer["status"] == "released"
     assert answer["respondedBy"] == "alice" and answer["feedback"] == "go ahead"
+    # As the API writes them (issue 31): its times with `Z`, the digest and the receipt.
+    assert answer["allResponses"][0]["respondedAt"].endswith("Z")
+    assert answer["payloadDigest"].startswith("sha256:") and answer["receipt"].count(".") == 2
+    assert answer["warnings"] == []
     assert all(answer["breakpointId"] in (message or "") for message in progress.messages)
     assert all("waiting for a human" in (message or "") for message in progress.messages)
     assert progress.values == sorted(set(progress.values))  # progress only ever increases

@@ -109,7 +109,7 @@ def test_reviewer_filters_reads_and_rejects_with_feedback(
     screenshot(page, "console-confirm")
     page.click("text=Send rejection")
 
-    expect(page.locator(".messagelist")).to_contain_text("Released")
+    expect(page.locator(".messagelist")).to_contain_text("was rejected")
     assert "tag=billing" in page.url  # back to the queue, filters kept
     # The queue says what was decided, not just "released".
     expect(rows.first.locator(".bpm-badge")).to_have_text("Released · rejected")

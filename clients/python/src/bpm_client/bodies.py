@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -43,8 +44,13 @@ class ListFilters(TypedDict, total=False):
     page_size: int | None
 
 
-# A context file's text is cut here (the server refuses a longer one; the reviewer sees a note).
+# A context file's text is cut here (the server refuses a longer one; the reviewer sees a
+# note, the caller a ContextFileCut warning).
 MAX_FILE_CHARS = 1_000_000
+
+
+class ContextFileCut(UserWarning):
+    """A file given by path was longer than MAX_FILE_CHARS: only its start is sent."""
 
 
 def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
@@ -52,13 +58,20 @@ def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
 
     The path sent is relative to `root` (the working directory) when the file lies under it,
     else its bare name: the API takes relative paths only. The server infers the format from
-    the extension.
+    the extension. A file over MAX_FILE_CHARS characters is cut there, with a note for the
+    reviewer and a ContextFileCut warning.
     """
     if isinstance(item, Mapping):
         return dict(item)
     path = Path(item)
     with path.open("rb") as file:
         content = file_text(file.fileno())
+        if len(content) > MAX_FILE_CHARS:  # cut, with file_text's note
+            size = os.fstat(file.fileno()).st_size
+            message = (
+                f"{item}: {size:,} bytes; only the first {MAX_FILE_CHARS:,} characters are sent"
+            )
+            warnings.warn(ContextFileCut(message), stacklevel=2)
     return {"path": _relative(path, root or Path.cwd()), "content": content}
 
 

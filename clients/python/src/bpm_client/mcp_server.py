@@ -15,6 +15,7 @@ Every failure becomes an MCP tool error (`isError`) carrying the one-line messag
 import inspect
 import math
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal, TypedDict, cast
@@ -27,7 +28,7 @@ from pydantic import Field
 
 from . import __version__, models
 from .aio import AsyncClient
-from .bodies import context_file
+from .bodies import ContextFileCut, context_file
 from .errors import BpmError, WaitTimeout
 from .operations import result_of
 
@@ -63,7 +64,23 @@ class Decision(TypedDict):
     option: Annotated[str | None, Field(description="The option the reviewer chose, if any.")]
     respondedBy: str | list[str] | None
     allResponses: list[dict[str, Any]]
+    timeoutPolicy: dict[str, Any] | None
+    payloadDigest: Annotated[
+        str | None,
+        Field(description="What was decided on: sha256 of the question, title and payload."),
+    ]
+    receipt: Annotated[
+        str | None,
+        Field(description="The server's signed statement of the decision (a compact JWS)."),
+    ]
     consoleUrl: Annotated[str, Field(description="Where a reviewer answers it.")]
+    warnings: Annotated[
+        list[str],
+        Field(
+            description="What was asked may not be what you meant: a file cut for length, a "
+            "key that looks misspelt. Empty when nothing was noticed (and after a status call)."
+        ),
+    ]
 
 
 class Cancelled(TypedDict):
@@ -142,17 +159,21 @@ def tool_errors(breakpoint_id: str | None = None) -> Iterator[None]:
         raise ToolError(message) from error
 
 
-def read_files(paths: list[str] | None) -> list[dict[str, Any]]:
-    """Context files read now, before anything is created, so a bad path creates nothing."""
+def read_files(paths: list[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Context files read now, before anything is created, so a bad path creates nothing;
+    and a warning for each file cut for length."""
     files = []
-    for path in paths or []:
-        try:
-            files.append(context_file(path))
-        except FileNotFoundError as error:
-            raise ToolError(f"no such file: {path}") from error
-        except OSError as error:
-            raise ToolError(f"cannot read {path}: {error.strerror or error}") from error
-    return files
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ContextFileCut)
+        for path in paths or []:
+            try:
+                files.append(context_file(path))
+            except FileNotFoundError as error:
+                raise ToolError(f"no such file: {path}") from error
+            except OSError as error:
+                raise ToolError(f"cannot read {path}: {error.strerror or error}") from error
+    cut = [str(w.message) for w in caught if issubclass(w.category, ContextFileCut)]
+    return files, cut
 
 
 class Tools:
@@ -187,12 +208,14 @@ class Tools:
         options: Options = None,
         ttl_seconds: TtlSeconds = None,
     ) -> Decision:
-        created = await self._create(question, title, files, tags, expert, options, ttl_seconds)
+        created, noticed = await self._create(
+            question, title, files, tags, expert, options, ttl_seconds
+        )
         if created.done:  # an auto-approval rule answered at once
-            return self._decision(created.breakpoint_id, created)
+            return self._decision(created.breakpoint_id, created, noticed)
         status = await self._wait(ctx, created.breakpoint_id, timeout=None)
         assert status is not None  # no timeout: only a decision ends the wait
-        return self._decision(created.breakpoint_id, status)
+        return self._decision(created.breakpoint_id, status, noticed)
 
     async def create_breakpoint(
         self,
@@ -204,8 +227,10 @@ class Tools:
         options: Options = None,
         ttl_seconds: TtlSeconds = None,
     ) -> Decision:
-        created = await self._create(question, title, files, tags, expert, options, ttl_seconds)
-        return self._decision(created.breakpoint_id, created)
+        created, noticed = await self._create(
+            question, title, files, tags, expert, options, ttl_seconds
+        )
+        return self._decision(created.breakpoint_id, created, noticed)
 
     async def get_breakpoint_status(self, breakpoint_id: BreakpointId) -> Decision:
         with tool_errors():
@@ -253,10 +278,12 @@ class Tools:
         expert: list[str] | None,
         options: list[str] | None,
         ttl_seconds: int | None,
-    ) -> models.Breakpoint:
-        context = read_files(files)
+    ) -> tuple[models.Breakpoint, list[str]]:
+        """The breakpoint created, and the warnings for the model: files cut, keys the
+        server thinks misspelt."""
+        context, cut = read_files(files)
         with tool_errors():
-            return await self.client().create(
+            created = await self.client().create(
                 question,
                 title=title,
                 files=context,
@@ -265,6 +292,7 @@ class Tools:
                 options=options or None,
                 ttl=ttl_seconds,
             )
+        return created, [*cut, *created.warnings]
 
     async def _wait(
         self, ctx: Context, breakpoint_id: str, *, timeout: float | None
@@ -291,14 +319,19 @@ class Tools:
                 except WaitTimeout:
                     continue
 
-    def _decision(self, breakpoint_id: str, status: models.Status | models.Breakpoint) -> Decision:
+    def _decision(
+        self,
+        breakpoint_id: str,
+        status: models.Status | models.Breakpoint,
+        noticed: list[str] | None = None,
+    ) -> Decision:
         url = console_url(self.client().base_url, breakpoint_id)
         if status.done:
             body = result_of(breakpoint_id, status).to_json()
         else:  # the result's keys, all empty: nobody has answered yet
             body = {**models.BreakpointResult(approved=False).to_json(), "approved": None}
             body.update(breakpointId=breakpoint_id, status=status.status)
-        return cast(Decision, {**body, "consoleUrl": url})
+        return cast(Decision, {**body, "consoleUrl": url, "warnings": noticed or []})
 
 
 DESCRIPTIONS = {
@@ -315,7 +348,8 @@ The call blocks until a reviewer answers (that can take minutes or hours; progre
 notifications are sent while it waits) or until ttl_seconds pass. Then check `approved`:
 act only when it is true. Always read `feedback`: on approval it may add conditions, on
 rejection it says what to change before asking again. `option` is the reviewer's choice.
-Status 'expired' or 'cancelled' means nobody approved: do not act.
+Status 'expired' or 'cancelled' means nobody approved: do not act. `warnings` says what the
+reviewer saw may differ from what you meant (a file cut for length).
 
 To keep working while a human decides, use create_breakpoint and wait_for_breakpoint instead.
 """,

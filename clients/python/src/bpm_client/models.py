@@ -94,11 +94,13 @@ class Model:
 
 
 def to_wire(value: Any) -> Any:
-    """A model, or anything holding models and datetimes, as JSON-ready data."""
+    """A model, or anything holding models and datetimes, as JSON-ready data (times as
+    the API writes them)."""
     if isinstance(value, Model):
         return value.to_json()
     if isinstance(value, datetime):
-        return value.isoformat()
+        text = value.isoformat()  # UTC as the API writes it: `Z`, not `+00:00`
+        return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
     if isinstance(value, list | tuple):
         return [to_wire(item) for item in value]
     if isinstance(value, dict):
@@ -269,11 +271,21 @@ class Breakpoint(Model):
     votes: list[ResponseVote]
     requested_by: str | None
     payload_digest: str | None
+    # The create answer's only: payload keys that look misspelt ("payload.questoin: did you
+    # mean question?"). The payload was stored as sent; empty elsewhere.
+    warnings: list[str] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def done(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    def to_json(self) -> dict[str, Any]:
+        """As the API sent it: `warnings` only when there are some."""
+        data = super().to_json()
+        if not self.warnings:
+            data.pop("warnings")
+        return data
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ from ..models import Breakpoint, BreakpointResult, to_wire
 from ..operations import result_of
 from .app import breakpoint_fields, breakpoint_options, connect, json_option
 from .failures import Interrupted, StillWaiting
-from .output import dumps, event_line, exit_code, summary, table
+from .output import dumps, event_line, exit_code, summary, table, warn_about
 
 STATUSES = ("waiting", "released", "expired", "cancelled")
 
@@ -55,6 +55,7 @@ def ask(
 
     def announce(breakpoint: Breakpoint) -> None:
         created.append(breakpoint.breakpoint_id)
+        warn_about(breakpoint)
         if not breakpoint.done:  # else an auto-approval rule decided at once
             click.echo(f"created {breakpoint.breakpoint_id}, waiting for a decision", err=True)
 
@@ -84,6 +85,7 @@ def create(ctx: click.Context, question: str, as_json: bool, **given: Any) -> No
     key = given.pop("idempotency_key")
     fields = breakpoint_fields(given)
     created = connect(ctx).create(question, idempotency_key=key, **fields)
+    warn_about(created)
     click.echo(dumps(to_wire(created)) if as_json else created.breakpoint_id)
 
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
 
 from .. import __version__
-from ..bodies import BreakpointFields, context_file
+from ..bodies import BreakpointFields, ContextFileCut, context_file
 from ..client import Client
 from ..config import DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE
 from ..models import Strategy
 from .failures import EXIT_CODES_HELP, CliError
+from .output import warn
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -137,8 +139,15 @@ def breakpoint_fields(given: Mapping[str, Any]) -> BreakpointFields:
 
 
 def read_file(path: str) -> dict[str, Any]:
+    """A context file read now; if it is cut (too long), a warning on stderr says so."""
     try:
-        return context_file(path)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ContextFileCut)
+            entry = context_file(path)
+        for warning in caught:
+            if issubclass(warning.category, ContextFileCut):
+                warn(str(warning.message))
+        return entry
     except FileNotFoundError:
         raise CliError(f"no such file: {path}") from None
     except IsADirectoryError:

@@ -9,10 +9,23 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import click
+
 from ..models import Breakpoint, BreakpointResult, Event, FeedbackCreated
 from .failures import APPROVED, ENDED, REJECTED
 
 TITLE_WIDTH = 70
+
+
+def warn(message: str) -> None:
+    """A note on stderr that does not stop the command."""
+    click.echo(f"bpm: warning: {message}", err=True)
+
+
+def warn_about(created: Breakpoint) -> None:
+    """The create answer's warnings (payload keys that look misspelt), one line each."""
+    for warning in created.warnings:
+        warn(warning)
 
 
 def exit_code(result: BreakpointResult) -> int:

@@ -8,7 +8,10 @@ from .app import Settings, connect
 from .failures import CliError
 from .output import decided, summary
 
-MCP_MISSING = "bpm mcp needs the MCP SDK: pip install 'bpm-client[mcp]'"
+# bpm-client is on no package index: it installs from the project's folder.
+MCP_MISSING = (
+    "bpm mcp needs the MCP SDK: pip install './clients/python[mcp]' (in the project's folder)"
+)
 
 
 @click.command()
