@@ -15,6 +15,7 @@ from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.support.receipts import TEST_KEYS_SETTING
+from tests.support.system import POSTGRESQL_ENGINES
 
 # Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
 LIVE_TESTS = Path(__file__).resolve().parent / "live"
@@ -25,7 +26,7 @@ NEEDS_POSTGRES = pytest.StashKey[int]()
 
 def on_postgres() -> bool:
     """Whether the test database is PostgreSQL: DATABASE_URL names it (CI); else SQLite."""
-    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    return settings.DATABASES["default"]["ENGINE"] in POSTGRESQL_ENGINES
 
 
 @pytest.hookimpl(tryfirst=True)

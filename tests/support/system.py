@@ -36,11 +36,15 @@ PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
 WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
+# The test database is PostgreSQL under either name (config.env swaps Django's backend
+# for core.postgres, its subclass).
+POSTGRESQL_ENGINES = {"django.db.backends.postgresql", "core.postgres"}
+
 def missing_requirement(*, postgres: bool = True) -> str | None:
     """Why the system cannot run here, or None. `postgres=False`: a SQLite test database
     will do, if it is a file the subprocesses can open (not an in-memory one)."""
     engine = settings.DATABASES["default"]["ENGINE"]
-    if postgres and engine != "django.db.backends.postgresql":
+    if postgres and engine not in POSTGRESQL_ENGINES:
         return (
             "integration tests need PostgreSQL: web, worker and beat subprocesses share the "
             "test database (set DATABASE_URL=postgres://...)"

@@ -166,5 +166,4 @@ def test_once_the_database_is_back_no_request_fails_on_a_connection_cut_while_id
     time.sleep(0.5)  # the connections sit idle, dead, in the pools
 
     answers = [httpx.get(url, headers=agent, timeout=20).status_code for _ in range(24)]
-    last = httpx.get(url, headers=agent, timeout=20)
-    assert answers == [200] * 24, (answers, [l for l in system.logs().splitlines() if "rror" in l][:12])
+    assert answers == [200] * 24, answers
