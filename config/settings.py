@@ -377,6 +377,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# What a committed transaction hands to the workers is published by a thread of the
+# process, so no request waits on the broker (core/publishing.py); on (the unit tests),
+# at once by the request instead.
+BPM_PUBLISH_INLINE = env_bool("BPM_PUBLISH_INLINE", default=False)
 # No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded
 # (an outbox row stays pending for its sweep, an event counts a failed attempt), past the
 # hard one its process is replaced. Deliveries time out sooner (10 s per HTTP request).

@@ -15,7 +15,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core.exceptions import InvalidState, NotFound
-from core.publishing import publish
+from core.publishing import publish, publish_soon
 from core.timestamps import timestamp
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
@@ -140,7 +140,7 @@ def _deliveries_write(
         ]
     )
     ids = [delivery.pk for delivery in deliveries]
-    transaction.on_commit(lambda: publish_deliveries(ids))
+    transaction.on_commit(lambda: publish_soon(publish_deliveries, ids))
     return ids
 
 
@@ -181,5 +181,5 @@ def delivery_resend(*, delivery_id: str) -> Delivery:
                     current_status=current.status,
                 )
             raise NotFound(f"No delivery {delivery_id}.")
-        transaction.on_commit(lambda: publish_deliveries([delivery_id]))
+        transaction.on_commit(lambda: publish_soon(publish_deliveries, [delivery_id]))
     return Delivery.objects.get(pk=delivery_id)

@@ -179,6 +179,13 @@ def django_db_modify_db_settings(
 
 
 @pytest.fixture(autouse=True)
+def _publish_inline(settings):
+    """A committed transaction's publish runs in the request, so a test sees what was
+    handed over when its transaction commits (tests/test_publishing.py runs the thread)."""
+    settings.BPM_PUBLISH_INLINE = True
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """PBKDF2 costs ~0.3 s per user; tests only need hashing to round-trip."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -40,6 +40,7 @@ WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"
 # for core.postgres, its subclass).
 POSTGRESQL_ENGINES = {"django.db.backends.postgresql", "core.postgres"}
 
+
 def missing_requirement(*, postgres: bool = True) -> str | None:
     """Why the system cannot run here, or None. `postgres=False`: a SQLite test database
     will do, if it is a file the subprocesses can open (not an in-memory one)."""

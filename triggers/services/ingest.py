@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.exceptions import InvalidInput, NotAuthenticated, NotFound
-from core.publishing import publish
+from core.publishing import publish, publish_soon
 from core.ratelimits import rate_limit
 from core.storable import storable_problem
 from triggers.models import EventSource, ExternalEvent
@@ -64,7 +64,7 @@ def event_receive(
                 headers=verified.headers,
                 next_attempt_at=timezone.now(),
             )
-            transaction.on_commit(lambda: publish_evaluation([event.pk]))
+            transaction.on_commit(lambda: publish_soon(publish_evaluation, [event.pk]))
     except IntegrityError:
         existing = ExternalEvent.objects.filter(
             source=source, delivery_id=verified.delivery_id
