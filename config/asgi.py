@@ -25,7 +25,10 @@ from core.asgi_body import BufferedBodyApp  # noqa: E402
 from core.asgi_cors import CorsHeadersApp  # noqa: E402
 from core.heap import startup_heap_freeze  # noqa: E402
 from core.logging import redact_server_access_logs  # noqa: E402
+from core.openfiles import raise_open_file_limit  # noqa: E402
 
+# Every waiting agent is an open socket: room for BPM_MAX_WAITERS of them, or a warning.
+raise_open_file_limit(settings.BPM_MAX_WAITERS)
 # uvicorn's and gunicorn's access lines print paths: no email decision token in them.
 redact_server_access_logs()
 # The stubs type WSGIHandler's result as HttpResponseBase; it is the iterable WSGI wants.

@@ -194,12 +194,14 @@ def _bearer(scope: Scope) -> str | None:
 
 
 async def _too_many(send: Any, exc: TooManyWaiters, request_id: str) -> None:
+    """429 or 503 with Retry-After, and the connection closed: a client past the cap does
+    not keep its sockets (the process's open files) to itself."""
     if exc.per_token:
         body = envelope("throttled", "Too many waits open for this token; retry shortly.")
-        await _respond(send, 429, body, request_id)
+        await _respond(send, 429, body, request_id, close=True)
     else:
         body = envelope("unavailable", "This server holds too many waits; retry shortly.")
-        await _respond(send, 503, body, request_id)
+        await _respond(send, 503, body, request_id, close=True)
 
 
 async def _unavailable(send: Any, request_id: str) -> None:
@@ -216,8 +218,9 @@ async def _respond(
     request_id: str,
     *,
     retry_after: int = RETRY_AFTER_SECONDS,
+    close: bool = False,
 ) -> None:
-    extra = []
+    extra = [(b"connection", b"close")] if close else []
     if status in (429, 503):
         extra.append((b"retry-after", str(retry_after).encode()))
     if status == 401:

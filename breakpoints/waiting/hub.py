@@ -22,6 +22,7 @@ from breakpoints import selectors, wakeups
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.listener import listen_forever, notifications_available
 from core.choices import Status
+from core.openfiles import waiter_caps
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,9 @@ Rows = dict[str, dict[str, Any]]
 
 
 class TooManyWaiters(Exception):
-    """This process holds BPM_MAX_WAITERS already (503), or the token its share (429)."""
+    """This process holds its cap of waiters already (503), or the token its share (429):
+    BPM_MAX_WAITERS and BPM_MAX_WAITS_PER_TOKEN, lowered to fit the open-file limit
+    (core.openfiles)."""
 
     def __init__(self, *, per_token: bool):
         super().__init__("per token" if per_token else "per process")
@@ -92,9 +95,12 @@ class Hub:
 
     def subscribe(self, ids: tuple[str, ...], owner: str) -> Waiter:
         """Watch `ids` for a request of `owner` (a token digest); raises TooManyWaiters."""
-        if self._count >= settings.BPM_MAX_WAITERS:
+        process_cap, token_cap = waiter_caps(
+            settings.BPM_MAX_WAITERS, settings.BPM_MAX_WAITS_PER_TOKEN
+        )
+        if self._count >= process_cap:
             raise TooManyWaiters(per_token=False)
-        if self._per_owner[owner] >= settings.BPM_MAX_WAITS_PER_TOKEN:
+        if self._per_owner[owner] >= token_cap:
             raise TooManyWaiters(per_token=True)
         waiter = Waiter(ids, owner, asyncio.get_running_loop().create_future())
         for breakpoint_id in ids:

@@ -7,6 +7,9 @@ production server over real HTTP on PostgreSQL.
 """
 
 import asyncio
+import resource
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +21,7 @@ from accounts.tokens import token_create_for_agent, token_create_for_user, token
 from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.waiting.hub import get_hub
 from config.asgi import application
+from core import openfiles
 from core.actors import Actor
 from tests.aio import run_asgi
 from tests.factories import ReviewerFactory, UserFactory
@@ -314,3 +318,66 @@ def test_waits_beyond_the_process_cap_are_503_with_retry_after(token, make_break
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "unavailable"
     assert response.headers["retry-after"] == "1"
+
+
+def test_a_low_open_file_limit_lowers_the_caps_and_a_refused_wait_closes_its_connection(
+    token, make_breakpoint, monkeypatch
+):
+    """Room for two sockets of waiters: one per token; the refused one's socket is freed."""
+    monkeypatch.setattr(openfiles, "open_file_limit", lambda: openfiles.HEADROOM + 2)
+    first, second = make_breakpoint(), make_breakpoint()
+    auth = {"Authorization": f"Bearer {token}"}
+
+    async def scenario(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        held = asyncio.create_task(
+            client.get(f"/api/breakpoints/{first.pk}/status?wait=2", headers=auth)
+        )
+        await until(lambda: get_hub().waiter_count == 1)
+        refused = await client.get(f"/api/breakpoints/{second.pk}/status?wait=2", headers=auth)
+        return await held, refused
+
+    held, refused = run(scenario)
+
+    assert held.json()["status"] == "waiting"
+    assert refused.status_code == 429  # BPM_MAX_WAITS_PER_TOKEN is 1,000
+    assert refused.headers["retry-after"] == "1"
+    assert refused.headers["connection"] == "close"
+
+
+@pytest.mark.parametrize(
+    ("limit", "caps"),
+    [
+        (1024, (768, 384)),  # the default limit: 768 waiters, 384 per token
+        (1_048_576, (20_000, 1_000)),  # a raised one: the settings
+        (openfiles.HEADROOM, (1, 1)),  # no room at all: still one
+    ],
+)
+def test_waiter_caps_fit_the_open_file_limit(limit, caps):
+    assert openfiles.waiter_caps(20_000, 1_000, limit) == caps
+
+
+def test_a_web_process_raises_its_open_file_limit_and_warns_when_it_stays_low():
+    script = (
+        "import logging, resource, sys\n"
+        "logging.basicConfig(stream=sys.stdout, format='%(message)s')\n"
+        "from core.openfiles import raise_open_file_limit\n"
+        "print(raise_open_file_limit(1000))\n"
+    )
+
+    def run_with(soft: int, hard: int) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)),
+            check=True,
+        )
+        return done.stdout.splitlines()
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert hard >= 2048, "this test needs a hard limit the web process can raise its soft one to"
+    low = run_with(512, 512)
+    raised = run_with(512, hard)
+    assert low[-1] == "512" and "leaves room for 256 waiting agents" in low[0]
+    assert raised == [str(hard)]  # raised to the hard limit: room enough, no warning
