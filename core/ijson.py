@@ -13,8 +13,7 @@ canonicalize; as_doubles gives such an integer back as the double it was stored 
 
 import json
 import math
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.rawjson import RawJSON
@@ -29,13 +28,6 @@ INTEGER_OUT_OF_RANGE = (
     "that reads numbers as doubles changes the value (I-JSON, RFC 7493). Send it as a string."
 )
 NOT_FINITE = "Must be a finite number (beyond a double's range, ±1.8e308). Send it as a string."
-
-# Digit runs that may be an integer past MAX_EXACT_INTEGER (16 digits or more), or, of 17
-# or more, the long integer jsonb writes for a double of 1e16 or more (the only doubles
-# Python writes with an exponent). A C-speed scan of the JSON text: a run inside a string
-# costs the precise (Python-speed) look, never a wrong answer.
-_LONG_RUN = re.compile(r"[0-9]{16}")
-_LONGER_RUN = re.compile(r"[0-9]{17}")
 
 
 def number_problem(value: Any) -> str | None:
@@ -52,30 +44,19 @@ def number_problems(document: Any, path: str) -> dict[str, list[str]]:
     """The numbers of `document` (parsed JSON: dicts, lists, scalars) that are not I-JSON,
     keyed by their JSON path under `path` (`payload.items[2].size`; "" for the document's
     own keys), the first MAX_REPORTED found."""
-    try:
-        text = json.dumps(document, allow_nan=False)
-    except ValueError:  # a NaN or an infinity
-        text = None
-    except RecursionError:  # absurd nesting: looked at by the iterative walk
-        text = None
-    if text is not None and not _LONG_RUN.search(text):
-        return {}
-    return _found(document, path, number_problem)
+    return _found(document, path, integers=True)
 
 
 def non_finite_numbers(document: Any, path: str = "") -> dict[str, list[str]]:
     """number_problems of the floats only: an infinity (1e400 parses as one) or a NaN."""
-    return _found(
-        document, path, lambda value: None if type(value) is not float else number_problem(value)
-    )
+    return _found(document, path, integers=False)
 
 
-def _found(
-    document: Any, path: str, problem_of: Callable[[Any], str | None]
-) -> dict[str, list[str]]:
-    """The values of `document` that problem_of finds a problem with, by JSON path.
-    Iterative (a document nested to any depth is walked), and a path is written only for a
-    container or a value found: a payload may hold 100,000 values."""
+def _found(document: Any, path: str, *, integers: bool) -> dict[str, list[str]]:
+    """The numbers of `document` that are not I-JSON (`integers`: ints past the exact ones
+    too, else only floats), by JSON path. A walk of the values, iterative (nested to any
+    depth), with a path written only for a container or a number found: a payload may hold
+    100,000 values, or one context file of megabytes (one value)."""
     problems: dict[str, list[str]] = {}
     pending: list[tuple[Any, str]] = [(document, path)]
     while pending and len(problems) < MAX_REPORTED:
@@ -88,19 +69,21 @@ def _found(
             pairs = [(None, container)]
         for key, item in pairs:
             kind = type(item)
-            if kind is str or kind is bool or item is None:
-                continue
-            if kind is dict or kind is list or isinstance(item, Mapping | list):
+            if kind is int:
+                if integers and not -MAX_EXACT_INTEGER <= item <= MAX_EXACT_INTEGER:
+                    problems[_path(at, key, container)] = [INTEGER_OUT_OF_RANGE]
+            elif kind is float:
+                if not math.isfinite(item):
+                    problems[_path(at, key, container)] = [NOT_FINITE]
+            elif kind is dict or kind is list or isinstance(item, Mapping):
                 pending.append((item, _path(at, key, container)))
-            elif (problem := problem_of(item)) is not None:
-                problems[_path(at, key, container) or "non_field_errors"] = [problem]
     return problems
 
 
 def _path(at: str, key: Any, container: Any) -> str:
     """The JSON path of `container[key]`, `container` being at `at`."""
     if key is None:  # the document itself, a scalar
-        return at
+        return at or "non_field_errors"
     if isinstance(container, list):
         return f"{at}[{key}]"
     return f"{at}.{key}" if at else str(key)
@@ -117,17 +100,28 @@ def _as_number(text: str) -> int | float:
         return value
 
 
+def _has_long_integer(value: Any) -> bool:
+    """Whether parsed JSON holds an int past ±MAX_EXACT_INTEGER: a walk of its values (a
+    context file is one), iterative."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is int:
+            if not -MAX_EXACT_INTEGER <= item <= MAX_EXACT_INTEGER:
+                return True
+        elif kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+    return False
+
+
 def as_doubles(value: Any) -> Any:
-    """`value` (parsed JSON, or RawJSON text) with every integer beyond ±MAX_EXACT_INTEGER
-    read as the double it names: the I-JSON value, written back with its exponent. The
-    same object when there is none (the common case, a scan and no copy)."""
-    if isinstance(value, RawJSON):
-        if not _LONGER_RUN.search(value.text):
-            return value
-        return json.loads(value.text, parse_int=_as_number)
-    if value is None or isinstance(value, str | bool):
+    """Parsed JSON with every integer past ±MAX_EXACT_INTEGER read as the double it names
+    (the I-JSON value), written back with its exponent; the same object when there is none
+    (the common case: a walk, no copy). JSON passed through as text (RawJSON) is returned
+    as it is: its reader parses the rare text that holds one (breakpoints.selectors)."""
+    if isinstance(value, RawJSON) or not _has_long_integer(value):
         return value
-    text = json.dumps(value)
-    if not _LONGER_RUN.search(text):
-        return value
-    return json.loads(text, parse_int=_as_number)
+    return json.loads(json.dumps(value), parse_int=_as_number)

@@ -14,9 +14,11 @@ import re
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from breakpoints.models import Breakpoint
 from breakpoints.payload import validate_payload
+from breakpoints.selectors import breakpoint_page_list, listed_rows
 from core.exceptions import InvalidInput
 from core.ijson import as_doubles
 from core.rawjson import RawJSON
@@ -142,13 +144,29 @@ def test_the_digest_of_the_payload_as_sent_is_the_stored_one(agent_client):
 
 
 def test_a_long_integer_from_the_database_is_given_back_as_the_double_it_stores():
-    """What PostgreSQL writes for 1e21 and 1.5e300; a digit run inside a string, or an
-    exact integer, stays as it is (and the common payload is the very same object)."""
-    text = '{"a": 1000000000000000000000, "b": "12345678901234567890", "c": [-' + "9" * 20 + "]}"
-    assert as_doubles(RawJSON(text)) == {"a": 1e21, "b": "12345678901234567890", "c": [-1e20]}
-    assert type(as_doubles(RawJSON(text))["a"]) is float
-    assert as_doubles({"big": 15 * 10**299}) == {"big": 1.5e300}
-    plain = {"n": EDGE, "s": "x" * 40}
+    """What PostgreSQL writes for 1e21 and 1.5e300 (read back by Python as ints); an exact
+    integer stays as it is, and the common payload is the very same object."""
+    parsed = {"a": 10**21, "b": "12345678901234567890", "c": [{"d": -(15 * 10**299)}]}
+    assert as_doubles(parsed) == {"a": 1e21, "b": "12345678901234567890", "c": [{"d": -1.5e300}]}
+    assert type(as_doubles(parsed)["a"]) is float
+    plain = {"n": EDGE, "s": "x" * 40, "f": [1.5, -EDGE]}
     assert as_doubles(plain) is plain
-    raw = RawJSON('{"n": 9007199254740991}')
-    assert as_doubles(raw) is raw
+
+
+def test_a_listed_payload_is_passed_through_as_text_unless_it_holds_a_long_number(
+    agent_client, reviewer
+):
+    """The list's fast path stays: only the rare payload PostgreSQL writes a long integer
+    for is parsed (on SQLite, which keeps the exponent, none is)."""
+    plain = create_raw(agent_client, '{"question": "Plain?", "n": [1, 2.5, 9007199254740991]}')
+    big = create_raw(agent_client, '{"question": "Big?", "n": 1e21}')
+    assert plain.status_code == big.status_code == 201
+
+    rows = {row["id"]: row for row in listed_rows(breakpoint_page_list(reviewer))}
+
+    assert isinstance(rows[plain.json()["breakpointId"]]["payload"], RawJSON)
+    big_payload = rows[big.json()["breakpointId"]]["payload"]
+    if connection.vendor == "postgresql":
+        assert big_payload == {"question": "Big?", "n": 10**21}  # as jsonb wrote it
+    else:
+        assert isinstance(big_payload, RawJSON) and "1e+21" in big_payload.text
