@@ -22,6 +22,8 @@ from breakpoints.selectors import breakpoint_page_list, listed_rows
 from core.exceptions import InvalidInput
 from core.ijson import as_doubles
 from core.rawjson import RawJSON
+from notifications.models import Delivery
+from notifications.services import delivery_attempt, webhook_add
 from tests.support.api import assert_error
 
 LIST = "/api/breakpoints"
@@ -134,6 +136,21 @@ def test_the_digest_recomputes_from_the_single_read_and_the_list(agent_client, r
         assert all(isinstance(value, float) for value in exponents), where
         assert represented["payload"]["integers"][:2] == [EDGE, -EDGE], where
         assert represented["payload"]["nested"]["z"][0] == {"y": 1e22, "x": -1.5e-300}, where
+
+
+def test_the_digest_recomputes_from_a_webhook_body(agent_client, settings, make_receiver):
+    """Webhook bodies carry the representation (stored as jsonb in the outbox, so PostgreSQL
+    writes 1e21 there as a long integer too): a subscriber gets the same numbers."""
+    settings.BPM_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+    receiver = make_receiver()
+    webhook_add(url=receiver.url, event_types=["created"], secret="")
+    created = create_raw(agent_client, NUMBERS)
+    assert created.status_code == 201, created.content
+
+    delivery_attempt(Delivery.objects.get().pk)
+
+    data = json.loads(receiver.received[0].body)["data"]
+    assert digest_of(data) == Breakpoint.objects.get().payload_digest == data["payloadDigest"]
 
 
 def test_the_digest_of_the_payload_as_sent_is_the_stored_one(agent_client):
