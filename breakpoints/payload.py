@@ -18,6 +18,7 @@ from django.utils.text import slugify
 
 from core.choices import FileFormat, Strategy
 from core.exceptions import InvalidInput
+from core.ijson import number_problems
 from core.limits import (
     MAX_CONTENT_LENGTH,
     MAX_EXPERT_NAME_LENGTH,
@@ -224,6 +225,9 @@ def validate_payload(payload: Any) -> None:
     errors: dict[str, list[str]] = {}
     if problem := storable_problem(payload):
         errors["payload"] = [problem]
+    else:
+        # Numbers are I-JSON, so the payloadDigest recomputes from the payload as returned.
+        errors.update(number_problems(payload, "payload"))
     if "question" in payload:
         _check_string(
             errors, "payload.question", payload["question"], max_length=MAX_QUESTION_LENGTH

@@ -4,7 +4,8 @@ One source for every place a breakpoint leaves the server: the API
 (breakpoints.api.serializers delegates its output here) and webhook bodies, so a
 subscriber receives exactly what GET /api/breakpoints/{id} answers. Values are written
 as the contract says: datetimes in ISO 8601 in UTC with `Z` (core.timestamps,
-whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored; null stays null.
+whatever TIME_ZONE says); ids and texts as strings; JSON columns as stored (the payload's
+numbers as I-JSON doubles, core.ijson); null stays null.
 """
 
 from collections.abc import Callable, Iterable, Mapping
@@ -12,6 +13,7 @@ from typing import Any
 
 from accounts import experts as routing
 from breakpoints.models import Breakpoint, Feedback
+from core.ijson import as_doubles
 from core.timestamps import timestamp
 
 
@@ -93,7 +95,8 @@ def _breakpoint_json(
         "title": _text(get("title")),
         "key": _text(get("key")),
         "question": _text(get("question")),
-        "payload": get("payload"),
+        # As digested: PostgreSQL writes a double of 1e16 or more as a long integer.
+        "payload": as_doubles(get("payload")),
         "tags": get("tags"),
         "ttlSeconds": _integer(get("ttl_seconds")),
         "expiresAt": timestamp(get("expires_at")),

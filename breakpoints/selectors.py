@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from django.db import connection
 from django.db.models import (
+    BooleanField,
     ExpressionWrapper,
     F,
     Func,
@@ -20,6 +21,7 @@ from django.db.models import (
     Q,
     QuerySet,
     TextField,
+    Value,
 )
 
 from audit.models import Event, EventType
@@ -30,6 +32,7 @@ from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import AgentPrincipal
 from core.choices import Status
 from core.exceptions import InvalidInput, NotFound
+from core.ijson import MAX_EXACT_INTEGER
 from core.naming import FALLBACK_KEY
 from core.rawjson import RawJSON
 from core.timestamps import timestamp
@@ -68,6 +71,27 @@ class ListedFeedback(Func):
 # query. `experts` is parsed: its names are resolved.
 RAW_JSON_COLUMNS = ("payload", "tags", "result", "auto_approval", "votes")
 _RAW_ALIAS = "raw_json_"
+# jsonb writes a double of 1e16 or more without its exponent (1e21 as 1000000000000000000000),
+# which a client reads as an integer past the exact ones: the rare payload holding one is
+# parsed, and breakpoints.representation gives such a number back as the double it is (what
+# its payloadDigest was computed over). PostgreSQL finds them by walking the jsonb's values,
+# not its text (a context file is one value). SQLite keeps the exponent Python wrote.
+_LONG_NUMBERS = "payload_long_numbers_"
+_LONG_NUMBER_PATH = (
+    f'strict $.** ? (@.type() == "number" && (@ > {MAX_EXACT_INTEGER} || @ < -{MAX_EXACT_INTEGER}))'
+)
+
+
+class HasLongNumbers(Func):
+    """Whether a jsonb document holds a number past ±MAX_EXACT_INTEGER (PostgreSQL)."""
+
+    template = "jsonb_path_exists(%(expressions)s::jsonpath)"  # the path is a parameter
+    output_field = BooleanField()
+
+    def __init__(self, column: str) -> None:
+        super().__init__(F(column), Value(_LONG_NUMBER_PATH))
+
+
 # The other columns the representation shows (those it does not, such as the nudges'
 # schedule and the idempotency key, are not read).
 _PLAIN_COLUMNS = tuple(name for name in representation.ATTRIBUTES if name not in RAW_JSON_COLUMNS)
@@ -114,6 +138,7 @@ def _page_rows(vendor: str) -> BreakpointQuerySet:
     }
     if vendor == "postgresql":
         raw["listed_feedback"] = ListedFeedback("pk")
+        raw[_LONG_NUMBERS] = HasLongNumbers("payload")
     return Breakpoint.objects.values(*_PLAIN_COLUMNS, **raw)
 
 
@@ -128,6 +153,8 @@ def listed_rows(page: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         for name in RAW_JSON_COLUMNS:
             text = row.pop(_RAW_ALIAS + name)
             row[name] = None if text is None else RawJSON(text)
+        if row.pop(_LONG_NUMBERS, False):
+            row["payload"] = row["payload"].parsed()
         if "listed_feedback" in row:
             row["feedback"] = [_listed_feedback(item) for item in row.pop("listed_feedback")]
     return rows

@@ -5,6 +5,8 @@ import json
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
+from core.ijson import NOT_FINITE, non_finite_numbers
+
 LONE_SURROGATE = "Lone surrogates (an unpaired \\uD800-\\uDFFF escape) are not valid Unicode."
 
 
@@ -15,8 +17,18 @@ class SafeJSONParser(JSONParser):
         except RecursionError:
             # json raises RecursionError, not ValueError, on deep nesting: a 500 otherwise.
             raise ParseError("JSON parse error - nested too deeply.") from None
-        if not _is_unicode(data):
-            raise ValidationError(_surrogate_details(data))
+        try:
+            # One C-speed pass finds both: a lone surrogate anywhere, and a number beyond a
+            # double's range (json reads 1e400 as infinity, which no database stores).
+            json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(_surrogate_details(data)) from None
+        except ValueError:
+            raise ValidationError(
+                non_finite_numbers(data) or {"non_field_errors": [NOT_FINITE]}
+            ) from None
+        except RecursionError:
+            raise ParseError("JSON parse error - nested too deeply.") from None
         return data
 
 

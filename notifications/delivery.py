@@ -27,6 +27,7 @@ from audit.models import EventType
 from audit.services import event_record
 from core import net as guard
 from core.choices import Channel
+from core.ijson import as_doubles
 from core.net import redacted_url
 from notifications import outbox, targets
 from notifications import senders as channels
@@ -67,7 +68,9 @@ def signer(secret: str) -> StandardWebhook:
 
 def signed_request(delivery: Delivery) -> tuple[bytes, dict[str, str]]:
     """The body bytes and Standard Webhooks headers for one delivery."""
-    body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False)
+    # The payload's numbers as the API answers them: jsonb wrote a double of 1e16 or more
+    # as a long integer, and a receiver recomputing payloadDigest needs the double.
+    body = json.dumps(as_doubles(delivery.body), separators=(",", ":"), ensure_ascii=False)
     now = timezone.now()
     signature = signer(delivery.subscriber.secret).sign(delivery.pk, now, body)
     headers = {

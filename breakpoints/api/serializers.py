@@ -368,7 +368,7 @@ class ManyStatusQuerySerializer(StatusQuerySerializer):
     )
 
 
-class CancelSerializer(serializers.Serializer):
+class CancelSerializer(StrictBody):
     reason = StrictCharField(
         required=False, allow_blank=True, default="", max_length=limits.MAX_REASON_LENGTH
     )

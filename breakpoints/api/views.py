@@ -28,6 +28,7 @@ from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
 from core.actors import actor_for_request_user
+from core.api.fields import NoBody
 from core.api.pagination import BreakpointCursorPagination
 from core.api.permissions import IsAgentOrReviewer, IsReviewer
 from core.api.schema import NOT_BLANK
@@ -246,11 +247,12 @@ class BreakpointViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Expire a breakpoint (admins)",
-        request=None,
-        responses={200: StatusOnlySerializer, **error_responses(401, 403, 404, 409)},
+        request=NoBody,
+        responses={200: StatusOnlySerializer, **error_responses(400, 401, 403, 404, 409)},
     )
     @action(detail=True, methods=["post"], filterset_class=None)
     def expire(self, request: Request, pk: str) -> Response:
+        validated(NoBody, request)
         bp = services.breakpoint_expire(
             breakpoint_id=pk, actor=actor_for_request_user(request.user)
         )

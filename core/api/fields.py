@@ -109,6 +109,11 @@ class StrictBody(serializers.Serializer):
         return values
 
 
+class NoBody(StrictBody):
+    """The body of an operation that takes none (expire, a DELETE): nothing, or `{}`. A key
+    is refused as in every strict body: what a caller meant by it would be dropped unsaid."""
+
+
 class StrictBodyScheme(OpenApiSerializerExtension):
     """A StrictBody takes no key but its fields: `additionalProperties: false` says so, so
     that clients and fuzzers know an unknown key is refused (400), not ignored."""

@@ -21,10 +21,16 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import StrictBody, StrictBooleanField, StrictCharField, UtcDateTimeField
+from core.api.fields import (
+    NoBody,
+    StrictBody,
+    StrictBooleanField,
+    StrictCharField,
+    UtcDateTimeField,
+)
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
-from core.api.views import error_responses
+from core.api.views import error_responses, validated
 from core.choices import Channel, OnTimeout
 from core.exceptions import NotFound
 from core.storable import text_problem
@@ -308,8 +314,12 @@ class RouteViewSet(AdminViewSet):
     @extend_schema(
         summary="Remove a notification route (admins)",
         parameters=[ROUTE_ID_PARAMETER],
-        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
+        responses={
+            204: OpenApiResponse(description="Removed."),
+            **error_responses(400, 401, 403, 404),
+        },
     )
     def destroy(self, request: Request, pk: str) -> Response:
+        validated(NoBody, request)
         route_remove(actor=actor_for_request_user(request.user), route_id=_route_id(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -15,7 +15,13 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import StrictCharField, StrictIntegerField, UtcDateTimeField
+from core.api.fields import (
+    NoBody,
+    StrictBody,
+    StrictCharField,
+    StrictIntegerField,
+    UtcDateTimeField,
+)
 from core.api.permissions import AdminViewSet
 from core.api.schema import NOT_BLANK
 from core.api.views import error_responses, validated
@@ -66,7 +72,9 @@ class RulePatternField(StrictCharField):
     pass
 
 
-class RuleCreateSerializer(serializers.Serializer):
+class RuleCreateSerializer(StrictBody):
+    """Unknown keys are refused: a misspelt `action` must not mean auto-approve."""
+
     pattern = RulePatternField(
         # Untrimmed, so an error position counts from the first character sent.
         trim_whitespace=False,
@@ -186,9 +194,13 @@ class RuleViewSet(AdminViewSet):
 
     @extend_schema(
         summary="Remove an auto-approval rule (admins)",
-        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
+        responses={
+            204: OpenApiResponse(description="Removed."),
+            **error_responses(400, 401, 403, 404),
+        },
     )
     def destroy(self, request: Request, pk: str) -> Response:
+        validated(NoBody, request)
         autoapproval.rule_remove(actor=actor_for_request_user(request.user), rule_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

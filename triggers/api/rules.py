@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.actors import actor_for_request_user
+from core.api.fields import NoBody
 from core.api.permissions import AdminViewSet
 from core.api.views import error_responses, validated
 from core.exceptions import InvalidInput, NotFound
@@ -126,9 +127,13 @@ class TriggerRuleViewSet(AdminViewSet):
     @extend_schema(
         summary="Remove a trigger rule (admins)",
         parameters=[RULE_NAME],
-        responses={204: OpenApiResponse(description="Removed."), **error_responses(401, 403, 404)},
+        responses={
+            204: OpenApiResponse(description="Removed."),
+            **error_responses(400, 401, 403, 404),
+        },
     )
     def destroy(self, request: Request, name: str) -> Response:
+        validated(NoBody, request)
         rule_remove(actor=actor_for_request_user(request.user), name=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
