@@ -82,13 +82,16 @@ def spec_problem(spec: Any) -> str | None:
 
 
 TAKEN = "Already taken."
+NO_NULL = "Must not be null: leave the key out instead."
 
 
 def route_problems(
     *, name: Any, pattern: Any, channels: Any, defaults: Any, route_id: int | None = None
 ) -> dict[str, list[str]]:
     """Every problem with a route's fields, keyed by field ("name", "pattern",
-    "channels[1]", "defaults.onTimeout"), a name another route holds included."""
+    "channels[1]", "defaults.onTimeout"), a name another route holds included. The one
+    validator of routes: the API and the console both ask it (through route_add and
+    route_update, or this to name every problem at once)."""
     return _checked(
         name=name, pattern=pattern, channels=channels, defaults=defaults, route_id=route_id
     )[2]
@@ -120,6 +123,9 @@ def _checked(
     if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
         errors["defaults"] = [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]
     else:
+        for key in sorted(key for key, value in defaults.items() if value is None):
+            # A stored null would hide the next matching route's value.
+            errors[f"defaults.{key}"] = [NO_NULL]
         defaults = {key: value for key, value in defaults.items() if value is not None}
         check_timeout_policy(errors, defaults, prefix="defaults")
         check_prevent_self_review(errors, defaults, prefix="defaults")

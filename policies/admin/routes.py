@@ -103,14 +103,6 @@ class RouteForm(forms.Form):
     )
     enabled = forms.BooleanField(required=False, initial=True)
 
-    def clean_defaults(self) -> Any:
-        """A null would be stored and hide the next route's value: leave the key out."""
-        defaults = self.cleaned_data["defaults"]
-        if isinstance(defaults, dict) and None in defaults.values():
-            nulls = ", ".join(sorted(key for key, value in defaults.items() if value is None))
-            raise forms.ValidationError(f"Leave a key out instead of null: {nulls[:200]}.")
-        return defaults
-
 
 def channels_summary(channels: Any) -> str:
     """One short phrase per spec: "slack C0123", "email experts", "jira OPS"."""

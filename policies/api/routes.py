@@ -1,8 +1,9 @@
 """The notification routes API (admins): list, add, read, replace and remove routes.
 
-Every write goes through policies.routes with the admin as actor. The request
-is checked here against its documented schema first (exact channel shapes, no nulls, no
-NUL, no unknown keys), so what the schema calls valid is what the service accepts.
+Every write goes through policies.routes with the admin as actor: its validator
+(policies.routes.route_problems) is the only one, the console's too. Here the body's
+schema is declared, unknown keys refused (StrictBody), and the service's problems named
+together with the fields' own in one 400.
 """
 
 import re
@@ -33,20 +34,17 @@ from core.api.schema import NOT_BLANK
 from core.api.views import error_responses, validated
 from core.choices import Channel, OnTimeout
 from core.exceptions import NotFound
-from core.storable import text_problem
 from policies.api.rules import RulePatternField
 from policies.api.schema import ESCALATE_TO_DESCRIPTION
 from policies.models import NotificationRoute
 from policies.routes import (
-    DEFAULT_KEYS,
     EXPERTS,
+    TAKEN,
     route_add,
     route_problems,
     route_remove,
     route_update,
-    spec_problem,
 )
-from policies.validators import check_prevent_self_review, check_timeout_policy
 
 # --- the documented shapes -----------------------------------------------------------
 
@@ -171,66 +169,13 @@ class RouteWriteSerializer(StrictBody):
     enabled = StrictBooleanField(required=False, default=True)
 
     def extra_problems(self, data: Mapping, errors: Mapping) -> dict[str, list[str]]:
-        """The channels' and defaults' exact shapes; when the body is refused, the service's
-        problems too (a malformed pattern, a taken name), so that one 400 names them all."""
-        problems: dict[str, list[str]] = {}
-        for key, check in (("channels", channels_problems), ("defaults", defaults_problems)):
-            if data.get(key) is not None and key not in errors:
-                problems.update(check(data[key]))
-        if errors or problems:
-            fields = {key: data.get(key) for key in ("name", "pattern", "channels", "defaults")}
-            service = route_problems(**fields, route_id=self.context.get("route_id"))
-            for key, messages in service.items():
-                if key not in errors:
-                    problems.setdefault(key, messages)
-        return problems
-
-
-# --- checks beyond the service's -------------------------------------------------------
-
-SHAPE_KEYS = {
-    Channel.SLACK: ({"kind", "channel"}, {"kind", "to"}),
-    Channel.EMAIL: ({"kind", "to"},),
-    Channel.JIRA: ({"kind", "project"},),
-}
-
-
-def channels_problems(channels: Any) -> dict[str, list[str]]:
-    """The service's problem with each spec, else a key its shape does not have, or NUL."""
-    if not isinstance(channels, list) or not 1 <= len(channels) <= limits.MAX_ROUTE_CHANNELS:
-        return {"channels": [f"Must be a list of 1 to {limits.MAX_ROUTE_CHANNELS} channels."]}
-    errors = {}
-    for index, spec in enumerate(channels):
-        problem = spec_problem(spec) or _shape_problem(spec)
-        if problem:
-            errors[f"channels[{index}]"] = [problem]
-    return errors
-
-
-def _shape_problem(spec: dict[str, Any]) -> str | None:
-    kind = spec["kind"]
-    shapes = SHAPE_KEYS[kind]
-    if set(spec) not in shapes:
-        allowed = " or ".join("{" + ", ".join(sorted(keys)) + "}" for keys in shapes)
-        return f"A {kind} channel has exactly the keys {allowed}."
-    texts = [spec.get("channel"), spec.get("project")]
-    texts += spec["to"] if isinstance(spec.get("to"), list) else [spec.get("to")]
-    problems = [text_problem(text) for text in texts if isinstance(text, str)]
-    return next((problem for problem in problems if problem), None)
-
-
-def defaults_problems(defaults: Any) -> dict[str, list[str]]:
-    if not isinstance(defaults, dict) or set(defaults) - set(DEFAULT_KEYS):
-        return {"defaults": [f"Must be an object with only: {', '.join(DEFAULT_KEYS)}."]}
-    errors: dict[str, list[str]] = {}
-    check_timeout_policy(errors, defaults, prefix="defaults")
-    check_prevent_self_review(errors, defaults, prefix="defaults")
-    for key, value in defaults.items():
-        if value is None:
-            errors[f"defaults.{key}"] = ["Must not be null: leave the key out instead."]
-        elif isinstance(value, str) and (problem := text_problem(value)):
-            errors[f"defaults.{key}"] = [problem]
-    return errors
+        """The service's problems (a channel's shape, a default, a malformed pattern, a taken
+        name), so that one 400 names them all."""
+        fields = {key: data.get(key) for key in ("name", "pattern", "channels", "defaults")}
+        service = route_problems(**fields, route_id=self.context.get("route_id"))
+        if service == {"name": [TAKEN]} and not errors:
+            return {}  # a taken name alone: the service's 409
+        return {key: messages for key, messages in service.items() if key not in errors}
 
 
 # --- views -----------------------------------------------------------------------------

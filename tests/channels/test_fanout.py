@@ -19,8 +19,9 @@ from breakpoints.services import (
     breakpoints_remind_due,
 )
 from core.actors import Actor
+from core.exceptions import InvalidInput
 from notifications.models import Delivery
-from policies.routes import route_add
+from policies.routes import NO_NULL, route_add
 from tests.factories import AdminFactory, ReviewerFactory
 
 SLACK = {"kind": "slack", "channel": "C0123"}
@@ -387,13 +388,14 @@ def test_a_route_default_policy_runs_at_expiry(route, create):
     assert (bp.status, bp.result["approved"]) == ("released", True)
 
 
-def test_a_null_default_leaves_the_key_to_the_next_route(route, create):
-    """Through the service (the API and the console refuse null): it is dropped."""
+def test_a_null_default_is_refused_by_the_service_as_by_the_api_and_the_console(route, create):
+    """One validator (policies.routes): a stored null would hide the next route's value."""
     route("b-second", "deploy.*", [SLACK], defaults={"onTimeout": "approve"})
     admin = Actor.for_user(AdminFactory(username="route-admin"))
-    first = route_add(
-        actor=admin, name="a-first", pattern="*", channels=[SLACK], defaults={"onTimeout": None}
-    )
+    with pytest.raises(InvalidInput) as refused:
+        route_add(
+            actor=admin, name="a-first", pattern="*", channels=[SLACK], defaults={"onTimeout": None}
+        )
 
-    assert first.defaults == {}
+    assert refused.value.details == {"defaults.onTimeout": [NO_NULL]}
     assert Breakpoint.objects.get(pk=create()).on_timeout == "approve"

@@ -179,7 +179,7 @@ REFUSED = {
     ),
     "an unknown default": (form(defaults='{"ttl": 5}'), "defaults", "Must be an object"),
     "defaults a list": (form(defaults="[]"), "defaults", "Must be an object"),
-    "a null default": (form(defaults='{"onTimeout": null}'), "defaults", "instead of null"),
+    "a null default": (form(defaults='{"onTimeout": null}'), "defaults", "leave the key out"),
     "a malformed pattern": (form(pattern="deploy.*(tags"), "pattern", "position"),
     "a blank name": (form(name="  "), "name", "required"),
 }
