@@ -22,7 +22,14 @@ from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.db import models, transaction
 from django.db.models import QuerySet
 
-from core.actors import ADMINS_GROUP, REVIEWERS_GROUP, Actor, is_admin
+from core.actors import (
+    ADMINS_GROUP,
+    REVIEWERS_GROUP,
+    Actor,
+    forget_group_names,
+    is_admin,
+    is_superuser,
+)
 from core.exceptions import Forbidden, InvalidInput
 from core.limits import MAX_GROUP_NAME_LENGTH
 
@@ -139,7 +146,7 @@ def people_manageable_by(*, actor: Actor, queryset: QuerySet | None = None) -> Q
     user = actor.user
     if user is None or not is_admin(user):
         return qs.none()
-    if user.is_superuser:
+    if is_superuser(user):
         return qs
     privileged_groups = Group.objects.filter(permissions__isnull=False).exclude(
         name=REVIEWERS_GROUP
@@ -177,7 +184,7 @@ def person_set_role(*, actor: Actor, user: Any, role: str) -> None:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", {"role": [f"Choose one of {Role.values}."]})
     _check_may_manage(actor, user)
-    if role == Role.ADMIN and not actor.user.is_superuser:
+    if role == Role.ADMIN and not is_superuser(actor.user):
         raise Forbidden("Only a superuser may make an admin.")
     with transaction.atomic():
         groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLE_GROUPS}
@@ -188,7 +195,7 @@ def person_set_role(*, actor: Actor, user: Any, role: str) -> None:
             user.groups.add(groups[ADMINS_GROUP])
         user.is_staff = role != Role.NONE or user.is_superuser
         user.save(update_fields=["is_staff"])
-    user.__dict__.pop("_bpm_group_names", None)  # actors.group_names' cache
+    forget_group_names(user)
 
 
 def person_set_expert_groups(
@@ -209,7 +216,7 @@ def person_set_expert_groups(
     with transaction.atomic():
         wanted += [Group.objects.get_or_create(name=name)[0] for name in names]
         allowed = Group.objects.exclude(name__in=ROLE_GROUPS)
-        if not actor.user.is_superuser:
+        if not is_superuser(actor.user):
             allowed = expert_groups_assignable()
         assignable = set(
             allowed.filter(pk__in=[group.pk for group in wanted]).values_list("pk", flat=True)
@@ -220,4 +227,4 @@ def person_set_expert_groups(
             )
         user.groups.remove(*user.groups.exclude(name__in=ROLE_GROUPS))
         user.groups.add(*wanted)
-    user.__dict__.pop("_bpm_group_names", None)
+    forget_group_names(user)

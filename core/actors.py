@@ -78,6 +78,18 @@ def group_names(user: Any) -> set[str]:
     return _group_names(user)
 
 
+def forget_group_names(user: Any) -> None:
+    """Drop the cached group names of `user` (after their groups changed)."""
+    user.__dict__.pop("_bpm_group_names", None)
+
+
+def is_superuser(user: Any) -> bool:
+    """A signed-in person with Django's superuser flag (never an agent or anonymous)."""
+    if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
+        return False
+    return bool(user.is_superuser)
+
+
 def is_admin(user: Any) -> bool:
     if user is None or isinstance(user, AgentPrincipal) or not user.is_authenticated:
         return False

@@ -27,7 +27,7 @@ from accounts.people import (
     person_set_expert_groups,
     person_set_role,
 )
-from core.actors import Actor, actor_for_request_user
+from core.actors import Actor, actor_for_request_user, is_superuser
 from core.exceptions import DomainError
 from core.limits import MAX_GROUP_NAME_LENGTH
 
@@ -108,28 +108,28 @@ class PersonAdmin(UserAdmin):
         # Someone an admin may not manage answers 404, exactly like nobody at all (the
         # stock answer, a redirect to the index, would hide the refusal from tests/live/clients).
         obj = super().get_object(request, object_id, from_field)
-        if obj is None and not request.user.is_superuser:
+        if obj is None and not is_superuser(request.user):
             raise Http404("No such person.")
         return obj
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None):
-        if obj is None or request.user.is_superuser:
+        if obj is None or is_superuser(request.user):
             return super().get_fieldsets(request, obj)
         return PERSON_FIELDSETS
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
-        if obj is None or request.user.is_superuser:
+        if obj is None or is_superuser(request.user):
             return super().get_readonly_fields(request, obj)
         return ("username", "last_login", "date_joined")
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
-        if obj is not None and not request.user.is_superuser:
+        if obj is not None and not is_superuser(request.user):
             kwargs["form"] = PersonForm
         return super().get_form(request, obj, change=change, **kwargs)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Admins deactivate people; deleting is for superusers.
-        return bool(request.user.is_superuser)
+        return is_superuser(request.user)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)

@@ -73,9 +73,8 @@ def breakpoint_create(
     approval the breakpoint is released at once (an `auto_approved` event, then the
     `released` transition). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
-    `requested_by` names who it is on behalf of, bound to the agent token's owner or to a
-    known person (accounts.requesters); its payloadDigest is computed once, at the insert
-    (core.digests).
+    `requested_by` is bound to the token's owner or a known person (accounts.requesters);
+    the payloadDigest is computed once, at the insert (core.digests).
     """
     agent_id = _creating_agent(actor, agent_id)
     _check_ttl(ttl_seconds)
