@@ -11,7 +11,6 @@ from core.actors import Actor
 from core.limits import (
     MAX_EXPRESSION_DEPTH,
     MAX_EXPRESSION_FANOUT,
-    MAX_EXPRESSION_STEPS,
     MAX_FUNCTION_NESTING,
 )
 from triggers import services
@@ -26,7 +25,7 @@ LARGE = {"a": "x" * 1000}  # 2**16 copies of this are far past the budget
 TOO_DEEP = f"Nesting deeper than {MAX_EXPRESSION_DEPTH}"
 TOO_WIDE = f"More than {MAX_EXPRESSION_FANOUT} projections"
 TOO_NESTED = f"Function calls nested deeper than {MAX_FUNCTION_NESTING}"
-OVER_BUDGET = f"Stopped after {MAX_EXPRESSION_STEPS} steps"
+OVER_BUDGET = "Stopped after 1000000 steps"  # BPM_TRIGGER_EXPRESSION_STEPS, the default
 
 
 @pytest.fixture
