@@ -174,6 +174,12 @@ BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
 # Seconds one page (review page, decision page, email) may spend converting markdown and
 # highlighting code; each file gets half. What runs out is shown as escaped text.
 BPM_RENDER_BUDGET_SECONDS = env_float("BPM_RENDER_BUDGET_SECONDS", 0.5)
+# Trigger rules (triggers/expressions.py): steps one JMESPath expression may take on one
+# event, seconds one rule may spend on one event (its conditions and templates, in the
+# worker and in the dry run), and the largest event (compact JSON) rules are evaluated on.
+BPM_TRIGGER_EXPRESSION_STEPS = env_int("BPM_TRIGGER_EXPRESSION_STEPS", 1_000_000)
+BPM_TRIGGER_RULE_SECONDS = env_float("BPM_TRIGGER_RULE_SECONDS", 1.0)
+BPM_TRIGGER_MAX_EVENT_BYTES = env_int("BPM_TRIGGER_MAX_EVENT_BYTES", 1024 * 1024)
 BPM_WEBHOOK_ALLOWED_HOSTS = env_list("BPM_WEBHOOK_ALLOWED_HOSTS")
 BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)

@@ -75,9 +75,8 @@ MAX_EXPRESSION_LENGTH = 1000  # a JMESPath condition or a template
 MAX_EXPRESSION_DEPTH = 32  # levels of its parse tree
 MAX_EXPRESSION_FANOUT = 16  # projections, filters, flattens and multi-selects
 MAX_FUNCTION_NESTING = 8  # function calls inside function calls
-# The work one expression may do on one event: a step per node visited, per value built,
-# compared or turned into text (and per 16 characters of text).
-MAX_EXPRESSION_STEPS = 1_000_000
+# The work one expression may do on one event is a setting (BPM_TRIGGER_EXPRESSION_STEPS):
+# a step per node visited, per value built, compared or turned into text.
 MAX_SELECTED_BREAKPOINTS = 100  # a release or cancel acts on at most this many
 EVENT_TOLERANCE_SECONDS = 5 * 60  # signed timestamps older or newer than this are refused
 

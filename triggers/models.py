@@ -80,6 +80,8 @@ class ExternalEvent(models.Model):
     )
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField()
+    # A worker's claim while it evaluates (triggers.services.evaluate); once past, its
+    # worker is taken for lost and the events sweep publishes the event again.
     locked_until = models.DateTimeField(null=True, blank=True)
     processed_at = models.DateTimeField(null=True, blank=True)
     results = models.JSONField(

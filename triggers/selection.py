@@ -5,6 +5,7 @@ A selector names at least one of: `key` (the rule pattern language), `runId`, `a
 MAX_SELECTED_BREAKPOINTS are picked, oldest first.
 """
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet
@@ -12,8 +13,8 @@ from django.db.models import QuerySet
 from breakpoints.jsonlists import filter_has_all_tags
 from breakpoints.models import Breakpoint
 from core.limits import MAX_SELECTED_BREAKPOINTS
-from policies.patterns import parse_pattern
-from triggers.expressions import check_template, render
+from policies.patterns import Pattern, parse_pattern
+from triggers.expressions import Budget, check_template, render
 
 SELECTOR_KEYS = ("key", "runId", "agentId", "tags")
 
@@ -33,15 +34,38 @@ def selector_problem(selector: Any) -> str | None:
     return None
 
 
-def select_waiting(selector: dict[str, Any], payload: Any) -> list[Breakpoint]:
-    """The waiting breakpoints the selector picks for this event (raises ExpressionError)."""
+@dataclass(frozen=True)
+class Selector:
+    """A selector's templates rendered for one event (no database needed to make one)."""
+
+    run_id: str | None = None
+    agent_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    pattern: Pattern | None = None
+
+
+def render_selector(selector: dict[str, Any], payload: Any, budget: Budget) -> Selector:
+    """The selector for this event (raises ExpressionError or PatternError)."""
+    run_id, agent_id = (
+        render(selector[key], payload, budget) if selector.get(key) else None
+        for key in ("runId", "agentId")
+    )
+    tags = [render(tag, payload, budget) for tag in selector.get("tags") or []]
+    key = render(selector["key"], payload, budget) if selector.get("key") else None
+    pattern = parse_pattern(key) if key is not None else None
+    return Selector(run_id=run_id, agent_id=agent_id, tags=tags, pattern=pattern)
+
+
+def select_waiting(selector: Selector) -> list[Breakpoint]:
+    """The waiting breakpoints the rendered selector picks."""
     waiting: QuerySet[Breakpoint] = Breakpoint.objects.waiting()
-    for field, column in (("runId", "run_id"), ("agentId", "agent_id")):
-        if selector.get(field):
-            waiting = waiting.filter(**{column: render(selector[field], payload)})
-    if selector.get("tags"):
-        waiting = filter_has_all_tags(waiting, [render(tag, payload) for tag in selector["tags"]])
-    pattern = parse_pattern(render(selector["key"], payload)) if selector.get("key") else None
+    if selector.run_id is not None:
+        waiting = waiting.filter(run_id=selector.run_id)
+    if selector.agent_id is not None:
+        waiting = waiting.filter(agent_id=selector.agent_id)
+    if selector.tags:
+        waiting = filter_has_all_tags(waiting, selector.tags)
+    pattern = selector.pattern
     if pattern is not None and "*" not in pattern.glob:
         waiting = waiting.filter(key=pattern.glob)
     elif pattern is not None and not pattern.glob.startswith("*"):

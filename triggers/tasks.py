@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from triggers import services
+from triggers.services.evaluate import TIME_LIMIT_SECONDS
 from triggers.services.ingest import EVALUATE_TASK, publish_evaluation
 
 
@@ -11,8 +12,8 @@ from triggers.services.ingest import EVALUATE_TASK, publish_evaluation
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
-    soft_time_limit=60,  # each expression has its own budget: this is for many rules
-    time_limit=90,
+    soft_time_limit=60,  # each rule has its own budget: this is for many rules
+    time_limit=TIME_LIMIT_SECONDS,  # shorter than an event's claim
 )
 def evaluate_event(event_id: str) -> str:
     """Evaluate one event against the trigger rules (once, whoever runs it)."""

@@ -23,7 +23,6 @@ from core.limits import (
     MAX_EXPRESSION_DEPTH,
     MAX_EXPRESSION_FANOUT,
     MAX_EXPRESSION_LENGTH,
-    MAX_EXPRESSION_STEPS,
     MAX_FUNCTION_NESTING,
     MAX_SOURCE_NAME_LENGTH,
     MAX_TTL_SECONDS,
@@ -54,7 +53,7 @@ EXPRESSION = {
     f"is not false, null, empty text, [] or {{}}. At most {MAX_EXPRESSION_DEPTH} levels deep, "
     f"{MAX_EXPRESSION_FANOUT} projections, filters, flattens and multi-selects, function "
     f"calls {MAX_FUNCTION_NESTING} deep (a 400 names the limit); when it runs, a budget of "
-    f"{MAX_EXPRESSION_STEPS:,} steps per event (past it: the rule's error).",
+    "steps per expression and of time per rule and event (past it: the rule's error).",
 }
 SELECTOR = {
     "type": "object",
