@@ -6,7 +6,8 @@ checks the claim is still its own. A hook in the middle of the evaluation (the
 condition step, patched to wait on threading Events: no sleeps) holds it there.
 
 The lock tests need PostgreSQL: SQLite has no row locks (it serialises writers), so they
-are skipped there; `make test` runs them against the real PostgreSQL (.ci/run). The
+are deselected there (marked `postgres`); `make test` runs them against the real
+PostgreSQL (.ci/run). The
 claim tests run on both.
 """
 
@@ -17,7 +18,6 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.db import connection, connections, transaction
 from django.test import Client
 from django.utils import timezone
@@ -33,10 +33,8 @@ from triggers.verification import sign_generic
 SECRET = "claims-secret-0123456789abcdef"
 HELD = 30  # seconds a hook waits for the test at most (only ends a hung test)
 
-postgresql_only = pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-    reason="row locks need PostgreSQL: SQLite serialises writers (set DATABASE_URL)",
-)
+# Row locks need PostgreSQL (SQLite serialises writers): deselected on SQLite (tests/conftest).
+postgresql_only = pytest.mark.postgres
 
 
 @pytest.fixture
