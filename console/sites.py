@@ -74,14 +74,14 @@ class ConsoleAdminSite(admin.AdminSite):
     def login(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        view = guarding_password_checks(super().login)
-        return cast(HttpResponse, view(request, extra_context))
+        return guarding_password_checks(super().login)(request, extra_context)
 
-    def password_change(
+    # A refusal is a plain page, not a TemplateResponse: django-stubs narrow the result,
+    # Django itself serves whatever the view returns.
+    def password_change(  # type: ignore[override]
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        view = guarding_password_checks(super().password_change)
-        return cast(HttpResponse, view(request, extra_context))
+        return guarding_password_checks(super().password_change)(request, extra_context)
 
     def sections(self, request: HttpRequest) -> HttpResponse:
         """The stock app index: every section this user may open."""
