@@ -85,6 +85,7 @@ bench: install ## Seed a PostgreSQL bench database and print the benchmarks' fig
 	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/login_flood.py $(BENCH_LOGIN_FLOOD_ARGS)
 
 # The same scripts in a tiny mode (a few thousand rows, well under two minutes), so a
 # schema change cannot break the benchmarks unnoticed: `.ci/run` runs it. It has its own

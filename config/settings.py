@@ -292,6 +292,12 @@ BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per add
 BPM_THROTTLE_EVENT_SOURCE_RATE = env_str("BPM_THROTTLE_EVENT_SOURCE_RATE", "1200/min")
 BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
 BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
+# Password checks (console sign-in, password change): at most this many attempts per address,
+# whatever the username, counted before any password is hashed (429 past it); and at most
+# BPM_LOGIN_CONCURRENCY hashing at once in each web process (503 past it). A hash costs
+# ~0.5-2 s of CPU: a flood must not take the threads and cores the API answers with.
+BPM_LOGIN_ATTEMPT_RATE = env_str("BPM_LOGIN_ATTEMPT_RATE", "10/min")
+BPM_LOGIN_CONCURRENCY = max(1, env_int("BPM_LOGIN_CONCURRENCY", 2))
 AXES_FAILURE_LIMIT = env_int("BPM_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ERROR_FLAG
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
@@ -20,6 +21,7 @@ from django.urls import URLPattern, URLResolver, path, reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.http import urlencode
 
+from console.signin import guarding_password_checks
 from core.actors import is_reviewer
 from core.choices import Status
 
@@ -65,6 +67,21 @@ class ConsoleAdminSite(admin.AdminSite):
         if is_reviewer(request.user):
             return HttpResponseRedirect(waiting_queue_url(self.name))
         return super().index(request, extra_context)  # staff without a role: "nothing here"
+
+    # The forms that check a password: their POSTs pass the address's attempt limit and
+    # this process's bound on password checks before the password is hashed (issue 32).
+    @login_not_required
+    def login(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return guarding_password_checks(super().login)(request, extra_context)
+
+    # A refusal is a plain page, not a TemplateResponse: django-stubs narrow the result,
+    # Django itself serves whatever the view returns.
+    def password_change(  # type: ignore[override]
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return guarding_password_checks(super().password_change)(request, extra_context)
 
     def sections(self, request: HttpRequest) -> HttpResponse:
         """The stock app index: every section this user may open."""

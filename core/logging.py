@@ -12,6 +12,7 @@ import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote_plus
 
 from django.utils.functional import LazyObject, empty
 
@@ -28,9 +29,17 @@ STANDARD_RECORD_FIELDS = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))
 ) | {"message", "asctime", "request_id", "taskName", "color_message"}
 
-# Secrets that travel in URLs: an email decision link's one-time token and the JIRA
-# webhook's ?secret=. Access logs and Django's own request warnings print paths.
-SECRET_IN_URL = re.compile(r"(/decide/)[^/?#\s\"']+|([?&]secret=)[^&#\s\"']+")
+# Secrets that travel in URLs: an email decision link's one-time token, and the value of
+# any query parameter whose key names a credential (the JIRA webhook's ?secret=; a token,
+# password, API key or signature a client put in a URL). Access logs and Django's own
+# request warnings print paths and query strings as sent.
+SECRET_IN_URL = re.compile(
+    r"(?P<link>/decide/)[^/?#\s\"']+"
+    r"|(?P<lead>[?&;])(?P<key>[^=&;#?\s\"']+)=(?P<value>[^&;#\s\"']*)",
+    re.IGNORECASE,
+)
+# A key as the server reads it: percent-decoded and in any case (?SECRET=, ?%73ecret=).
+SECRET_KEY_NAME = re.compile(r"secret|token|passw|api[-_]?key|signature|^sig$")
 REDACTED = "[redacted]"
 
 
@@ -83,7 +92,28 @@ class RequestIDFilter(logging.Filter):
 
 def redact(text: str) -> str:
     """`text` with the secrets of SECRET_IN_URL replaced by [redacted]."""
-    return SECRET_IN_URL.sub(lambda m: (m.group(1) or m.group(2)) + REDACTED, text)
+    return SECRET_IN_URL.sub(_redacted_match, text)
+
+
+def _redacted_match(match: re.Match[str]) -> str:
+    if match["link"]:
+        return match["link"] + REDACTED
+    key, value = match["key"], match["value"]
+    if value and secret_key_name(key):
+        return f"{match['lead']}{key}={REDACTED}"
+    # Another parameter's value may hold a URL of its own (?next=/x?secret=...).
+    return f"{match['lead']}{key}={redact(value)}"
+
+
+def secret_key_name(key: str) -> bool:
+    """Whether a query key names a credential, read as the server reads it: decoded (a
+    proxy may decode once more: at most three times) and in any case."""
+    for _ in range(3):
+        decoded = unquote_plus(key)
+        if decoded == key:
+            break
+        key = decoded
+    return SECRET_KEY_NAME.search(key.lower()) is not None
 
 
 class RedactSecretsFilter(logging.Filter):

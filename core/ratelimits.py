@@ -125,3 +125,11 @@ def rate_limit(key: str, rate: str, what: str) -> None:
     if wait is not None:
         seconds = max(1, math.ceil(wait))
         raise RateLimited(f"Too many {what}; retry in {seconds} s.", retry_after=seconds)
+
+
+def sign_in_attempt(address: str) -> None:
+    """Count one password sign-in attempt from `address`: RateLimited (429 + Retry-After)
+    past BPM_LOGIN_ATTEMPT_RATE. Called before the password is checked, whatever the
+    username: an address that rotates usernames (which the per-username lockout never
+    sees twice) pays for its flood in refusals, not in the server's hashing time."""
+    rate_limit(f"bpm:signin:{address}", settings.BPM_LOGIN_ATTEMPT_RATE, "sign-in attempts")

@@ -198,6 +198,42 @@ def test_extra_fields_of_a_call_reach_the_json_line(log_lines):
             "/integrations/jira/webhook?a=1&secret=[redacted]&b=2",
         ),
         ("/api/breakpoints/bp-1/status?wait=30", "/api/breakpoints/bp-1/status?wait=30"),
+        # The server reads a key in any case a client writes it, and percent-decoded.
+        (
+            '"GET /integrations/jira/webhook?SECRET=s3cr3t HTTP/1.1" 200',
+            '"GET /integrations/jira/webhook?SECRET=[redacted] HTTP/1.1" 200',
+        ),
+        (
+            "/integrations/jira/webhook?Secret=s3cr3t",
+            "/integrations/jira/webhook?Secret=[redacted]",
+        ),
+        (
+            "/integrations/jira/webhook?%73ecret=s3cr3t",
+            "/integrations/jira/webhook?%73ecret=[redacted]",
+        ),
+        (
+            "/integrations/jira/webhook?%2573ECRET=s3cr3t",
+            "/integrations/jira/webhook?%2573ECRET=[redacted]",
+        ),
+        ("/x?a=1;secret=s3cr3t", "/x?a=1;secret=[redacted]"),
+        # Other credentials a client may put in a URL.
+        ("/api/breakpoints?token=bpm_abc&page=2", "/api/breakpoints?token=[redacted]&page=2"),
+        (
+            "/x?access_token=abc&API_KEY=def&password=ghi",
+            "/x?access_token=[redacted]&API_KEY=[redacted]&password=[redacted]",
+        ),
+        ("/x?sig=abc&signature=def", "/x?sig=[redacted]&signature=[redacted]"),
+        ("/x?secret=ab?cd&b=2", "/x?secret=[redacted]&b=2"),  # the whole value, as Django reads it
+        ("/admin/login/?next=/x%3Fsecret%3Dabc", "/admin/login/?next=/x%3Fsecret%3Dabc"),
+        ("/admin/login/?next=/x?secret=abc", "/admin/login/?next=/x?secret=[redacted]"),
+        ("<WSGIRequest: GET '/y?SECRET=abc'>", "<WSGIRequest: GET '/y?SECRET=[redacted]'>"),
+        # Keys that name no credential keep their values; so does an empty secret.
+        (
+            "/api/rules/evaluate?key=plan-review&design=x&tag=t",
+            "/api/rules/evaluate?key=plan-review&design=x&tag=t",
+        ),
+        ("/integrations/jira/webhook?secret=", "/integrations/jira/webhook?secret="),
+        ("POST /DECIDE/tok", "POST /DECIDE/[redacted]"),
     ],
 )
 def test_secrets_in_urls_are_redacted(text, expected):
@@ -231,6 +267,8 @@ def test_a_bad_decision_link_logs_why_but_no_token(db, client):
     [
         ("put", "/decide/tok-SECRET42", "SECRET42"),  # 405: Django's warning names the request
         ("get", "/integrations/jira/webhook?secret=JIRASECRET42", "JIRASECRET42"),
+        ("get", "/integrations/jira/webhook?SECRET=JIRASECRET42", "JIRASECRET42"),
+        ("get", "/integrations/jira/webhook?%73ecret=JIRASECRET42", "JIRASECRET42"),
     ],
 )
 @pytest.mark.parametrize("formatter", ["json", "plain"])

@@ -13,8 +13,9 @@ from tests.support.net import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_web_servers_access_log_has_no_decision_token(tmp_path):
-    """uvicorn serving the real ASGI app: its access line shows the path, not the token."""
+def test_the_web_servers_access_log_has_no_url_secret(tmp_path):
+    """uvicorn serving the real ASGI app: its access lines show the path, not the decision
+    token, nor the JIRA secret whatever the case or encoding of its query key."""
     port = free_port()
     env = {
         **os.environ,
@@ -35,12 +36,18 @@ def test_the_web_servers_access_log_has_no_decision_token(tmp_path):
     )
     try:
         status = _get_when_up(f"http://127.0.0.1:{port}/decide/tok-SECRET42")
+        jira = f"http://127.0.0.1:{port}/integrations/jira/webhook"
+        for query in ("SECRET=JIRASECRET42", "%73ecret=JIRASECRET43"):
+            httpx.post(f"{jira}?{query}", json={}, timeout=10)
     finally:
         server.terminate()
         output = server.communicate(timeout=30)[0]
     assert status is not None, output
     assert "SECRET42" not in output
+    assert "SECRET43" not in output
     assert "/decide/[redacted]" in output
+    assert "/integrations/jira/webhook?SECRET=[redacted]" in output
+    assert "/integrations/jira/webhook?%73ecret=[redacted]" in output
 
 
 def _get_when_up(url: str, deadline_seconds: float = 60) -> int | None:
