@@ -161,6 +161,10 @@ def _keep_rules_in_words(case) -> None:
         return
     if case.path.endswith("/feedback") and not (body.get("comment") or "").strip():
         body["release"] = True  # a comment may be blank only with release: true
+    if case.path == "/api/breakpoints" and isinstance(body.get("requestedBy"), str):
+        # It must name a person with an account (accounts.requesters): the schema can only
+        # say it is a short string.
+        body["requestedBy"] = "fuzz-reviewer"
     if case.path == "/api/breakpoints" and isinstance(body.get("payload"), dict):
         _keep_escalation_rule(body["payload"])
         if body["payload"].get("autoApproveAfterN") == 0:
@@ -175,7 +179,10 @@ def _keep_rules_in_words(case) -> None:
 
 
 def _keep_escalation_rule(settings: dict) -> None:
-    """escalateTo is a name whenever escalateAfterSeconds is set or onTimeout escalates."""
+    """escalateTo is a name whenever escalateAfterSeconds is set or onTimeout escalates;
+    onTimeout is not approve under four eyes (policies.foureyes)."""
+    if settings.get("preventSelfReview") is True and settings.get("onTimeout") == "approve":
+        settings["onTimeout"] = "reject"
     escalates = settings.get("escalateAfterSeconds") is not None
     if escalates or settings.get("onTimeout") == "escalate":
         if not isinstance(settings.get("escalateTo"), str):
