@@ -97,6 +97,7 @@ def start_system(
     env: dict[str, str] | None = None,
     worker_concurrency: int = 1,
     worker_chatter: bool = False,
+    web_open_files: int | None = None,
 ) -> System:
     """A System on `redis_server`, its logs in `tmp_path`, started (web, worker, beat)."""
     system = System(
@@ -105,6 +106,7 @@ def start_system(
         {"STATIC_ROOT": str(static_root), **(env or {})},
         worker_concurrency=worker_concurrency,
         worker_chatter=worker_chatter,
+        web_open_files=web_open_files,
     )
     try:
         return system.start(beat=beat)

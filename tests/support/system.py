@@ -7,6 +7,7 @@ kill and restart. The fixtures that start them are in tests/live/conftest.py.
 """
 
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -63,10 +64,18 @@ def missing_requirement(*, postgres: bool = True) -> str | None:
 class Process:
     """One subprocess in its own session (process group), its output in a log file."""
 
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path):
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        env: dict[str, str],
+        log_dir: Path,
+        open_files: int | None = None,
+    ):
         self.name = name
         self.args = args
         self.env = env
+        self.open_files = open_files  # its open-file limit (soft and hard), if set
         self.log_path = log_dir / f"{name}.log"
         self.popen: subprocess.Popen | None = None
         self.expected_alive = True  # False once a test kills it on purpose
@@ -83,8 +92,12 @@ class Process:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=self._limit_open_files if self.open_files else None,
         )
         return self
+
+    def _limit_open_files(self) -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     @property
     def alive(self) -> bool:
@@ -256,8 +269,10 @@ class System:
         env: dict[str, str] | None = None,
         worker_concurrency: int = 1,
         worker_chatter: bool = False,
+        web_open_files: int | None = None,
     ):
         self.redis = redis_server
+        self.web_open_files = web_open_files
         self.worker_concurrency = worker_concurrency
         self.worker_chatter = worker_chatter
         self.tmp_path = tmp_path
@@ -292,8 +307,8 @@ class System:
 
     # --- starting ---------------------------------------------------------------------
 
-    def _process(self, name: str, args: list[str]) -> Process:
-        process = Process(name, args, self.env, self.tmp_path)
+    def _process(self, name: str, args: list[str], open_files: int | None = None) -> Process:
+        process = Process(name, args, self.env, self.tmp_path, open_files)
         self.processes.append(process)
         return process.start()
 
@@ -313,6 +328,7 @@ class System:
                 "--graceful-timeout",
                 "3",
             ],
+            open_files=self.web_open_files,
         )
 
     def _start_worker(self) -> Process:
