@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 UV := $(BIN)/uv
-# What `make run` needs (the project and the agent client), then the dev tools on top
-# (tests, linters, docs): two steps, so a first `make run` installs only the first.
+# What `make run` needs (the project and the agent client, bpm), then the dev tools and the
+# MCP SDK on top (tests, linters, docs, bpm mcp): two steps, so that a first `make run`
+# installs (and compiles) only the first.
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 # uv (from PyPI) installs in seconds what pip took minutes for; it compiles the bytecode
@@ -43,12 +44,12 @@ $(UV):
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
 	@echo "install: the project and the agent client (bpm) into $(VENV)"
-	$(UV_INSTALL) -e . -e "./clients/python[mcp]"
+	$(UV_INSTALL) -e . -e ./clients/python
 	@touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
 	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
-	@echo "install: the dev tools (tests, linters, docs) into $(VENV)"
+	@echo "install: the dev tools (tests, linters, docs) and the MCP SDK into $(VENV)"
 	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp]"
 	@touch $(DEV_STAMP)
 
@@ -111,7 +112,8 @@ schema: install ## Write the OpenAPI schema to schema.yml
 # Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
 # PostgreSQL database bpm_bench on 127.0.0.1; seed.py refuses a database whose name lacks
 # "bench", creates it when missing, migrates it and seeds BENCH_COUNT rows once
-# (BENCH_SEED_ARGS=--reset seeds again).
+# (BENCH_SEED_ARGS=--reset seeds again). make_run_timing.py times a cold and a warm
+# `make run` in a fresh clone of HEAD (SQLite, its own port, empty uv and pip caches).
 BENCH_COUNT ?= 1000000
 BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
 BENCH_COMMON_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
@@ -125,6 +127,7 @@ bench: install ## Seed a PostgreSQL bench database and print the benchmarks' fig
 	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
+	$(BIN)/python benchmarks/make_run_timing.py $(BENCH_MAKE_RUN_ARGS)
 
 # The same scripts in a tiny mode (a few thousand rows, well under two minutes), so a
 # schema change cannot break the benchmarks unnoticed: `.ci/run` runs it. It has its own
