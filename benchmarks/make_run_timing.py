@@ -2,16 +2,16 @@
 
     .venv/bin/python benchmarks/make_run_timing.py [--user-caches] [--keep]
 
-Clones this repository (its committed HEAD) into a temporary folder and runs `make run`
-there as a developer would on a fresh machine: no DATABASE_URL or REDIS_URL (SQLite, the
-embedded broker), a free BPM_PORT. Cold: no .venv yet, and empty uv and pip caches (unless
---user-caches: the caches of this user, as on a second checkout). Warm: `make run` again
-in the same folder, nothing changed. Each run is timed from `make run` until /readyz
-answers 200, then stopped as Ctrl-C stops it. The script prints each figure beside its
-target (cold 45 s, warm 15 s) and where the time went: install (the virtualenv), migrate
-(the BPM_PORT check, the database, the migrations), start (until /readyz answers); then
-removes the folder (unless --keep). Other work on the machine slows every figure: the load
-average is printed with them.
+Clones this repository (its committed HEAD, or --ref) into a temporary folder and runs
+`make run` there as a developer would on a fresh machine: no DATABASE_URL or REDIS_URL
+(SQLite, the embedded broker), a free BPM_PORT. Cold: no .venv yet, and empty uv and pip
+caches (unless --user-caches: the caches of this user, as on a second checkout). Warm:
+`make run` again in the same folder, nothing changed (--warm-runs times, 3: the median
+counts). Each run is timed from `make run` until /readyz answers 200, then stopped as
+Ctrl-C stops it. The script prints each figure beside its target (cold 45 s, warm 15 s)
+and where the time went: install (the virtualenv), migrate (the BPM_PORT check, the
+database, the migrations), start (until /readyz answers); then removes the folder (unless
+--keep). Other work on the machine slows every figure: the load average is printed too.
 """
 
 import argparse
@@ -124,15 +124,17 @@ def breakdown(total: float, seen: dict[str, float]) -> dict[str, float]:
 def report(label: str, timing: Timing, target: float) -> None:
     verdict = "PASS" if timing.total < target else "FAIL"
     parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timing.phases.items())
-    print(f"{label:<44} {timing.total:6.1f} s   target < {target:.0f} s   {verdict}   ({parts})")
+    print(f"{label:<40} {timing.total:6.1f} s   target < {target:.0f} s   {verdict}   ({parts})")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--user-caches", action="store_true", help="keep uv's and pip's caches")
     parser.add_argument("--keep", action="store_true", help="leave the clone in place")
+    parser.add_argument("--ref", default="HEAD", help="the commit to time (to compare)")
     parser.add_argument("--cold-target", type=float, default=45.0)
     parser.add_argument("--warm-target", type=float, default=15.0)
+    parser.add_argument("--warm-runs", type=int, default=3, help="warm runs (the median counts)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
     args = parser.parse_args()
 
@@ -140,22 +142,28 @@ def main() -> int:
     app = folder / "app"
     try:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(app)], check=True)
+        subprocess.run(["git", "-C", str(app), "checkout", "--quiet", args.ref], check=True)
         port = free_port()
         env = developer_env(folder, port, args.user_caches)
         load = os.getloadavg()[0]
-        timings = {}
-        for run in ("cold", "warm"):
+        runs = ["cold", *(f"warm-{number}" for number in range(1, args.warm_runs + 1))]
+        timings = []
+        for run in runs:
             total, seen = timed_make_run(app, env, port, folder / f"{run}.log", args.timeout)
-            timings[run] = Timing(total, breakdown(total, seen))
+            timings.append(Timing(total, breakdown(total, seen)))
     finally:
         if args.keep:
             print(f"kept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
     caches = "this user's uv and pip caches" if args.user_caches else "empty uv and pip caches"
-    print(f"make run until /readyz answers 200 (clone of {ROOT.name} HEAD, port {port})")
-    report(f"cold (no .venv, {caches})", timings["cold"], args.cold_target)
-    report("warm (again, nothing changed)", timings["warm"], args.warm_target)
+    print(f"make run until /readyz answers 200 (clone of {ROOT.name} {args.ref}, port {port})")
+    cold, *warm = timings
+    report(f"cold (no .venv, {caches})", cold, args.cold_target)
+    if warm:
+        median = sorted(warm, key=lambda timing: timing.total)[(len(warm) - 1) // 2]
+        each = ", ".join(f"{timing.total:.1f}" for timing in warm)
+        report(f"warm (again, nothing changed; median of {each} s)", median, args.warm_target)
     print(f"load average (1 min) at the start: {load:.2f} on {os.cpu_count()} CPUs")
     return 0
 
