@@ -124,7 +124,7 @@ def breakdown(total: float, seen: dict[str, float]) -> dict[str, float]:
 def report(label: str, timing: Timing, target: float) -> None:
     verdict = "PASS" if timing.total < target else "FAIL"
     parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timing.phases.items())
-    print(f"{label:<40} {timing.total:6.1f} s   target < {target:.0f} s   {verdict}   ({parts})")
+    print(f"{label:<32} {timing.total:6.1f} s   target < {target:.0f} s   {verdict}   ({parts})")
 
 
 def main() -> int:
@@ -159,11 +159,12 @@ def main() -> int:
     caches = "this user's uv and pip caches" if args.user_caches else "empty uv and pip caches"
     print(f"make run until /readyz answers 200 (clone of {ROOT.name} {args.ref}, port {port})")
     cold, *warm = timings
-    report(f"cold (no .venv, {caches})", cold, args.cold_target)
+    print(f"cold: no .venv, {caches}; warm: make run again, nothing changed")
+    report("cold", cold, args.cold_target)
     if warm:
         median = sorted(warm, key=lambda timing: timing.total)[(len(warm) - 1) // 2]
         each = ", ".join(f"{timing.total:.1f}" for timing in warm)
-        report(f"warm (again, nothing changed; median of {each} s)", median, args.warm_target)
+        report(f"warm (median of {each} s)", median, args.warm_target)
     print(f"load average (1 min) at the start: {load:.2f} on {os.cpu_count()} CPUs")
     return 0
 
