@@ -61,9 +61,9 @@ ports:
 	@$(PYTHON) config/ports.py
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
-# allows, else one line that says what to do.
+# allows, else one line that says what to do (no DATABASE_URL: SQLite, nothing to check).
 migrate: $(STAMP) ## Apply the database migrations (creating a missing PostgreSQL database)
-	@$(BIN)/python -m config.database
+	@test -z "$$DATABASE_URL" || $(BIN)/python -m config.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
