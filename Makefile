@@ -2,42 +2,80 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+UV := $(BIN)/uv
+# What `make run` needs (the project and the agent client, bpm), then the dev tools and the
+# MCP SDK on top (tests, linters, docs, bpm mcp): two steps, so that a first `make run`
+# installs (and compiles) only the first.
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+# uv (from PyPI) installs in seconds what pip took minutes for; it compiles the bytecode
+# as pip does (a process started with PYTHONDONTWRITEBYTECODE would compile it every time)
+# and trusts the system's certificates (a proxy's CA), as pip does with its `cert`.
+UV_INSTALL := $(UV) pip install --python $(BIN)/python --compile-bytecode --system-certs
+# uv reads its own index settings (UV_DEFAULT_INDEX, UV_INDEX), not pip's; pip's index
+# variable is passed on.
+ifdef PIP_INDEX_URL
+export UV_DEFAULT_INDEX ?= $(PIP_INDEX_URL)
+endif
 
 # Local development defaults; production sets DEBUG=0 and a real SECRET_KEY.
 RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
+# Where `make docs-serve` serves the guides (not BPM_PORT: `make run` may be serving there).
+DOCS_PORT ?= 8001
 
-.PHONY: help install run web migrate test test-fast lint docs format schema clean
+.PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema clean
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]" -e "./clients/python[mcp]"
-	touch $(STAMP)
+# The virtualenv and uv in it: the system's pip installs uv into a virtualenv made without
+# pip (faster), or, where that pip is too old for --python, the virtualenv's own pip does.
+# Made when an install step finds no uv (a virtualenv made before uv was used included).
+$(UV):
+	@echo "install: creating $(VENV) with uv in it (the installer, from PyPI)"
+	@$(PYTHON) -m venv --without-pip $(VENV)
+	@$(PYTHON) -m pip --python $(BIN)/python install --quiet "uv>=0.13" 2>/dev/null || \
+		{ $(BIN)/python -m ensurepip --default-pip >/dev/null && \
+		  $(BIN)/python -m pip install --quiet "uv>=0.13"; }
 
-install: $(STAMP) ## Create .venv and install the project and its dev tools
+$(STAMP): pyproject.toml clients/python/pyproject.toml
+	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
+	@echo "install: the project and the agent client (bpm) into $(VENV)"
+	$(UV_INSTALL) -e . -e ./clients/python
+	@touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
+	@echo "install: the dev tools (tests, linters, docs) and the MCP SDK into $(VENV)"
+	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp]"
+	@touch $(DEV_STAMP)
+
+install: $(DEV_STAMP) ## Create .venv and install the project and its dev tools
+
+# The port make run and make web serve on (BPM_PORT, 8000 by default) checked first: one
+# line naming BPM_PORT when it is taken, before anything is installed or started.
+ports:
+	@$(PYTHON) config/ports.py
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
-# allows, else one line that says what to do.
-migrate: install ## Apply the database migrations (creating a missing PostgreSQL database)
-	@$(BIN)/python -m config.database
+# allows, else one line that says what to do (no DATABASE_URL: SQLite, nothing to check).
+migrate: $(STAMP) ## Apply the database migrations (creating a missing PostgreSQL database)
+	@test -z "$$DATABASE_URL" || $(BIN)/python -m config.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
 # config/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
 # exec, so that a SIGTERM to make reaches it.
-run: migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000
+run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000 (or BPM_PORT)
 	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev
 
-# Only the web process, for working on the API or console.
-web: migrate ## Serve only the web process (port 8000)
-	$(RUN_ENV) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port 8000 --no-proxy-headers
+# Only the web process, for working on the API or console: Procfile.dev's web line, run by
+# the same supervisor.
+web: ports migrate ## Serve only the web process (on BPM_PORT, 8000 by default)
+	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev web
 
 test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -61,6 +99,9 @@ docs: install ## Build the guides in docs/ with mkdocs --strict (into a temporar
 	@site=$$(mktemp -d) && $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"; \
 		status=$$?; rm -rf "$$site"; exit $$status
 
+docs-serve: install ## Serve the guides as you edit them, on http://127.0.0.1:8001 (DOCS_PORT=...)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
 format: install ## Fix what ruff can and format the code
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
@@ -71,7 +112,8 @@ schema: install ## Write the OpenAPI schema to schema.yml
 # Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
 # PostgreSQL database bpm_bench on 127.0.0.1; seed.py refuses a database whose name lacks
 # "bench", creates it when missing, migrates it and seeds BENCH_COUNT rows once
-# (BENCH_SEED_ARGS=--reset seeds again).
+# (BENCH_SEED_ARGS=--reset seeds again). make_run_timing.py times a cold and a warm
+# `make run` in a fresh clone of HEAD (SQLite, its own port, empty uv and pip caches).
 BENCH_COUNT ?= 1000000
 BENCH_DATABASE_URL := postgres://postgres@127.0.0.1:5432/bpm_bench
 BENCH_COMMON_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-benchmark-only-key} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} BPM_THROTTLE_TOKEN_RATE=$${BPM_THROTTLE_TOKEN_RATE:-off} BPM_THROTTLE_ANON_RATE=$${BPM_THROTTLE_ANON_RATE:-off}
@@ -86,6 +128,7 @@ bench: install ## Seed a PostgreSQL bench database and print the benchmarks' fig
 	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/login_flood.py $(BENCH_LOGIN_FLOOD_ARGS)
+	$(BIN)/python benchmarks/make_run_timing.py $(BENCH_MAKE_RUN_ARGS)
 
 # The same scripts in a tiny mode (a few thousand rows, well under two minutes), so a
 # schema change cannot break the benchmarks unnoticed: `.ci/run` runs it. It has its own

@@ -18,7 +18,13 @@ killed honcho left web, worker and beat running):
 - a process that dies (non-zero exit or a signal: a crash, the OOM killer, ``kill -9``) is
   started again after ``RESTART_DELAYS`` (1, 2, 4, 8 s; a run of ``STABLE_SECONDS`` resets
   them), as a production supervisor would; one that dies sooner than that once more than
-  that stops them all with its exit code.
+  that stops them all with its exit code;
+- the ``web`` process serves on BPM_PORT (config/ports.py): a port that is taken stops
+  everything with one line naming BPM_PORT, before anything starts or when ``web`` died
+  and the port is still taken (someone else took it), never a web process started again
+  and again on "address already in use".
+
+``python -m config.supervisor Procfile.dev web`` runs only the processes named (`make web`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from config.ports import PortProblem, configured_port, port_problem
+
 GRACE_SECONDS = 10.0
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0)
 STABLE_SECONDS = 60.0
@@ -43,6 +51,7 @@ PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 COLOURS = ("36", "33", "32", "35", "34", "31")
 PROCFILE_LINE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$")
+PORT_PROCESS = "web"  # the Procfile process that serves on BPM_PORT
 
 
 def parse_procfile(text: str) -> list[tuple[str, str]]:
@@ -59,6 +68,15 @@ def parse_procfile(text: str) -> list[tuple[str, str]]:
     if not entries:
         raise ValueError("the Procfile names no process")
     return entries
+
+
+def select(entries: list[tuple[str, str]], names: list[str]) -> list[tuple[str, str]]:
+    """The entries named (all of them when ``names`` is empty), in the Procfile's order."""
+    unknown = sorted(set(names) - {name for name, _ in entries})
+    if unknown:
+        known = ", ".join(name for name, _ in entries)
+        raise ValueError(f"the Procfile has no process {', '.join(unknown)} (it has {known})")
+    return [entry for entry in entries if not names or entry[0] in names]
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -90,6 +108,7 @@ class Supervisor:
     cwd: Path
     grace: float = GRACE_SECONDS
     restart_delays: tuple[float, ...] = RESTART_DELAYS
+    port: int | None = None  # where the PORT_PROCESS serves: checked before it is started
     children: list[Child] = field(default_factory=list)
     retired: list[Child] = field(default_factory=list)  # died and replaced; pipes may be open
     pgid: int | None = None
@@ -240,11 +259,24 @@ class Supervisor:
                 self.exit_code = 128 - code if code < 0 else code
                 self.stop(f"{child.name} exited")
 
+    def port_problem(self, child: Child | None = None) -> str | None:
+        """Why the web process cannot serve (the port is taken); None when it can, or when
+        ``child`` is another process."""
+        if self.port is None or (child is not None and child.name != f"{PORT_PROCESS}.1"):
+            return None
+        if not any(name == PORT_PROCESS for name, _ in self.entries):
+            return None
+        return port_problem(self.port)
+
     def schedule_restart(self, child: Child, code: int) -> bool:
         """Replace a child that died by one started after a delay; False to stop them all."""
         quick = time.monotonic() - child.started_at < STABLE_SECONDS
         failures = child.quick_failures + 1 if quick else 1
         if code == 0 or failures > len(self.restart_delays):
+            return False
+        problem = self.port_problem(child)
+        if problem is not None:  # starting it again would fail the same way
+            self.system(problem)
             return False
         delay = self.restart_delays[failures - 1]
         self.system(f"{child.name} died (rc={code}); starting it again in {delay:g}s")
@@ -271,6 +303,10 @@ class Supervisor:
 
     # Main loop ----------------------------------------------------------------------
     def run(self) -> int:
+        problem = self.port_problem()
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 1
         wake_read, wake_write = os.pipe()
         for fd in (wake_read, wake_write):
             os.set_blocking(fd, False)
@@ -354,9 +390,16 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``[Procfile [name ...]]``: run the Procfile's processes, or only those named."""
     args = sys.argv[1:] if argv is None else argv
     procfile = Path(args[0] if args else "Procfile.dev")
-    supervisor = Supervisor(parse_procfile(procfile.read_text()), cwd=procfile.resolve().parent)
+    try:
+        entries = select(parse_procfile(procfile.read_text()), args[1:])
+        port = configured_port()
+    except (OSError, ValueError, PortProblem) as problem:
+        print(problem, file=sys.stderr)
+        return 1
+    supervisor = Supervisor(entries, cwd=procfile.resolve().parent, port=port)
     return supervisor.run()
 
 

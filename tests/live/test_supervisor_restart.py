@@ -1,4 +1,5 @@
-"""`make run`'s supervisor starts a process that died again; a clean exit still stops all.
+"""`make run`'s supervisor starts a process that died again; a clean exit still stops all;
+a web process that died because its port was taken is not started again.
 
 The supervisor runs as a real subprocess on a small Procfile of shell commands; the test
 kills one of them with SIGKILL, as the OOM killer or a crash would.
@@ -7,12 +8,15 @@ kills one of them with SIGKILL, as the OOM killer or a crash would.
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
@@ -25,18 +29,21 @@ pytestmark = [
 LONG_RUNNING = "sh -c 'echo up $$; exec sleep 120'"
 
 
-def supervise(folder: Path, procfile: str, delays: tuple[float, ...]) -> subprocess.Popen[str]:
+def supervise(
+    folder: Path, procfile: str, delays: tuple[float, ...], port: int | None = None
+) -> subprocess.Popen[str]:
     (folder / "Procfile").write_text(procfile)
     code = (
         "import sys; from pathlib import Path; "
         "from config.supervisor import Supervisor, parse_procfile; "
         "sys.exit(Supervisor(parse_procfile(Path('Procfile').read_text()), cwd=Path('.'), "
-        f"restart_delays={delays!r}).run())"
+        f"restart_delays={delays!r}, port={port!r}).run())"
     )
+    port_env = {} if port is None else {"BPM_PORT": str(port)}
     return subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=folder,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **port_env},
         stdout=(folder / "out.log").open("w"),
         stderr=subprocess.STDOUT,
         text=True,
@@ -47,8 +54,8 @@ def output(folder: Path) -> str:
     return (folder / "out.log").read_text(errors="replace")
 
 
-def pids(folder: Path, name: str) -> list[int]:
-    return [int(pid) for pid in re.findall(rf"{name}\.1 *\| up (\d+)", output(folder))]
+def pids(folder: Path, name: str, word: str = "up") -> list[int]:
+    return [int(pid) for pid in re.findall(rf"{name}\.1 *\| {word} (\d+)", output(folder))]
 
 
 def wait_for(folder: Path, predicate, what: str):
@@ -113,3 +120,89 @@ def test_a_process_that_exits_cleanly_stops_everything_without_a_restart(tmp_pat
     assert "done.1 exited: stopping all processes" in text
     assert "starting it again" not in text
     assert not running(pids(tmp_path, "steady")[0])
+
+
+# A web process: waits for the file `go`, then listens on BPM_PORT as uvicorn does (exit 1
+# and uvicorn's words when the port is taken); with `crash-once`, it first exits with 3.
+WEB_SERVER = """
+import os, socket, sys, time
+from pathlib import Path
+while not Path("go").exists():
+    time.sleep(0.05)
+if Path("crash-once").exists():
+    Path("crash-once").unlink()
+    sys.exit(3)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    server.bind(("127.0.0.1", int(os.environ["BPM_PORT"])))
+except OSError as error:
+    print("error while attempting to bind:", error.strerror.lower(), flush=True)
+    sys.exit(1)
+server.listen()
+print("listening", os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+
+def web_procfile(folder: Path) -> str:
+    (folder / "web.py").write_text(WEB_SERVER)
+    return f"web: {sys.executable} web.py\nsteady: {LONG_RUNNING}\n"
+
+
+def test_a_web_process_that_lost_its_port_stops_everything_with_one_line_naming_bpm_port(
+    tmp_path,
+):
+    """The port was free when the supervisor started and taken before the web process
+    listened: starting it again would fail the same way, so everything stops at once."""
+    port = free_port()
+    supervisor = supervise(tmp_path, web_procfile(tmp_path), (0.1, 0.1, 0.1, 0.1), port=port)
+    squatter = socket.socket()
+    try:
+        wait_for(tmp_path, lambda: "web.1 started" in output(tmp_path), "web to start")
+        [steady] = wait_for(tmp_path, lambda: pids(tmp_path, "steady"), "steady to start")
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        (tmp_path / "go").touch()
+        assert supervisor.wait(timeout=DEADLINE_SECONDS) == 1
+        text = output(tmp_path)
+        assert f"port {port} is in use: set BPM_PORT=" in text
+        assert "(and BPM_URL=http://127.0.0.1:" in text
+        assert "starting it again" not in text
+        assert text.count("web.1 started") == 1
+        assert not running(steady)
+    finally:
+        squatter.close()
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+
+
+def test_a_web_process_that_crashed_with_its_port_free_is_started_again(tmp_path):
+    port = free_port()
+    (tmp_path / "crash-once").touch()
+    (tmp_path / "go").touch()
+    supervisor = supervise(tmp_path, web_procfile(tmp_path), (0.1,), port=port)
+    try:
+        wait_for(tmp_path, lambda: pids(tmp_path, "web", "listening"), "web to listen")
+        text = output(tmp_path)
+        assert "web.1 died (rc=3); starting it again in 0.1s" in text
+        assert "is in use" not in text
+        assert supervisor.poll() is None
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=DEADLINE_SECONDS) == 0
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+
+
+def test_a_taken_port_stops_the_supervisor_before_it_starts_anything(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        supervisor = supervise(tmp_path, web_procfile(tmp_path), (0.1,), port=port)
+        assert supervisor.wait(timeout=DEADLINE_SECONDS) == 1
+    assert "started" not in output(tmp_path)
+    assert f"port {port} is in use: set BPM_PORT=" in output(tmp_path)
