@@ -92,21 +92,17 @@ def test_nothing_lets_the_requester_walk_around_four_eyes(make_system, transacti
     )
     assert fullwidth.json()["requestedBy"] == "alice"
 
-    # 4. alice cannot decide it; bob can, and the receipt names the requester's decider.
-    breakpoint_id = mine.json()["breakpointId"]
-    release = {"comment": "ship it", "release": True, "approved": True}
-    as_alice = httpx.post(
-        f"{live.base_url}/api/breakpoints/{breakpoint_id}/feedback",
-        json=release,
-        headers={"Authorization": f"Bearer {reviewer['alice']}"},
-        timeout=30,
-    )
+    # 4. alice cannot decide it; bob can, and the result names him.
+    def release_as(name: str) -> httpx.Response:
+        return httpx.post(
+            f"{live.base_url}/api/breakpoints/{mine.json()['breakpointId']}/feedback",
+            json={"comment": "ship it", "release": True, "approved": True},
+            headers={"Authorization": f"Bearer {reviewer[name]}"},
+            timeout=30,
+        )
+
+    as_alice = release_as("alice")
     assert as_alice.status_code == 403, as_alice.text
-    as_bob = httpx.post(
-        f"{live.base_url}/api/breakpoints/{breakpoint_id}/feedback",
-        json=release,
-        headers={"Authorization": f"Bearer {reviewer['bob']}"},
-        timeout=30,
-    )
+    as_bob = release_as("bob")
     assert as_bob.status_code == 201, as_bob.text
     assert as_bob.json()["result"]["respondedBy"] == "bob"
