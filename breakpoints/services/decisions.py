@@ -113,10 +113,11 @@ def _refusal(
 def release_refusal(
     bp: Breakpoint, actor: Actor, resolved: Mapping[str, routing.Seat] | None = None
 ) -> str | None:
-    """ "May this person release this?": why not (not a reviewer, no longer waiting, its
-    requester under four eyes, no open seat of a routed one), or None. Only a question:
-    nothing is written (the console's review page, the email decision page). `resolved`:
-    the breakpoint's seats when the caller resolved them already (accounts.experts)."""
+    """Why this person may not release it now (not a reviewer, no longer waiting, its
+    requester under four eyes, no open seat of a routed one), or None: "may this person
+    release this?", asked once for every channel. Only a question, nothing is written (the
+    console's review page, the email decision page). `resolved`: the breakpoint's seats
+    when the caller resolved them already (accounts.experts)."""
     refusal = _refusal(bp, actor, resolved)
     return refusal.message if refusal is not None else None
 
