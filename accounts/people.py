@@ -31,9 +31,28 @@ from core.actors import (
     is_superuser,
 )
 from core.exceptions import Forbidden, InvalidInput
-from core.limits import MAX_GROUP_NAME_LENGTH
+from core.limits import MAX_EMAIL_LENGTH, MAX_GROUP_NAME_LENGTH
 
 ROLE_GROUPS = (REVIEWERS_GROUP, ADMINS_GROUP)
+
+
+class NoSinglePerson(Exception):
+    """No one active person has this email address; the message says why."""
+
+
+def person_with_email(email: str) -> Any:
+    """The one active person whose email is `email` (compared without case, surrounding
+    spaces ignored): the person behind a Slack or JIRA user. Raises NoSinglePerson saying
+    why not: no usable address, nobody, or more than one (an email is no identity then)."""
+    email = email.strip()
+    if not email or len(email) > MAX_EMAIL_LENGTH or "@" not in email:
+        raise NoSinglePerson("no usable email address")
+    users = list(get_user_model().objects.filter(email__iexact=email, is_active=True)[:2])
+    if not users:
+        raise NoSinglePerson("no active user has this email address")
+    if len(users) > 1:
+        raise NoSinglePerson("more than one active user has this email address")
+    return users[0]
 
 
 class Role(models.TextChoices):

@@ -12,12 +12,9 @@ from accounts import experts as routing
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
-from breakpoints.services import self_review_refusal
 from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
-from core.actors import Actor
 from core.choices import Status, Via
-from core.exceptions import DomainError
 from core.rendering import html as rendering
 
 if TYPE_CHECKING:
@@ -158,25 +155,6 @@ def delivery_summary(deliveries: list[Delivery]) -> str:
     """One count per outcome, e.g. "2 delivered, 1 failed"."""
     counts = Counter(delivery.outcome for delivery in deliveries)
     return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
-
-
-def release_refusal(
-    user: Any, bp: Breakpoint, resolved: Mapping[str, routing.Seat] | None = None
-) -> str | None:
-    """Why this user may comment but not release it, or None: the review page's note (the
-    buttons are disabled), and the release screens' refusal. The requester of a breakpoint
-    that prevents self-review (the services' rule), or no seat of a routed one."""
-    self_review = self_review_refusal(bp, Actor.for_user(user))
-    if self_review is not None:
-        return self_review
-    if not bp.experts:
-        return None
-    seats = routing.seats_for(bp.experts, resolved)
-    try:
-        routing.seat_for_response(user, seats, [v.get("seat") for v in bp.votes])
-    except DomainError as exc:
-        return exc.message
-    return None
 
 
 def review_page(

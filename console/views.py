@@ -21,16 +21,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import experts as routing
-from audit.services import refusal_record
 from breakpoints import selectors, services
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
-from breakpoints.services import self_review_refusal
 from console import presenters
 from console.forms import CommentForm, DecisionForm, ReasonForm
 from core.actors import Actor
-from core.choices import Via
-from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound, SelfReview
+from core.choices import Status, Via
+from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
 from policies import autoapproval
 
 if TYPE_CHECKING:
@@ -136,12 +134,16 @@ class _Screen:
         """The answer to a write the service refused. With a `form`, refused input shows
         the review page again, the reviewer's choices kept, with why (an approve/reject
         that contradicts the option's verdict). A status the breakpoint already left is
-        told by `already` (a format, see ALREADY_SENT); the rest, and InvalidState when
-        `already` is None, by the service's message."""
+        told by `already` (a format, see ALREADY_SENT); the rest (a seat that voted
+        already, InvalidState when `already` is None) by the service's message."""
         if form is not None and isinstance(exc, InvalidInput):
             form.add_error(None, exc.message)
             return review_view(self.model_admin, self.request, self.object_id, form=form)
-        if already is not None and isinstance(exc, InvalidState):
+        if (
+            already is not None
+            and isinstance(exc, InvalidState)
+            and exc.current_status != Status.WAITING
+        ):
             return self.back(already.format(exc.current_status))
         return self.back(exc.message)
 
@@ -188,7 +190,7 @@ def review_view(
     if form is None and can_release:
         form = _decision_form(request, payload)
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
-    release_note = presenters.release_refusal(request.user, bp, resolved) if can_release else None
+    release_note = services.release_refusal(bp, screen.actor, resolved) if can_release else None
     can_decide = can_release and release_note is None
     events = selectors.breakpoint_events(request.user, bp.pk)
     now = timezone.now()
@@ -233,36 +235,24 @@ def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
 
 
 def _releasable(screen: _Screen) -> Breakpoint | HttpResponse:
-    """The breakpoint this reviewer may release now, or the response that says why not."""
+    """The breakpoint this reviewer may release now, or the response that says why not.
+    The service asks "may this person release this?" and records a refusal, as it does
+    whichever channel asked; someone who is not a reviewer is answered 403."""
     if screen.request.method != "POST":
         return screen.back()
-    if not screen.model_admin.has_release_permission(screen.request):
-        raise PermissionDenied
-    bp = screen.load()
-    if isinstance(bp, HttpResponse):
-        return bp
-    if not bp.is_waiting:
-        return screen.back(ALREADY_SENT.format(bp.status))
-    self_review = self_review_refusal(bp, screen.actor)
-    if self_review:
-        _self_review_recorded(screen, bp, self_review)
-        return screen.back(self_review)
-    refusal = presenters.release_refusal(screen.request.user, bp)
-    if refusal:
-        return screen.back(refusal)
-    return bp
-
-
-def _self_review_recorded(screen: _Screen, bp: Breakpoint, message: str) -> None:
-    """Four eyes: the requester's attempt is on the record (a refused event), as on every
-    channel."""
-    refusal_record(
-        breakpoint_id=bp.pk,
-        via=Via.CONSOLE,
-        who=screen.request.user.get_username(),
-        reason=SelfReview.code,
-        message=message,
-    )
+    reviewer = screen.model_admin.has_release_permission(screen.request)
+    try:
+        return services.release_check(
+            breakpoint_id=unquote(screen.object_id), actor=screen.actor, via=Via.CONSOLE
+        )
+    except NotFound:
+        if not reviewer:
+            raise PermissionDenied from None
+        return screen.not_found()
+    except DomainError as exc:
+        if not reviewer:
+            raise PermissionDenied from None
+        return screen.failed(exc)
 
 
 def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> HttpResponse:
@@ -313,10 +303,7 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             approved=form.approved,
             option=form.option_label,
         )
-    except SelfReview as exc:
-        _self_review_recorded(screen, bp, exc.message)
-        return screen.failed(exc, form=form)
-    except DomainError as exc:
+    except DomainError as exc:  # a refusal is recorded by the service
         return screen.failed(exc, form=form)
     return screen.released(
         bp,

@@ -2,7 +2,7 @@
 
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -24,6 +24,11 @@ class Actor:
     agent_id: str | None = None
     owner: str | None = None
     context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # How the channel that brought the actor knows them (a Slack user id, a JIRA email, a
+    # trigger rule's name; None: `name`) and what it knows of the request (Slack's action,
+    # an email link's userId, a JIRA issue): a refused decision is recorded with both.
+    handle: str | None = None
+    refusal_details: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def for_user(cls, user: AbstractBaseUser | AnonymousUser) -> "Actor":
@@ -40,6 +45,10 @@ class Actor:
     @property
     def is_agent(self) -> bool:
         return self.agent_id is not None
+
+    def known_as(self, handle: str | None = None, **refusal_details: Any) -> "Actor":
+        """The same actor, as a channel knows them: its handle and details for a refusal."""
+        return replace(self, handle=handle, refusal_details=refusal_details)
 
 
 class AgentPrincipal(AnonymousUser):

@@ -12,6 +12,9 @@ class DomainError(Exception):
     """Base of the errors services raise; each subclass has one contract code."""
 
     code = "validation_error"
+    # The `refused` audit event recorded for this refusal, once one is (a service that
+    # calls another records it once: breakpoints.services.refusals).
+    refusal_event_id: int | None = None
 
     def __init__(self, message: str, details: dict[str, Any] | None = None):
         super().__init__(message)

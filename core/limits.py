@@ -63,6 +63,7 @@ MAX_GROUP_NAME_LENGTH = 150  # Django's auth.Group.name
 MAX_ROUTE_NAME_LENGTH = 100
 MAX_ROUTE_CHANNELS = 20
 MAX_EMAIL_RECIPIENTS = 50
+MAX_EMAIL_LENGTH = 254  # an address (RFC 5321's path limit, less the brackets)
 MAX_CHANNEL_FIELD_LENGTH = 200  # a Slack channel id, a JIRA project key, an address
 
 # --- external events (triggers app) ---------------------------------------------------

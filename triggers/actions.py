@@ -5,19 +5,18 @@ without the database and outside any transaction), `run` selects and acts with t
 
 The actor is `trigger:<rule name>` with the rule owner's permissions (a release needs a
 reviewer who may release; a cancel an admin) and the event id in every audit event it
-causes. Each action returns what it did per breakpoint; a service's refusal is recorded
-as that breakpoint's outcome and as a `refused` audit event on it (audit.refusal_record,
-the shape every channel uses), and never stops the others.
+causes. Each action returns what it did per breakpoint; a service's refusal is that
+breakpoint's outcome, is recorded by the service as a `refused` audit event on it (the
+shape every channel gets), and never stops the others.
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.services import refusal_record
 from breakpoints import services
 from core.actors import Actor
 from core.choices import Via
-from core.exceptions import DomainError, InvalidInput, NotFound
+from core.exceptions import DomainError, InvalidInput
 from core.limits import MAX_AGENT_ID_LENGTH, MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
 from triggers.expressions import Budget, render
 from triggers.forwarding import forward_enqueue
@@ -33,6 +32,7 @@ def actor_for(rule: TriggerRule, event: ExternalEvent, agent_id: str | None = No
         user=rule.owner,
         agent_id=agent_id,
         context={"eventId": event.pk, "triggerRule": rule.name},
+        handle=rule.name,  # a refusal is recorded as trigger:<rule name>
     )
 
 
@@ -93,17 +93,7 @@ def _on_breakpoint(
             services.breakpoint_cancel(
                 breakpoint_id=breakpoint_id, actor=actor, reason=taken["reason"], via=Via.TRIGGER
             )
-    except NotFound as exc:  # gone since it was selected: nothing to audit it on
-        return {**taken, "outcome": "refused", "error": exc.message}
-    except DomainError as exc:
-        refusal_record(
-            breakpoint_id=breakpoint_id,
-            via=Via.TRIGGER,
-            who=rule.name,
-            reason=exc.code,
-            message=exc.message,
-            eventId=event.pk,
-        )
+    except DomainError as exc:  # the service recorded a refusal it audits
         return {**taken, "outcome": "refused", "error": exc.message}
     return {**taken, "outcome": "released" if rule.action == TriggerAction.RELEASE else "cancelled"}
 

@@ -6,7 +6,6 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit.services import refusal_record
 from breakpoints import representation, selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
@@ -30,11 +29,10 @@ from breakpoints.waiting.query import parse_status_query
 from core.actors import actor_for_request_user
 from core.api.fields import NoBody
 from core.api.pagination import BreakpointCursorPagination
-from core.api.permissions import IsAgentOrReviewer, IsReviewer
+from core.api.permissions import IsAgentOrReviewer, IsPersonDeciding
 from core.api.schema import NOT_BLANK
 from core.api.views import error_responses, validated
-from core.choices import Via
-from core.exceptions import InvalidInput, NotFound, SelfReview
+from core.exceptions import InvalidInput, NotFound
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -217,27 +215,21 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             ),
         },
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsReviewer], filterset_class=None)
+    # Any person reaches the service: it refuses (and records) one who is not a reviewer,
+    # as it does on every channel. Agents do not give feedback.
+    @action(
+        detail=True, methods=["post"], permission_classes=[IsPersonDeciding], filterset_class=None
+    )
     def feedback(self, request: Request, pk: str) -> Response:
         data = validated(FeedbackCreateSerializer, request)
-        try:
-            feedback, bp = services.feedback_add(
-                breakpoint_id=pk,
-                actor=actor_for_request_user(request.user),
-                comment=data["comment"],
-                release=data["release"],
-                approved=data["approved"],
-                option=data["option"],
-            )
-        except SelfReview as exc:  # four eyes: the attempt is on the record, as on every channel
-            refusal_record(
-                breakpoint_id=pk,
-                via=Via.API,
-                who=request.user.get_username(),
-                reason=exc.code,
-                message=exc.message,
-            )
-            raise
+        feedback, bp = services.feedback_add(  # a refusal is recorded by the service
+            breakpoint_id=pk,
+            actor=actor_for_request_user(request.user),
+            comment=data["comment"],
+            release=data["release"],
+            approved=data["approved"],
+            option=data["option"],
+        )
         body = {
             "feedback": FeedbackSerializer(feedback).data,
             "status": bp.status,

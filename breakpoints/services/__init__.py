@@ -1,13 +1,14 @@
 """Every write to a breakpoint. Views, admin, tasks and commands call these and hold no rule.
 
 - create: breakpoint_create (validation, Idempotency-Key, auto-approval at birth)
-- decisions: feedback_add (comment, release, votes), breakpoint_always_approve, the
-  four-eyes rule (self_review_refusal)
+- decisions: feedback_add (comment, release, votes), breakpoint_always_approve, "may this
+  person release this?" (release_refusal, asked; release_check, asked by a release)
 - lifecycle: breakpoint_cancel, breakpoint_delete (admins, by hand), retention (breakpoints_purge)
 - expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep, with
   the onTimeout policy (approve, reject, escalate)
 - nudges: escalation (escalateAfterSeconds) and reminders while a breakpoint waits
 - reads: reads that first expire what is overdue, for views (selectors only read)
+- refusals: a refused decision on the record, once, whatever the channel
 - transitions: the locked, conditional, audited state change they all share
 """
 
@@ -15,8 +16,9 @@ from breakpoints.services.create import breakpoint_create
 from breakpoints.services.decisions import (
     breakpoint_always_approve,
     feedback_add,
+    release_check,
     release_preview,
-    self_review_refusal,
+    release_refusal,
 )
 from breakpoints.services.expiry import (
     TTL_ACTOR,
@@ -52,6 +54,7 @@ __all__ = [
     "breakpoints_purge",
     "breakpoints_remind_due",
     "feedback_add",
+    "release_check",
     "release_preview",
-    "self_review_refusal",
+    "release_refusal",
 ]

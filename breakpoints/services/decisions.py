@@ -1,5 +1,6 @@
 """Reviewers' decisions: comments, releases, votes of routed seats, "Always approve"."""
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,12 +14,13 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
 from breakpoints.services.expiry import breakpoint_expire_if_due
+from breakpoints.services.refusals import refusal_recorded, refusals_recorded
 from breakpoints.services.transitions import lock, move, record
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
-from core.exceptions import InvalidInput, InvalidState, SelfReview
+from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
 from policies import autoapproval, foureyes
 from policies.models import AutoApprovalRule
 
@@ -38,6 +40,14 @@ def _json_bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _require_waiting(bp: Breakpoint) -> None:
+    if not bp.is_waiting:
+        raise InvalidState(
+            f"Breakpoint is {bp.status}; it no longer takes feedback.",
+            current_status=bp.status,
+        )
+
+
 def _check_release(bp: Breakpoint, option: str | None, approved: bool | None) -> bool:
     """The verdict a release with this option and `approved` gives, or raise if it is refused.
 
@@ -45,11 +55,7 @@ def _check_release(bp: Breakpoint, option: str | None, approved: bool | None) ->
     `approved`; an explicit `approved` that contradicts it is refused, not overridden. A
     plain-string option, or none, leaves it to the reviewer: approve unless told otherwise.
     """
-    if not bp.is_waiting:
-        raise InvalidState(
-            f"Breakpoint is {bp.status}; it no longer takes feedback.",
-            current_status=bp.status,
-        )
+    _require_waiting(bp)
     options = options_of(bp.payload)
     if option is None or not options:
         return True if approved is None else approved
@@ -87,13 +93,49 @@ def require_other_reviewer(bp: Breakpoint, actor: Actor) -> None:
     require_not_requester(actor, bp.requested_by, prevent=self_review_prevented(bp))
 
 
-def self_review_refusal(bp: Breakpoint, actor: Actor) -> str | None:
-    """Why this actor may not decide it (the console says so by its buttons), or None."""
+def _refusal(
+    bp: Breakpoint, actor: Actor, resolved: Mapping[str, routing.Seat] | None = None
+) -> DomainError | None:
+    """Why this actor may not release it now, or None: the checks of every release
+    (feedback_add, release_preview) that need no verdict, comment or option."""
     try:
+        require_reviewer(actor)
+        _require_waiting(bp)
         require_other_reviewer(bp, actor)
-    except SelfReview as exc:
-        return exc.message
+        if bp.experts:
+            seats = routing.seats_for(bp.experts, resolved)
+            routing.seat_for_response(actor.user, seats, [v.get("seat") for v in bp.votes])
+    except DomainError as exc:
+        return exc
     return None
+
+
+def release_refusal(
+    bp: Breakpoint, actor: Actor, resolved: Mapping[str, routing.Seat] | None = None
+) -> str | None:
+    """Why this person may not release it now (not a reviewer, no longer waiting, its
+    requester under four eyes, no open seat of a routed one), or None: "may this person
+    release this?", asked once for every channel. Only a question, nothing is written (the
+    console's review page, the email decision page). `resolved`: the breakpoint's seats
+    when the caller resolved them already (accounts.experts)."""
+    refusal = _refusal(bp, actor, resolved)
+    return refusal.message if refusal is not None else None
+
+
+def release_check(*, breakpoint_id: str, actor: Actor, via: str) -> Breakpoint:
+    """A release asked for before it is given (a Slack Reject button, the console's release
+    form): the breakpoint when the actor may release it now, else the refusal raised, and
+    recorded as feedback_add records its own. Nothing else is written: the release is
+    feedback_add's (an overdue breakpoint is expired first, as there)."""
+    breakpoint_expire_if_due(breakpoint_id)
+    bp = Breakpoint.objects.filter(pk=breakpoint_id).first()
+    if bp is None:
+        raise NotFound("Breakpoint not found.")
+    refusal = _refusal(bp, actor)
+    if refusal is not None:
+        refusal_recorded(breakpoint_id=bp.pk, actor=actor, via=via, exc=refusal)
+        raise refusal
+    return bp
 
 
 def _release(
@@ -154,6 +196,7 @@ def feedback_add(
     approved: bool | None = None,
     option: str | None = None,
     via: str = Via.API,
+    within: Callable[[], None] | None = None,
 ) -> tuple[Feedback, Breakpoint]:
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
 
@@ -163,12 +206,39 @@ def feedback_add(
     On a routed breakpoint (payload.expert) only members of its seats, or admins, may
     release; any reviewer may comment. With collect-all or quorum a release is one seat's
     vote, and the breakpoint is released once the votes decide it. A seat votes once.
-    `via` records where it was given (api, console, slack, email, jira).
+    `via` records where it was given (api, console, slack, email, jira, trigger).
     The person it was requested by may not release it when self-review is prevented
-    (require_other_reviewer), whatever the channel.
+    (require_other_reviewer), whatever the channel. A permission or state refusal is
+    recorded (services.refusals), once, whatever the channel. `within`: more the caller
+    writes in the decision's own transaction, first (an email link's use): it commits
+    with the decision or rolls back with its refusal.
     """
+    with refusals_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via):
+        return _feedback_add(
+            breakpoint_id=breakpoint_id,
+            actor=actor,
+            comment=comment or "",
+            release=release,
+            approved=approved,
+            option=option,
+            via=via,
+            within=within,
+        )
+
+
+def _feedback_add(
+    *,
+    breakpoint_id: str,
+    actor: Actor,
+    comment: str,
+    release: bool,
+    approved: bool | None,
+    option: str | None,
+    via: str,
+    within: Callable[[], None] | None = None,
+) -> tuple[Feedback, Breakpoint]:
+    """feedback_add without recording its refusal (its callers do)."""
     require_reviewer(actor)
-    comment = comment or ""
     # The one home of the contract's comment rule: every channel relies on it, none adds
     # its own (a rejection may come without a comment, as an approval may).
     if not release and not comment.strip():
@@ -178,6 +248,8 @@ def feedback_add(
         )
     breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
     with transaction.atomic():
+        if within is not None:
+            within()
         bp = lock(breakpoint_id)
         verdict = _check_release(bp, option, approved)
         now = timezone.now()
@@ -257,25 +329,28 @@ def breakpoint_always_approve(
     The rule matches exactly this breakpoint's key and records the reviewer as its
     author; an identical existing rule is reused. Refused when the agent sent
     presentAlwaysApprove: false, or when the key is not the breakpoint's own
-    (autoapproval.always_approve_refusal).
+    (autoapproval.always_approve_refusal); refused as feedback_add is otherwise, and
+    recorded the same way.
     """
-    with transaction.atomic():
-        bp = lock(breakpoint_id)
-        refusal = autoapproval.always_approve_refusal(bp)
-        if refusal is not None:
-            raise InvalidInput(
-                f"This breakpoint does not offer Always approve. {refusal}",
-                {"alwaysApprove": [refusal]},
+    with refusals_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via):
+        with transaction.atomic():
+            bp = lock(breakpoint_id)
+            refusal = autoapproval.always_approve_refusal(bp)
+            if refusal is not None:
+                raise InvalidInput(
+                    f"This breakpoint does not offer Always approve. {refusal}",
+                    {"alwaysApprove": [refusal]},
+                )
+            feedback, bp = _feedback_add(
+                breakpoint_id=breakpoint_id,
+                actor=actor,
+                comment=comment,
+                release=True,
+                approved=True,
+                option=None,
+                via=via,
             )
-        feedback, bp = feedback_add(
-            breakpoint_id=breakpoint_id,
-            actor=actor,
-            comment=comment,
-            release=True,
-            approved=True,
-            via=via,
-        )
-        rule = autoapproval.rule_always_approve_key(
-            actor=actor, key=bp.key, note=f"Always approve, from breakpoint {bp.pk}"
-        )
+            rule = autoapproval.rule_always_approve_key(
+                actor=actor, key=bp.key, note=f"Always approve, from breakpoint {bp.pk}"
+            )
     return feedback, bp, rule

@@ -27,6 +27,7 @@ from breakpoints.results import (
     result_timeout_refused,
 )
 from breakpoints.services.nudges import escalate_locked
+from breakpoints.services.refusals import refusals_recorded
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_admin
@@ -43,11 +44,13 @@ def breakpoint_expire(
     *, breakpoint_id: str, actor: Actor, reason: str = "", via: str | None = None
 ) -> Breakpoint:
     """Expire a waiting breakpoint: admins by hand, the system when its TTL has passed.
-    `via`: where it was asked (its receipt names it; unset: the API, or system)."""
-    require_admin(actor, "Only admins can expire breakpoints.", or_system=True)
-    with transaction.atomic():
-        bp = lock(breakpoint_id)
-        return _expire_locked(bp, actor=actor, reason=reason, via=via)
+    `via`: where it was asked (its receipt names it; unset: the API, or system). A refusal
+    (not an admin, no longer waiting) is recorded (services.refusals)."""
+    with refusals_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via):
+        require_admin(actor, "Only admins can expire breakpoints.", or_system=True)
+        with transaction.atomic():
+            bp = lock(breakpoint_id)
+            return _expire_locked(bp, actor=actor, reason=reason, via=via)
 
 
 def _expiry_result(*, actor: Actor, ttl_seconds: int | None, reason: str = "") -> dict[str, Any]:

@@ -15,6 +15,7 @@ from audit.models import EventType
 from breakpoints.models import Breakpoint
 from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
+from breakpoints.services.refusals import refusals_recorded
 from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_admin
@@ -27,23 +28,25 @@ def breakpoint_cancel(
     *, breakpoint_id: str, actor: Actor, reason: str = "", via: str | None = None
 ) -> Breakpoint:
     """Cancel a waiting breakpoint (its agent, or an admin). Cancelling twice is a no-op.
-    `via`: where it was asked (its receipt names it; unset: the API)."""
-    if not actor.is_agent:
-        require_admin(actor, "Only the breakpoint's agent or an admin can cancel it.")
-    breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
-    with transaction.atomic():
-        bp = lock(breakpoint_id, actor=actor)
-        if bp.status == Status.CANCELLED:
-            return bp
-        return move(
-            bp,
-            to=Status.CANCELLED,
-            actor=actor,
-            result=result_cancelled(responder=actor.name, reason=reason),
-            event_type=EventType.CANCELLED,
-            metadata={"reason": reason},
-            via=via,
-        )
+    `via`: where it was asked (its receipt names it; unset: the API). A refusal (not its
+    agent nor an admin, already released or expired) is recorded (services.refusals)."""
+    with refusals_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via):
+        if not actor.is_agent:
+            require_admin(actor, "Only the breakpoint's agent or an admin can cancel it.")
+        breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
+        with transaction.atomic():
+            bp = lock(breakpoint_id, actor=actor)
+            if bp.status == Status.CANCELLED:
+                return bp
+            return move(
+                bp,
+                to=Status.CANCELLED,
+                actor=actor,
+                result=result_cancelled(responder=actor.name, reason=reason),
+                event_type=EventType.CANCELLED,
+                metadata={"reason": reason},
+                via=via,
+            )
 
 
 # --- retention -----------------------------------------------------------------

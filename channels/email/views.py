@@ -1,11 +1,13 @@
 """The decision page behind an email's one-time link (/decide/<token>).
 
 GET and HEAD never change anything (mail scanners fetch every link): they show the
-breakpoint and a form, or say why the link no longer works. The form's POST reads the
-token again, then records the link's use and the decision in one transaction, through
-feedback_add with via=email: the same rules, seats and conditional transition as the
-console. Refused POSTs with a known breakpoint are audited (REFUSED); a token that is not
-ours is only logged, on the `breakpoints.audit` logger.
+breakpoint and a form, or say why the link no longer works, or why this person may not
+decide it (services.release_refusal, the question every channel asks). The form's POST
+reads the token again, then records the link's use and the decision in one transaction,
+through feedback_add with via=email: the same rules, seats and conditional transition as
+the console. Refused POSTs with a known breakpoint are audited (REFUSED): by feedback_add
+for a refused decision, here for the link's own refusals (used, expired, inactive); a
+token that is not ours is only logged, on the `breakpoints.audit` logger.
 """
 
 import json
@@ -22,7 +24,7 @@ from django.views.decorators.http import require_http_methods
 
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
-from breakpoints.services import breakpoint_expire_if_due, feedback_add
+from breakpoints.services import feedback_add, release_refusal
 from channels.email.links import (
     APPROVE,
     REJECT,
@@ -36,7 +38,7 @@ from channels.email.links import (
 from channels.email.messages import outcome_text, release_via, time_left
 from channels.models import DecisionLinkUse
 from core import limits
-from core.actors import Actor, require_reviewer
+from core.actors import Actor
 from core.choices import Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState
 from core.rendering import html as rendering
@@ -107,10 +109,9 @@ def _answer(request: HttpRequest, token: str) -> HttpResponse:
         return _decide(request, link, bp, user)
     if not bp.is_waiting or bp.is_overdue():
         return _decided(request, bp)
-    try:
-        require_reviewer(Actor.for_user(user))  # feedback_add's rule, told before the form
-    except Forbidden as exc:
-        return _message(request, "forbidden", status=403, detail=exc.message)
+    refusal = release_refusal(bp, Actor.for_user(user))  # told instead of the form
+    if refusal is not None:
+        return _message(request, "forbidden", status=403, detail=refusal)
     return _form_page(request, link, bp, user, DecisionForm(initial={"decision": link.verdict}))
 
 
@@ -126,11 +127,9 @@ def _decide(request: HttpRequest, link: Link, bp: Breakpoint, user: Any) -> Http
     except LinkUsed:
         _refuse(link, user, "used", "The link was already used.")
         return _used(request, link_use(link))
-    except Forbidden as exc:
-        _refuse(link, user, exc.code, exc.message)
+    except Forbidden as exc:  # feedback_add recorded the refusal, as it does on every channel
         return _message(request, "forbidden", status=403, detail=exc.message)
     except InvalidState as exc:
-        _refuse(link, user, exc.code, exc.message)
         current = Breakpoint.objects.filter(pk=bp.pk).first()
         if current is None:
             return _message(request, "gone", status=404)
@@ -147,11 +146,11 @@ def link_decide(link: Link, *, user: Any, approved: bool, comment: str) -> Break
     """Decide through the link, once: its use and the decision commit together.
 
     Raises LinkUsed when the nonce was spent (also by a concurrent request: the unique
-    INSERT waits for it, then fails), else what feedback_add raises, with nothing
-    written, so the link stays usable after a refused decision.
+    INSERT waits for it, then fails), else what feedback_add raises (and records), with
+    nothing else written, so the link stays usable after a refused decision.
     """
-    breakpoint_expire_if_due(link.breakpoint_id)  # commits apart: it holds on a refusal
-    with transaction.atomic():
+
+    def use() -> None:
         try:
             with transaction.atomic():
                 DecisionLinkUse.objects.create(
@@ -162,14 +161,16 @@ def link_decide(link: Link, *, user: Any, approved: bool, comment: str) -> Break
                 )
         except IntegrityError:
             raise LinkUsed() from None
-        _, bp = feedback_add(
-            breakpoint_id=link.breakpoint_id,
-            actor=Actor.for_user(user),
-            comment=comment,
-            release=True,
-            approved=approved,
-            via=Via.EMAIL,
-        )
+
+    _, bp = feedback_add(
+        breakpoint_id=link.breakpoint_id,
+        actor=Actor.for_user(user).known_as(userId=link.user_id),
+        comment=comment,
+        release=True,
+        approved=approved,
+        via=Via.EMAIL,
+        within=use,
+    )
     return bp
 
 
@@ -186,7 +187,8 @@ def _refuse_post(request: HttpRequest, link: Link, reason: str, message: str) ->
 
 
 def _refuse(link: Link, user: Any, reason: str, message: str) -> None:
-    """A REFUSED event on the breakpoint, when it still exists."""
+    """The link's own refusal (used, expired, inactive) as a REFUSED event on the
+    breakpoint, when it still exists (a decision's refusal is feedback_add's to record)."""
     if not Breakpoint.objects.filter(pk=link.breakpoint_id).exists():
         return
     who = user.get_username() if user is not None else f"user-{link.user_id}"

@@ -2,9 +2,10 @@
 
 A `jira:issue_updated` event whose changelog moves the status to JIRA_APPROVED_STATUS or
 JIRA_REJECTED_STATUS, on an issue the JIRA channel created, releases that issue's
-breakpoint: the JIRA user (by `user.emailAddress`) must be exactly one active user, and
-feedback_add checks the rest (reviewer role, routed seats, still waiting). Everything
-else is ignored; a refusal on a known breakpoint is audited (REFUSED).
+breakpoint: the JIRA user (by `user.emailAddress`) must be exactly one active user
+(accounts.people.person_with_email), and feedback_add checks the rest (reviewer role,
+routed seats, still waiting). Everything else is ignored. A refusal on a known breakpoint
+is audited (REFUSED): by feedback_add for its own, here for a user not matched.
 """
 
 import logging
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
+from accounts.people import NoSinglePerson, person_with_email
 from audit.models import EventType
 from audit.services import refusal_record
 from breakpoints.models import Feedback
@@ -28,7 +29,6 @@ from notifications.models import Delivery
 
 ISSUE_UPDATED = "jira:issue_updated"
 MAX_KEY_LENGTH = 255
-MAX_EMAIL_LENGTH = 254
 MAX_LABELS = 100
 audit_log = logging.getLogger("breakpoints.audit")
 USER_NOT_MATCHED = "user_not_matched"  # no one active user has the JIRA user's email
@@ -165,14 +165,10 @@ def _reviewer(email: str) -> tuple[Any, str]:
     """(the one active user with this email, "") or (None, why not)."""
     if not email:
         return None, "JIRA sent no email address for the user (hidden in their JIRA profile?)"
-    if len(email) > MAX_EMAIL_LENGTH or "@" not in email:
-        return None, "JIRA sent no usable email address for the user"
-    users = list(get_user_model().objects.filter(email__iexact=email, is_active=True)[:2])
-    if not users:
-        return None, "no active user has this email address"
-    if len(users) > 1:
-        return None, "more than one active user has this email address"
-    return users[0], ""
+    try:
+        return person_with_email(email), ""
+    except NoSinglePerson as exc:
+        return None, str(exc)
 
 
 def _already(breakpoint_id: str, user: Any, approved: bool) -> bool:
@@ -189,16 +185,30 @@ def decide(change: StatusChange) -> Handled:
         logger.info("JIRA webhook: no breakpoint has the issue %s; ignored.", change.issue_key)
         return Handled("ignored", f"no breakpoint has the issue {change.issue_key}")
     user, problem = _reviewer(change.email)
-    if user is None:
-        return _refuse(breakpoint_id, change, USER_NOT_MATCHED, problem)
+    if user is None:  # no person to ask the services about: the channel's own refusal
+        refusal_record(
+            breakpoint_id=breakpoint_id,
+            via=Via.JIRA,
+            who=change.who,
+            reason=USER_NOT_MATCHED,
+            message=problem,
+            issue=change.issue_key,
+            status=change.status[:100],
+            approved=change.approved,
+        )
+        _log_refusal(breakpoint_id, change, USER_NOT_MATCHED, problem)
+        return Handled("refused", problem, breakpoint_id)
     duplicate = Handled("duplicate", "this decision was recorded already", breakpoint_id)
     if _already(breakpoint_id, user, change.approved):
         return duplicate
     verb = "Approved" if change.approved else "Rejected"
+    actor = Actor.for_user(user).known_as(
+        change.who, issue=change.issue_key, status=change.status[:100], approved=change.approved
+    )
     try:
         _, bp = feedback_add(
             breakpoint_id=breakpoint_id,
-            actor=Actor.for_user(user),
+            actor=actor,
             comment=change.comment or f"{verb} in JIRA {change.issue_key}",
             release=True,
             approved=change.approved,
@@ -209,23 +219,15 @@ def decide(change: StatusChange) -> Handled:
     except (Forbidden, InvalidInput, InvalidState) as exc:
         if _already(breakpoint_id, user, change.approved):
             return duplicate  # a concurrent copy of this webhook won
-        return _refuse(breakpoint_id, change, exc.code, exc.message)
+        _log_refusal(breakpoint_id, change, exc.code, exc.message)  # the service recorded it
+        return Handled("refused", exc.message, breakpoint_id)
     outcome = "released" if bp.status == Status.RELEASED else "voted"
     return Handled(outcome, f"{verb.lower()} by {user.get_username()}", breakpoint_id)
 
 
-def _refuse(breakpoint_id: str, change: StatusChange, reason: str, message: str) -> Handled:
-    """An authentic decision on a known breakpoint that may not be applied: audited."""
-    refusal_record(
-        breakpoint_id=breakpoint_id,
-        via=Via.JIRA,
-        who=change.who,
-        reason=reason,
-        message=message,
-        issue=change.issue_key,
-        status=change.status[:100],
-        approved=change.approved,
-    )
+def _log_refusal(breakpoint_id: str, change: StatusChange, reason: str, message: str) -> None:
+    """An authentic decision on a known breakpoint that may not be applied: logged (the
+    audit trail holds its `refused` event)."""
     audit_log.warning(
         "JIRA decision on %s refused for %s: %s",
         change.issue_key,
@@ -233,4 +235,3 @@ def _refuse(breakpoint_id: str, change: StatusChange, reason: str, message: str)
         message,
         extra={"breakpoint_id": breakpoint_id, "channel": "jira", "reason": reason},
     )
-    return Handled("refused", message, breakpoint_id)

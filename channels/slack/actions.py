@@ -1,10 +1,11 @@
 """What an authentic Slack interaction does: decide, open the reject modal, or refuse.
 
 The Slack user becomes a reviewer through their email (users.info, then exactly one
-active account with that email); the decision goes through feedback_add like any other,
-so the API's permissions, seats and single decision hold. A refusal is told to that user
-alone (an ephemeral message, or an error in the modal) and, the breakpoint being known,
-recorded as a REFUSED audit event. The message itself is updated by the outbox (the
+active account with that email: accounts.people.person_with_email); the decision goes
+through feedback_add like any other, so the API's permissions, seats and single decision
+hold. A refusal is told to that user alone (an ephemeral message, or an error in the
+modal) and, the breakpoint being known, recorded as a REFUSED audit event: by the
+service that refused it, or here when the Slack user matches no account. The message itself is updated by the outbox (the
 released event's Slack delivery), however the decision was taken.
 """
 
@@ -14,21 +15,21 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.http import HttpResponse, JsonResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from accounts.people import NoSinglePerson, person_with_email
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
-from breakpoints.services import feedback_add, release_preview
+from breakpoints.services import feedback_add, release_check
 from channels.slack import blocks as slack_blocks
 from channels.slack.messages import NETWORK_ERRORS, web_client
 from core import limits
 from core.actors import Actor
 from core.choices import Status, Via
-from core.exceptions import DomainError, Forbidden, InvalidInput, NotFound
+from core.exceptions import DomainError, Forbidden, InvalidInput
 from core.storable import storable_text
 
 logger = logging.getLogger(__name__)
@@ -106,21 +107,35 @@ def block_actions(payload: dict[str, Any]) -> HttpResponse:
         ephemeral(client, clicked, "This breakpoint does not exist (any more).")
         return HttpResponse(status=200)
     try:
-        user = reviewer_for(client, clicked.user_id)
+        user = reviewer_for(client, clicked)
         if action == slack_blocks.REJECT:
             _open_reject(client, clicked, user, bp)
         elif _decide(clicked, user, bp, comment="", approved=True):
             ephemeral(client, clicked, DECIDED_VOTE)
-    except NotFound as exc:
-        ephemeral(client, clicked, exc.message)
-    except DomainError as exc:
-        refuse(clicked, exc)
+    except DomainError as exc:  # a refusal is on the record: the service's, or reviewer_for's
         ephemeral(client, clicked, exc.message)
     return HttpResponse(status=200)
 
 
-def reviewer_for(client: WebClient, slack_user_id: str) -> Any:
-    """The one active account whose email is this Slack user's; Forbidden otherwise."""
+def reviewer_for(client: WebClient, interaction: Interaction) -> Any:
+    """The one active account whose email is this Slack user's; Forbidden otherwise (the
+    channel's own refusal, recorded here: no person to ask the services about)."""
+    try:
+        return _person(client, interaction.user_id)
+    except Forbidden as exc:
+        refusal_record(
+            breakpoint_id=interaction.breakpoint_id,
+            via=Via.SLACK,
+            who=interaction.user_id,
+            reason=exc.code,
+            message=exc.message,
+            action=interaction.action_id,
+        )
+        raise
+
+
+def _person(client: WebClient, slack_user_id: str) -> Any:
+    """The account of this Slack user, by email (accounts.people.person_with_email)."""
     try:
         user = client.users_info(user=slack_user_id).get("user") or {}
     except SlackApiError as exc:
@@ -137,13 +152,18 @@ def reviewer_for(client: WebClient, slack_user_id: str) -> Any:
         raise Forbidden(
             "Your Slack profile shows no email, so you cannot be matched to a reviewer."
         )
-    matches = list(get_user_model().objects.filter(email__iexact=email.strip(), is_active=True)[:2])
-    if len(matches) != 1:
+    try:
+        return person_with_email(email)
+    except NoSinglePerson:
         raise Forbidden(
             f"No single active Breakpoint Manager account has your Slack email "
             f"({email[:254]}); ask an admin to set it on your account."
-        )
-    return matches[0]
+        ) from None
+
+
+def _actor(interaction: Interaction, user: Any) -> Actor:
+    """The person, as Slack knows them: a refusal names their Slack id and the action."""
+    return Actor.for_user(user).known_as(interaction.user_id, action=interaction.action_id)
 
 
 def _decide(
@@ -160,7 +180,7 @@ def _decide(
         option, approved = options[int(index)].label, None  # the option's verdict decides
     _, bp = feedback_add(
         breakpoint_id=bp.pk,
-        actor=Actor.for_user(user),
+        actor=_actor(interaction, user),
         comment=comment,
         release=True,
         approved=approved,
@@ -171,8 +191,8 @@ def _decide(
 
 
 def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
-    """The feedback modal, once the user could reject at all (checked again on submit)."""
-    release_preview(bp=bp, actor=Actor.for_user(user), approved=False, comment="", option=None)
+    """The feedback modal, once the user may release it at all (asked again on submit)."""
+    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=Via.SLACK)
     metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}
     view = slack_blocks.reject_modal(
         {"title": bp.title, "key": bp.key, "question": bp.question, "breakpointId": bp.pk},
@@ -200,13 +220,10 @@ def view_submission(payload: dict[str, Any]) -> HttpResponse:
         return _modal_error("This breakpoint does not exist (any more).")
     client = web_client(SLACK_TIMEOUT_SECONDS)
     try:
-        user = reviewer_for(client, interaction.user_id)
+        user = reviewer_for(client, interaction)
         if _decide(interaction, user, bp, comment=comment, approved=False):
             ephemeral(client, interaction, DECIDED_VOTE)
-    except NotFound as exc:
-        return _modal_error(exc.message)
-    except DomainError as exc:
-        refuse(interaction, exc)
+    except DomainError as exc:  # a refusal is on the record: the service's, or reviewer_for's
         return _modal_error(exc.message)
     return HttpResponse(status=200)  # closes the modal
 
@@ -238,18 +255,6 @@ def _modal_error(message: str) -> JsonResponse:
     """Slack shows it under the feedback field, and keeps the modal open."""
     return JsonResponse(
         {"response_action": "errors", "errors": {slack_blocks.FEEDBACK_BLOCK: message[:2000]}}
-    )
-
-
-def refuse(interaction: Interaction, exc: DomainError) -> None:
-    """A refused decision on a known breakpoint, in its audit trail."""
-    refusal_record(
-        breakpoint_id=interaction.breakpoint_id,
-        via=Via.SLACK,
-        who=interaction.user_id,
-        reason=exc.code,
-        message=exc.message,
-        action=interaction.action_id,
     )
 
 

@@ -22,6 +22,20 @@ class IsReviewer(BasePermission):
         return is_reviewer(request.user)
 
 
+class IsPersonDeciding(BasePermission):
+    """A decision's door: any signed-in person may ask (the service refuses one who is not a
+    reviewer, and records it, as on every channel); agents may not, and reading the
+    endpoint (OPTIONS) stays for reviewers."""
+
+    message = "Only reviewers and admins may do this."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if request.method != "POST":
+            return is_reviewer(user)
+        return bool(user and user.is_authenticated) and not isinstance(user, AgentPrincipal)
+
+
 class IsAdmin(BasePermission):
     message = "Only admins may do this."
 

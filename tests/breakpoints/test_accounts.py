@@ -11,8 +11,8 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
 from accounts.experts import resolve
-from accounts.people import ADMIN_APPS, role_groups_sync
-from tests.factories import AdminFactory
+from accounts.people import ADMIN_APPS, NoSinglePerson, person_with_email, role_groups_sync
+from tests.factories import AdminFactory, UserFactory
 
 
 def test_after_migrate_reviewers_may_only_view(db):
@@ -93,3 +93,25 @@ def test_create_reviewer_refuses_a_role_as_expert_group(db, monkeypatch):
     with pytest.raises(CommandError, match="use --admin"):
         call_command("create_reviewer", "mallory", "--group", "admins")
     assert not get_user_model().objects.filter(username="mallory").exists()
+
+
+# --- the person behind a Slack or JIRA user: one active account with that email -------------
+
+
+def test_the_person_with_an_email_is_the_one_active_account_with_it(db):
+    alice = UserFactory(username="alice", email="Alice@Example.com")
+    UserFactory(username="gone", email="gone@example.com", is_active=False)
+    UserFactory(username="twin1", email="twin@example.com")
+    UserFactory(username="twin2", email="TWIN@example.com")
+
+    assert person_with_email("  alice@example.COM ") == alice  # case and spaces aside
+    for email, why in [
+        ("gone@example.com", "no active user has this email address"),
+        ("nobody@example.com", "no active user has this email address"),
+        ("twin@example.com", "more than one active user has this email address"),
+        ("", "no usable email address"),
+        ("alice", "no usable email address"),
+        ("a@" + "b" * 253, "no usable email address"),
+    ]:
+        with pytest.raises(NoSinglePerson, match=why):
+            person_with_email(email)

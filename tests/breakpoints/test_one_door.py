@@ -3,10 +3,12 @@
 "Only reviewers and admins give feedback" is driven through the API, the console, Slack,
 an email link, the JIRA webhook and a trigger rule; "only admins (or the system)" through
 the API, the console, a trigger rule and the services. Every way ends the same: refused,
-the breakpoint unchanged, and where a channel answers someone outside the API, one
-`refused` audit event of the one shape (audit.services.refusal_record). "A comment may be
-empty only with a release" (the contract) is the service's alone: a rejection without a
-comment is accepted every way, an empty comment alone refused with the same message.
+the breakpoint unchanged, and one `refused` audit event of the one shape, written by the
+service that refused (breakpoints.services.refusals), whichever way it came: a permission
+refusal (not a reviewer, no seat, the requester under four eyes) or a state refusal (no
+longer waiting). "A comment may be empty only with a release" (the contract) is the
+service's alone: a rejection without a comment is accepted every way, an empty comment
+alone refused with the same message.
 """
 
 from urllib.parse import quote, urlsplit
@@ -15,8 +17,15 @@ import pytest
 from django.contrib.auth.models import Group
 
 from breakpoints.models import Feedback
-from breakpoints.services import breakpoint_delete, breakpoint_expire
+from breakpoints.services import (
+    breakpoint_always_approve,
+    breakpoint_delete,
+    breakpoint_expire,
+    feedback_add,
+    release_refusal,
+)
 from channels.email.links import decision_urls
+from console.views import ALREADY_SENT
 from core.actors import ADMINS_GROUP, Actor
 from core.exceptions import Forbidden
 from policies.autoapproval import rule_create
@@ -32,6 +41,7 @@ from tests.support.console import messages, session_client
 from tests.support.records import history, refusals
 from tests.triggers import test_ci_gate as ci_gate_tests
 from tests.triggers.test_ci_gate import deliver, run_event
+from triggers import actions as trigger_actions
 from triggers import services as triggers
 from triggers.models import TriggerRule
 
@@ -80,7 +90,7 @@ def test_api(make_breakpoint, nora, client_for):
     )
     assert_error(response, 403, "permission_denied")
     assert_unchanged(bp)
-    assert refusals(bp) == []  # the API answers the caller itself
+    assert assert_refused_event(bp, "api", "nora", "permission_denied", FEEDBACK_REFUSAL) == {}
 
 
 def test_console(make_breakpoint, nora):
@@ -91,6 +101,7 @@ def test_console(make_breakpoint, nora):
     )
     assert response.status_code == 403  # as the API answers
     assert_unchanged(bp)
+    assert assert_refused_event(bp, "console", "nora", "permission_denied", FEEDBACK_REFUSAL) == {}
 
 
 @pytest.mark.parametrize("action", ["bpm_approve", "bpm_reject"])
@@ -168,7 +179,7 @@ def test_trigger_rule(github, admin_user, make_breakpoint, nora):
     assert (taken["outcome"], taken["error"]) == ("refused", FEEDBACK_REFUSAL)
     assert_unchanged(bp)
     details = assert_refused_event(bp, "trigger", "one-door", "permission_denied", FEEDBACK_REFUSAL)
-    assert set(details) == {"eventId"}
+    assert set(details) == {"eventId", "triggerRule"}
 
 
 # --- only admins (cancel: or the agent; expire and rules: or the system) ----------------------
@@ -183,8 +194,9 @@ def rita(db):
 def test_api_refuses_a_reviewer(make_breakpoint, rita, client_for, what):
     bp = make_breakpoint()
     response = client_for(rita).post(f"/api/breakpoints/{bp.pk}/{what}", {}, format="json")
-    assert_error(response, 403, "permission_denied")
+    message = assert_error(response, 403, "permission_denied")["message"]
     assert_unchanged(bp)
+    assert_refused_event(bp, "api", "rita", "permission_denied", message)
 
 
 @pytest.mark.parametrize("what", ["cancel", "expire"])
@@ -509,3 +521,194 @@ def test_without_prevention_the_requester_may_decide(make_breakpoint, people, cl
         f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
     )
     assert response.status_code == 201
+
+
+# --- a reviewer without a seat, a breakpoint no longer waiting: the same record every way ---
+# rita is a reviewer, but the breakpoint is routed to tech-lead (tina's group, not hers), or
+# tina released it already. Whichever way rita answers, feedback_add (or release_check,
+# which asks the same before a confirmation step) refuses, and records it once, after the
+# refused transaction rolled back: the same event, its channel's details aside.
+
+NO_SEAT = "Only members of tech-lead (or admins) may release this breakpoint; you may comment."
+DECIDED = "Breakpoint is released; it no longer takes feedback."
+KINDS = {"no-seat": ("permission_denied", NO_SEAT), "decided": ("invalid_state", DECIDED)}
+ROUTED = {"question": "Deploy?", "title": "Deploy", "expert": "tech-lead"}
+
+
+@pytest.fixture(params=list(KINDS))
+def kind(request) -> str:
+    return request.param
+
+
+def refusable(make, kind: str, **fields):
+    """A breakpoint rita will be refused: routed to tech-lead, or (once settled) decided."""
+    return make(payload=ROUTED, **fields) if kind == "no-seat" else make(**fields)
+
+
+def settle(bp, kind: str, people) -> None:
+    """For "decided": tina releases it first, through the service as any channel would."""
+    if kind == "decided":
+        feedback_add(
+            breakpoint_id=bp.pk, actor=Actor.for_user(people["tina"]), comment="", release=True
+        )
+
+
+def assert_refused_once(bp, kind: str, via: str, who: str) -> dict:
+    """Nothing of rita's written (only tina's release, if any), and one refused event."""
+    bp.refresh_from_db()
+    assert bp.status == ("waiting" if kind == "no-seat" else "released")
+    authors = list(Feedback.objects.filter(breakpoint_id=bp.pk).values_list("author", flat=True))
+    assert authors == ([] if kind == "no-seat" else ["tina"])
+    code, message = KINDS[kind]
+    return assert_refused_event(bp, via, who, code, message)
+
+
+def test_api_records_the_refusal(make_breakpoint, people, client_for, kind):
+    bp = refusable(make_breakpoint, kind)
+    settle(bp, kind, people)
+
+    response = client_for(people["rita"]).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+
+    code, message = KINDS[kind]
+    assert assert_error(response, 403 if kind == "no-seat" else 409, code)["message"] == message
+    assert assert_refused_once(bp, kind, "api", "rita") == {}
+
+
+def test_console_records_the_refusal(make_breakpoint, people, kind):
+    bp = refusable(make_breakpoint, kind)
+    browser = session_client(people["rita"])
+    url = f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/"
+    if kind == "no-seat":  # the review page says so where the buttons would be
+        page = browser.get(f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/change/")
+        assert NO_SEAT in page.content.decode()
+        assert refusals(bp) == []  # a page that asks records nothing
+    settle(bp, kind, people)
+
+    response = browser.post(
+        url, {"decision": "approve", "comment": "", "confirm": "yes"}, follow=True
+    )
+
+    assert messages(response) == [NO_SEAT if kind == "no-seat" else ALREADY_SENT.format("released")]
+    assert assert_refused_once(bp, kind, "console", "rita") == {}
+
+
+def test_slack_records_the_refusal(standin, slack_route, make_breakpoint, client, people, kind):
+    bp = refusable(make_breakpoint, kind)
+    reply = announce(bp)
+    settle(bp, kind, people)
+    clicked = standin.click_payload(reply["channel"], reply["ts"], "bpm_approve", "U0RITA")
+
+    assert interact(client, clicked).status_code == 200
+
+    assert assert_refused_once(bp, kind, "slack", "U0RITA") == {"action": "bpm_approve"}
+    (told,) = standin.ephemerals
+    assert KINDS[kind][1] in told["text"]
+
+
+def test_email_link_records_the_refusal(make_breakpoint, people, client, settings, kind):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = refusable(make_breakpoint, kind)
+    settle(bp, kind, people)
+    approve = urlsplit(decision_urls(bp.pk, people["rita"].pk)["approve"]).path
+
+    response = client.post(approve, {"decision": "approve", "comment": ""})
+
+    assert response.status_code == (403 if kind == "no-seat" else 200)
+    details = assert_refused_once(bp, kind, "email", "rita")
+    assert details == {"userId": people["rita"].pk}
+
+
+def test_jira_webhook_records_the_refusal(jira, audited, people, client, settings, kind):
+    settings.JIRA_WEBHOOK_SECRET = JIRA_SECRET
+    jira.users["rita@example.com"] = "rita-token"
+    bp = refusable(audited, kind)
+    key = created_issue(bp)
+    settle(bp, kind, people)
+
+    response = post_jira(client, move(jira, key, "Approved", as_user="rita@example.com"))
+
+    assert response.json()["outcome"] == "refused"
+    details = assert_refused_once(bp, kind, "jira", "rita@example.com")
+    assert details == {"issue": key, "status": "Approved", "approved": True}
+
+
+def test_trigger_rule_records_the_refusal(
+    github, admin_user, make_breakpoint, people, kind, monkeypatch
+):
+    bp = refusable(make_breakpoint, kind, run_id="sha-5")
+    _rule(admin_user, people["rita"], "release", {"feedback": "CI passed"})
+    settle(bp, kind, people)
+    # A rule acts on the waiting breakpoints it selects: "decided" is one decided between
+    # its selection and its action (the race the service settles).
+    monkeypatch.setattr(trigger_actions, "select_waiting", lambda selector, payload: [bp])
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", KINDS[kind][1])
+    details = assert_refused_once(bp, kind, "trigger", "one-door")
+    assert set(details) == {"eventId", "triggerRule"}
+
+
+# --- "may this person release this?", asked before a form is shown ---------------------------
+
+
+@pytest.mark.parametrize("who", ["requester", "no-seat"])
+def test_the_email_page_shows_the_refusal_instead_of_the_form(
+    make_breakpoint, requested, people, client, settings, who
+):
+    """The page would otherwise offer a form whose POST is refused; a GET records nothing."""
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = requested() if who == "requester" else make_breakpoint(payload=ROUTED)
+    approve = urlsplit(decision_urls(bp.pk, people["rita"].pk)["approve"]).path
+
+    page = client.get(approve)
+
+    body = page.content.decode()
+    assert page.status_code == 403
+    assert (SELF_REVIEW if who == "requester" else NO_SEAT) in body
+    assert 'data-bpm-page="form"' not in body and 'method="post"' not in body
+    assert refusals(bp) == []
+
+
+def test_the_email_page_shows_the_form_to_a_reviewer_with_the_seat(
+    make_breakpoint, people, client, settings
+):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = make_breakpoint(payload=ROUTED)
+    approve = urlsplit(decision_urls(bp.pk, people["tina"].pk)["approve"]).path
+
+    page = client.get(approve)
+
+    assert page.status_code == 200
+    assert 'data-bpm-page="form"' in page.content.decode()
+
+
+def test_release_refusal_answers_each_reason(make_breakpoint, requested, people):
+    """The one question every channel asks, and its answers."""
+    plain, routed, mine = make_breakpoint(), make_breakpoint(payload=ROUTED), requested()
+    rita, tina, nora = (Actor.for_user(people[name]) for name in ("rita", "tina", "nora"))
+
+    assert release_refusal(plain, rita) is None
+    assert release_refusal(plain, nora) == FEEDBACK_REFUSAL
+    assert release_refusal(routed, rita) == NO_SEAT
+    assert release_refusal(routed, tina) is None
+    assert release_refusal(mine, rita) == SELF_REVIEW
+    settle(plain, "decided", people)
+    plain.refresh_from_db()
+    assert release_refusal(plain, rita) == DECIDED
+    assert refusals(plain) == refusals(routed) == refusals(mine) == []  # a question writes nothing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refusal_inside_another_service_is_recorded_once_and_survives(make_breakpoint, people):
+    """Always approve refuses through feedback_add inside its own transaction: the event is
+    written after that transaction rolled back, committed, and not twice."""
+    bp = make_breakpoint(payload={**ROUTED, "presentAlwaysApprove": True})
+
+    with pytest.raises(Forbidden, match="Only members of tech-lead"):
+        breakpoint_always_approve(breakpoint_id=bp.pk, actor=Actor.for_user(people["rita"]))
+
+    assert_refused_event(bp, "console", "rita", "permission_denied", NO_SEAT)
+    assert_unchanged(bp)
