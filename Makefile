@@ -57,7 +57,7 @@ install: $(DEV_STAMP) ## Create .venv and install the project and its dev tools
 
 # The port make run and make web serve on (BPM_PORT, 8000 by default) checked first: one
 # line naming BPM_PORT when it is taken, before anything is installed or started.
-ports:
+ports: ## Check that BPM_PORT (8000 unless set) is free, or say so in one line
 	@$(PYTHON) config/ports.py
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server

@@ -21,7 +21,7 @@ from tests.support.system import POSTGRESQL_ENGINES
 LIVE_TESTS = Path(__file__).resolve().parent / "live"
 # Their systems' web, worker and beat processes share the test database: PostgreSQL only.
 POSTGRES_TESTS = LIVE_TESTS / "integration"
-NEEDS_POSTGRES = pytest.StashKey[int]()
+DESELECTED = pytest.StashKey[dict[str, int]]()
 
 
 def on_postgres() -> bool:
@@ -33,31 +33,42 @@ def on_postgres() -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test under tests/live/ is `slow`, by its path: `make test-fast` (-m "not slow")
     leaves them out; `make test` runs them all. A test that needs PostgreSQL (marked
-    `postgres`, or under tests/live/integration) runs only when DATABASE_URL names it: on
-    SQLite it is deselected (counted in the summary, with the reason), never pointed at a
-    server nobody named."""
+    `postgres`, or under tests/live/integration) runs only when DATABASE_URL names it, one
+    that needs Redis (`redis`) only when REDIS_URL does, and one about the embedded default
+    (`sqlite`) only on it: otherwise it is deselected (counted in the summary, with the
+    reason), never skipped, never pointed at a server nobody named."""
     postgres = on_postgres()
+    wanted = {"postgres": postgres, "sqlite": not postgres, "redis": bool(settings.REDIS_URL)}
     kept, deselected = [], []
+    counts: dict[str, int] = {}
     for item in items:
         if item.path.is_relative_to(LIVE_TESTS):
             item.add_marker(pytest.mark.slow)
         if item.path.is_relative_to(POSTGRES_TESTS):
             item.add_marker(pytest.mark.postgres)
-        needs_postgres = item.get_closest_marker("postgres") is not None
-        (deselected if needs_postgres and not postgres else kept).append(item)
-    config.stash[NEEDS_POSTGRES] = len(deselected)
+        missing = [name for name, ok in wanted.items() if not ok and item.get_closest_marker(name)]
+        for name in missing:
+            counts[name] = counts.get(name, 0) + 1
+        (deselected if missing else kept).append(item)
+    config.stash[DESELECTED] = counts
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
 
 
+WHY_DESELECTED = {
+    "postgres": "they need PostgreSQL (marked `postgres`) and the test database is SQLite; "
+    "set DATABASE_URL=postgres://... to run them (CI does)",
+    "redis": "they need Redis (marked `redis`) and REDIS_URL is not set; set it to run "
+    "them (CI does)",
+    "sqlite": "they are about the embedded default (marked `sqlite`) and the test database "
+    "is PostgreSQL; CI runs them in `make test-fast` without DATABASE_URL",
+}
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    count = config.stash.get(NEEDS_POSTGRES, 0)
-    if count:
-        terminalreporter.write_line(
-            f"{count} deselected: they need PostgreSQL (marked `postgres`) and the test "
-            "database is SQLite; set DATABASE_URL=postgres://... to run them (CI does)."
-        )
+    for name, count in config.stash.get(DESELECTED, {}).items():
+        terminalreporter.write_line(f"{count} deselected: {WHY_DESELECTED[name]}.")
 
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the

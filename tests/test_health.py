@@ -15,10 +15,11 @@ def test_healthz_is_200_without_auth_or_database(client):
     assert response.json() == {"status": "ok", "waiters": 0, "listener": listener}
 
 
-def test_healthz_on_sqlite_says_the_listener_is_not_used_once_waits_started(settings):
+@pytest.mark.sqlite  # the embedded default's answer (PostgreSQL's: tests/live/integration)
+def test_healthz_on_sqlite_says_the_listener_is_not_used_once_waits_started(
+    settings, transactional_db
+):
     """Not "down", which reads as broken: SQLite has no NOTIFY (issue 31)."""
-    if connection.vendor != "sqlite":
-        pytest.skip("the embedded default's answer (PostgreSQL's: tests/live/integration)")
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
 
     async def scenario(client):
