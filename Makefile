@@ -9,7 +9,7 @@ RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 
-.PHONY: help install run web migrate test test-fast lint docs format schema clean
+.PHONY: help install run web migrate test test-fast lint docs format schema image clean
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
@@ -103,6 +103,14 @@ bench-smoke: install ## The benchmarks in a tiny mode (CI runs it)
 		--capacity-timeout 30 --probes 5 --list-seconds 0.5
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/lists_at_scale.py --due 200 --creates 10 \
 		--iterations 3 --case-seconds 2
+
+# The container image (Dockerfile; docs/deploy.md), with docker or podman, whichever works
+# here. Its base, debian:bookworm-slim, is pulled, or made with debootstrap where no
+# registry answers (deploy/debian-base.sh, as root).
+IMAGE ?= breakpoint-manager:latest
+
+image: ## Build the container image (docker or podman; IMAGE=name:tag)
+	deploy/build-image.sh $(IMAGE)
 
 clean: ## Remove .venv, the SQLite database, var/ and collected static files
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache
