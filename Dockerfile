@@ -49,14 +49,17 @@ COPY --from=build /app /app
 # only place the service writes; compose.yaml shares it between the containers.
 RUN mkdir -p /app/var && chown bpm:bpm /app/var
 
-ARG VERSION=0.1.0
+# deploy/build-image.sh passes the version from pyproject.toml and the git commit.
+ARG VERSION=unknown
+ARG REVISION=unknown
 LABEL org.opencontainers.image.title="Breakpoint Manager" \
       org.opencontainers.image.description="Human-in-the-loop approval service for AI agents: web, worker, beat, migrate and manage in one image" \
       org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim" \
       org.opencontainers.image.documentation="docs/deploy.md"
 
-ENV PATH=/opt/venv/bin:$PATH \
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     DEBUG=0 \
@@ -68,8 +71,8 @@ USER 10001:10001
 EXPOSE 8000
 STOPSIGNAL SIGTERM
 
-# The web role's liveness (a worker or beat container has no HTTP: compose.yaml gives the
-# worker its own check and turns this one off for beat and migrate).
+# The web role's liveness; other roles serve no HTTP and pass it (compose.yaml gives the
+# worker a check of its own and turns this one off for beat and migrate).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "/app/deploy/healthcheck.py"]
 

@@ -6,9 +6,9 @@
 # CONTAINER_ENGINE=docker|podman picks one. The base, debian:bookworm-slim, is pulled when
 # missing; where no registry answers it is made with debootstrap (deploy/debian-base.sh,
 # as root). Behind a TLS-intercepting proxy the host's CA bundle (the file PIP_CERT names)
-# is mounted for the pip step only (a build secret), and pip uses the host's index (PIP_INDEX_URL, else
-# `pip config get global.index-url`, else PyPI). Podman builds and runs with the host's
-# network (--network=host) and, without systemd, runc and cgroupfs.
+# is mounted for the pip step only (a build secret); pip uses the host's index
+# (PIP_INDEX_URL, else `pip config get global.index-url`, else PyPI). Podman builds with
+# the host's network (--network=host) and, without systemd, runc and cgroupfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +41,10 @@ if ! "${engine_cmd[@]}" image inspect "$base" >/dev/null 2>&1; then
 fi
 
 index_url=${PIP_INDEX_URL:-$(pip3 config get global.index-url 2>/dev/null || true)}
-args=(build --network=host -t "$tag" --build-arg "PIP_INDEX_URL=$index_url")
+version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+args=(build --network=host -t "$tag" --build-arg "PIP_INDEX_URL=$index_url"
+  --build-arg "VERSION=$version" --build-arg "REVISION=$revision")
 if [ -n "${PIP_CERT:-}" ] && [ -r "$PIP_CERT" ]; then
   # A build secret: mounted for the pip step only, in no layer of the image.
   args+=(--secret "id=host-ca,src=$PIP_CERT" --build-arg PIP_CERT=/run/secrets/host-ca)

@@ -90,7 +90,8 @@ rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var
 find "$rootfs/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
 
 tar --numeric-owner -C "$rootfs" -c . |
-  "$engine" import --change 'CMD ["bash"]' - "$image" >"$work/import.log" 2>&1 || {
+  "$engine" import --change 'CMD ["bash"]' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$image" >"$work/import.log" 2>&1 || {
     cat "$work/import.log" >&2
     exit 1
   }

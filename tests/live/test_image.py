@@ -136,7 +136,8 @@ def test_the_image_is_lean_runs_as_non_root_and_keeps_no_build_secret(image):
     assert healthcheck["Test"] == ["CMD", "python", "/app/deploy/healthcheck.py"]
     labels = config["Labels"]
     assert labels["org.opencontainers.image.title"] == "Breakpoint Manager"
-    assert labels["org.opencontainers.image.version"]
+    version = re.search(r'^version = "(.+)"$', (PROJECT_DIR / "pyproject.toml").read_text(), re.M)
+    assert labels["org.opencontainers.image.version"] == version.group(1)
     assert config["Entrypoint"] == ["/app/deploy/entrypoint.sh"] and config["Cmd"] == ["web"]
 
 
