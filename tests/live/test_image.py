@@ -72,6 +72,7 @@ DOC_COMMANDS = [
     "docker compose run --rm --no-deps web manage create_agent_token agent-7",
     "docker compose run --rm --no-deps web manage create_user_token admin",
     "docker compose run --rm --no-deps web manage add_webhook",
+    "docker compose run --rm migrate",
 ]
 
 
