@@ -25,7 +25,7 @@ TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 # Where `make docs-serve` serves the guides (not BPM_PORT: `make run` may be serving there).
 DOCS_PORT ?= 8001
 
-.PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema clean
+.PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema image clean
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
@@ -147,6 +147,14 @@ bench-smoke: install ## The benchmarks in a tiny mode (CI runs it)
 		--capacity-timeout 30 --probes 5 --list-seconds 0.5
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/lists_at_scale.py --due 200 --creates 10 \
 		--iterations 3 --case-seconds 2
+
+# The container image (Dockerfile; docs/deploy.md), with docker or podman, whichever works
+# here. Its base, debian:bookworm-slim, is pulled, or made with debootstrap where no
+# registry answers (deploy/debian-base.sh, as root).
+IMAGE ?= breakpoint-manager:latest
+
+image: ## Build the container image (docker or podman; IMAGE=name:tag)
+	deploy/build-image.sh $(IMAGE)
 
 clean: ## Remove .venv, the SQLite database, var/ and collected static files
 	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache

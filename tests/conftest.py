@@ -1,6 +1,7 @@
 """Shared fixtures: API clients authenticated as agents, reviewers and admins."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -38,7 +39,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (`sqlite`) only on it: otherwise it is deselected (counted in the summary, with the
     reason), never skipped, never pointed at a server nobody named."""
     postgres = on_postgres()
-    wanted = {"postgres": postgres, "sqlite": not postgres, "redis": bool(settings.REDIS_URL)}
+    wanted = {
+        "postgres": postgres,
+        "sqlite": not postgres,
+        "redis": bool(settings.REDIS_URL),
+        "image": os.environ.get("BPM_TEST_IMAGE") == "1",
+    }
     kept, deselected = [], []
     counts: dict[str, int] = {}
     for item in items:
@@ -61,6 +67,8 @@ WHY_DESELECTED = {
     "set DATABASE_URL=postgres://... to run them (CI does)",
     "redis": "they need Redis (marked `redis`) and REDIS_URL is not set; set it to run "
     "them (CI does)",
+    "image": "they build and run the container image (marked `image`); set "
+    "BPM_TEST_IMAGE=1 to run them (.ci/run does, in its phase `image`)",
     "sqlite": "they are about the embedded default (marked `sqlite`) and the test database "
     "is PostgreSQL; CI runs them in `make test-fast` without DATABASE_URL",
 }

@@ -1,0 +1,408 @@
+"""The container image, built with `make image` and run as compose.yaml and docs/deploy.md say.
+
+Builds the Dockerfile (podman; on a base made by debootstrap where no registry answers),
+checks what the image is (non-root, lean, labelled, no CA baked in), then runs compose.yaml's
+migrate, web, worker and beat services on the machine's PostgreSQL (a database of the
+test's own) and Redis (a database number of its own): `manage` creates an agent token, a
+reviewer and a webhook subscription, an agent's long-poll is woken by the reviewer's
+approval over the API, and a signed webhook arrives at a receiver on 127.0.0.1. Last, each
+container gets SIGTERM with work in flight and must exit 0 within its stop grace period.
+
+Building images is slow and needs podman: the tests run only with BPM_TEST_IMAGE=1
+(`.ci/run` sets it in its phase `image`, after installing podman, runc and debootstrap).
+IMAGE_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bpm_image_test; dropped
+and created again) and IMAGE_TEST_REDIS_URL (default redis://127.0.0.1:6379/13; flushed)
+name the databases. Teardown removes the containers, the volume, the image and dangling
+build layers; the base image stays (debootstrap is not repeated).
+"""
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import redis
+from psycopg import sql
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+
+from tests.support.containers import (
+    PROJECT_DIR,
+    ComposeStack,
+    MissingVariable,
+    interpolate,
+    load_compose,
+    podman,
+    read_env_file,
+    run_once,
+)
+from tests.support.net import free_port
+from tests.webhook_receiver import WebhookReceiver, expected_signature
+
+# Builds and runs the container image (minutes, podman): deselected unless
+# BPM_TEST_IMAGE=1 (.ci/run sets it in its phase `image`; tests/conftest.py).
+pytestmark = pytest.mark.image
+
+IMAGE = "localhost/bpm-image-test:latest"
+BASE = "docker.io/library/debian:bookworm-slim"
+DATABASE_URL = os.environ.get(
+    "IMAGE_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bpm_image_test"
+)
+REDIS_URL = os.environ.get("IMAGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+MAX_ADDED_BYTES = 250_000_000
+DEPLOY_DOC = PROJECT_DIR / "docs" / "deploy.md"
+READY_SECONDS = 120
+SECRET = "image-test-webhook-secret"
+# The commands of docs/deploy.md this test runs (as `docker compose run` runs them).
+DOC_COMMANDS = [
+    "make image",
+    "cp .env.example .env",
+    "docker compose run --rm --no-deps web manage create_reviewer admin --admin --email admin@example.com",
+    "docker compose run --rm --no-deps web manage create_agent_token agent-7",
+    "docker compose run --rm --no-deps web manage create_user_token admin",
+    "docker compose run --rm --no-deps web manage add_webhook",
+    "docker compose run --rm migrate",
+]
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout: float = READY_SECONDS) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.5)
+    return value
+
+
+def last_line(output: str) -> str:
+    return output.strip().splitlines()[-1].strip()
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[str]:
+    """`make image`, as docs/deploy.md builds it (podman, the machine's proxy CA)."""
+    if shutil.which("podman") is None:
+        pytest.fail("podman is not installed (apt-get install podman runc debootstrap)")
+    result = subprocess.run(
+        ["make", "image", f"IMAGE={IMAGE}"],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "CONTAINER_ENGINE": "podman"},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert result.returncode == 0, f"make image:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    try:
+        yield IMAGE
+    finally:
+        podman("rmi", "--force", IMAGE, check=False)
+        podman("image", "prune", "--force", check=False)
+
+
+def inspect(name: str) -> dict[str, Any]:
+    return json.loads(podman("image", "inspect", name).stdout)[0]
+
+
+def test_the_image_is_lean_runs_as_non_root_and_keeps_no_build_secret(image):
+    """Non-root (numeric, for runAsNonRoot), under 250 MB over its base, no compiler or
+    pip, the HEALTHCHECK and OCI labels kept, and no trace of the build's CA mount."""
+    inspected = inspect(image)
+    config = inspected["Config"]
+    assert config["User"] == "10001:10001"
+    whoami = run_once(image, "-u", options=("--entrypoint", "id"))
+    assert whoami.stdout.strip() == "10001"
+    added = inspect(image)["Size"] - inspect(BASE)["Size"]
+    assert added < MAX_ADDED_BYTES, f"the image adds {added / 1e6:.0f} MB to its base"
+    tools = run_once(
+        image,
+        "-c",
+        "for tool in gcc cc make pip pip3; do command -v $tool || true; done; "
+        "ls /run/secrets 2>/dev/null || true",
+        options=("--entrypoint", "sh"),
+    )
+    assert tools.stdout.strip() == "", f"in the image: {tools.stdout}"
+    assert not any(item.startswith("PIP_CERT=") for item in config.get("Env", []))
+    healthcheck = inspected.get("Healthcheck") or config["Healthcheck"]  # podman's, docker's
+    assert healthcheck["Test"] == ["CMD", "python", "/app/deploy/healthcheck.py"]
+    labels = config["Labels"]
+    assert labels["org.opencontainers.image.title"] == "Breakpoint Manager"
+    version = re.search(r'^version = "(.+)"$', (PROJECT_DIR / "pyproject.toml").read_text(), re.M)
+    assert labels["org.opencontainers.image.version"] == version.group(1)
+    assert config["Entrypoint"] == ["/app/deploy/entrypoint.sh"] and config["Cmd"] == ["web"]
+
+
+def entrypoint_roles(image: str) -> set[str]:
+    """The roles the image's entrypoint knows, from its own help."""
+    usage = run_once(image, "help").stdout
+    return set(re.findall(r"^  (\w+)\b", usage, flags=re.MULTILINE))
+
+
+def test_compose_runs_every_service_in_a_role_the_entrypoint_knows_in_order(image):
+    """compose.yaml parses; the project's services use the image in a known role; postgres
+    and redis are the official images with health checks; web, worker and beat start after
+    migrate completed and the databases are healthy; SECRET_KEY has no default."""
+    compose = load_compose()
+    services = compose["services"]
+    assert set(services) == {"postgres", "redis", "migrate", "web", "worker", "beat"}
+    roles = entrypoint_roles(image)
+    assert {"web", "worker", "beat", "migrate", "manage"} <= roles
+    for name in ("migrate", "web", "worker", "beat"):
+        assert services[name]["build"] == "."
+        assert services[name]["command"][0] in roles, name
+        assert services[name]["command"] == [name]
+    assert services["postgres"]["image"] == "postgres:16"
+    assert services["postgres"]["volumes"][0].split(":")[0] in compose["volumes"]
+    assert services["redis"]["image"] == "redis:7"
+    for name in ("postgres", "redis", "web", "worker"):
+        assert services[name]["healthcheck"]["test"], name
+    after = {
+        "postgres": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+        "migrate": {"condition": "service_completed_successfully"},
+    }
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"] == after, name
+    assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert services["migrate"]["restart"] == "no"
+    with pytest.raises(MissingVariable, match="SECRET_KEY"):
+        interpolate(services["web"]["environment"]["SECRET_KEY"], {"SECRET_KEY": ""})
+
+
+def test_the_env_example_names_every_setting_and_runs_nothing_until_filled_in(image):
+    """.env.example sets what compose.yaml interpolates; as it comes (SECRET_KEY empty)
+    a management command refuses to run, saying why."""
+    example = read_env_file(PROJECT_DIR / ".env.example")
+    used = set(re.findall(r"\$\{(\w+)", (PROJECT_DIR / "compose.yaml").read_text()))
+    assert used <= set(example), f"not in .env.example: {used - set(example)}"
+    assert example["SECRET_KEY"] == "" and example["POSTGRES_PASSWORD"] == ""
+    env_file = ("--env-file", str(PROJECT_DIR / ".env.example"))
+    refused = run_once(image, "manage", "check", options=env_file, check=False)
+    assert refused.returncode != 0
+    assert "SECRET_KEY must be set" in refused.stderr
+
+
+def test_the_deploy_guide_has_the_commands_this_test_runs():
+    guide = DEPLOY_DOC.read_text()
+    missing = [command for command in DOC_COMMANDS if command not in guide]
+    assert not missing, f"docs/deploy.md lacks: {missing}"
+
+
+def fresh_databases() -> None:
+    """The test's own PostgreSQL database (dropped: migrate creates it) and Redis number."""
+    server, _, name = DATABASE_URL.rpartition("/")
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
+def dotenv(path: Path) -> Path:
+    """`cp .env.example .env`, filled in as docs/deploy.md says."""
+    text = (PROJECT_DIR / ".env.example").read_text()
+    filled = {
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "POSTGRES_PASSWORD": secrets.token_urlsafe(16),
+        "BPM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",  # the receiver is on this machine
+        "WORKER_CONCURRENCY": "2",
+    }
+    for key, value in filled.items():
+        text, count = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.MULTILINE)
+        assert count == 1, key
+    path.write_text(text)
+    return path
+
+
+class Stack(ComposeStack):
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.overrides['PORT']}"
+
+    def manage(self, *args: str, stdin: str | None = None) -> str:
+        return self.run("web", "manage", *args, stdin=stdin).stdout
+
+
+@pytest.fixture(scope="module")
+def stack(image, tmp_path_factory) -> Iterator[Stack]:
+    """compose.yaml's migrate (exits 0), then web, worker and beat, until /readyz is 200."""
+    fresh_databases()
+    port = free_port()
+    overrides = {
+        "DATABASE_URL": DATABASE_URL,
+        "REDIS_URL": REDIS_URL,
+        "PORT": str(port),
+        "BPM_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        # Only a NOTIFY can answer a wait in time: no safety re-check within the test.
+        "BPM_WAIT_RECHECK_SECONDS": "600",
+    }
+    env_file = dotenv(tmp_path_factory.mktemp("compose") / ".env")
+    prefix = f"bpm-image-test-{os.getpid()}"
+    stack = Stack(image=image, env_file=env_file, prefix=prefix, overrides=overrides)
+    try:
+        migrated = stack.run("migrate", *stack.service("migrate")["command"], check=False)
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        for name in ("web", "worker", "beat"):
+            stack.start(name)
+        wait_for(lambda: ready(stack), "web answers /readyz 200 (database and broker ok)")
+        yield stack
+    finally:
+        stack.remove()
+
+
+def ready(stack: Stack) -> bool:
+    try:
+        return httpx.get(f"{stack.base_url}/readyz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def people(stack, receiver) -> dict[str, httpx.Client]:
+    """An agent token, an admin (password on stdin) and their API clients, made with
+    `manage` as docs/deploy.md does; a webhook subscription to the receiver."""
+    agent = last_line(stack.manage("create_agent_token", "agent-7"))
+    stack.manage(
+        "create_reviewer", "admin", "--admin", "--email", "admin@example.com",
+        stdin="a-long-passphrase-42\n",
+    )  # fmt: skip
+    reviewer = last_line(stack.manage("create_user_token", "admin"))
+    stack.manage("add_webhook", receiver.url, "--secret", SECRET)
+    return {
+        role: httpx.Client(
+            base_url=stack.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=90
+        )
+        for role, token in (("agent", agent), ("reviewer", reviewer))
+    }
+
+
+def create(agent: httpx.Client, title: str) -> str:
+    response = agent.post(
+        "/api/breakpoints", json={"title": title, "payload": {"question": f"{title}?"}}
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["breakpointId"]
+
+
+def longpolls_open(stack: Stack) -> float:
+    """bpm_longpolls_open at /metrics (the web processes write it every few seconds)."""
+    text = httpx.get(f"{stack.base_url}/metrics", timeout=5).text
+    found = re.search(r"^bpm_longpolls_open(?:\{[^}]*\})? (\S+)$", text, flags=re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def in_background(work: Callable[[], Any]) -> Callable[[], Any]:
+    """Start `work` in a thread; the returned function joins it and gives its result."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join(timeout=300)
+        assert not thread.is_alive(), "the background work did not end"
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    return result
+
+
+def test_an_approval_over_the_api_wakes_the_agent_and_sends_a_signed_webhook(
+    stack, people, receiver
+):
+    agent, reviewer = people["agent"], people["reviewer"]
+    bp_id = create(agent, "Deploy to production")
+    waited = in_background(lambda: agent.get(f"/api/breakpoints/{bp_id}/status?wait=60"))
+    wait_for(lambda: longpolls_open(stack) >= 1, "the agent's long-poll is held")
+
+    approved = reviewer.post(
+        f"/api/breakpoints/{bp_id}/feedback",
+        json={"comment": "Go ahead", "release": True, "approved": True},
+    )
+    assert approved.status_code == 201, approved.text
+    answer = waited()
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "released"
+    assert answer.json()["result"]["approved"] is True
+
+    def released(got):
+        return [r for r in got if r.json()["type"] == "breakpoint.released"]
+
+    [hook] = released(receiver.wait_for(released, timeout=60, what="the released webhook"))
+    assert hook.json()["data"]["breakpointId"] == bp_id
+    assert StandardWebhook(SECRET.encode()).verify(hook.body, hook.headers)
+    assert hook.headers["webhook-signature"] == expected_signature(
+        SECRET, hook.webhook_id, hook.headers["webhook-timestamp"], hook.body
+    )
+    for name in ("web", "worker"):  # compose.yaml's health checks, run once
+        podman("healthcheck", "run", f"{stack.prefix}-{name}")
+
+
+def test_the_console_is_served_with_the_static_files_collected_in_the_image(stack):
+    login = httpx.get(f"{stack.base_url}/admin/login/", timeout=10)
+    assert login.status_code == 200
+    stylesheets = re.findall(r'href="(/static/[^"]+\.css)"', login.text)
+    assert stylesheets, login.text[:500]
+    for path in stylesheets:  # hashed names: the manifest made at build time
+        assert httpx.get(f"{stack.base_url}{path}", timeout=10).status_code == 200, path
+
+
+def test_each_container_stops_on_sigterm_with_status_0_after_its_work_in_flight(
+    stack, people, tmp_path
+):
+    """worker: a delivery in flight is finished; web: a held long-poll is answered; beat.
+    `stop` sends SIGTERM and SIGKILLs after compose.yaml's stop_grace_period: status 0
+    means each stopped by itself within it."""
+    agent, reviewer = people["agent"], people["reviewer"]
+    with WebhookReceiver(hold_first=1, hold_seconds=120) as slow:
+        stack.manage("add_webhook", slow.url, "--events", "created", "--secret", SECRET)
+        bp_id = create(agent, "Stop the worker")
+        slow.wait_for(lambda got: len(got) == 1, timeout=60, what="a delivery in flight")
+        stopped = in_background(lambda: stack.stop("worker"))
+        wait_for(lambda: "Warm shutdown" in stack.logs("worker"), "the worker got SIGTERM")
+        slow.release_held()
+        assert stopped() == 0, stack.logs("worker")
+    events = reviewer.get(f"/api/breakpoints/{bp_id}/events").json()["results"]
+    outcomes = [
+        e["metadata"]["outcome"]
+        for e in events
+        if e["type"] == "notification" and e["metadata"]["url"] == slow.url
+    ]
+    assert outcomes == ["delivered"]
+
+    waiting_id = create(agent, "Stop the web server")
+    wait_for(lambda: longpolls_open(stack) == 0, "no long-poll is held yet")
+    waited = in_background(lambda: agent.get(f"/api/breakpoints/{waiting_id}/status?wait=8"))
+    wait_for(lambda: longpolls_open(stack) >= 1, "a long-poll is held")
+    stopped = in_background(lambda: stack.stop("web"))
+    wait_for(lambda: "Handling signal: term" in stack.logs("web"), "web got SIGTERM")
+    answer = waited()
+    assert (answer.status_code, answer.json()["status"]) == (200, "waiting")
+    assert stopped() == 0, stack.logs("web")
+
+    assert stack.stop("beat") == 0, stack.logs("beat")
