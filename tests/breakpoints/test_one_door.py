@@ -642,7 +642,7 @@ def test_trigger_rule_records_the_refusal(
     settle(bp, kind, people)
     # A rule acts on the waiting breakpoints it selects: "decided" is one decided between
     # its selection and its action (the race the service settles).
-    monkeypatch.setattr(trigger_actions, "select_waiting", lambda selector, payload: [bp])
+    monkeypatch.setattr(trigger_actions, "select_waiting", lambda selector: [bp])
 
     taken = _fire(bp)
 
