@@ -128,6 +128,7 @@ bench: install ## Seed a PostgreSQL bench database and print the benchmarks' fig
 	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/login_flood.py $(BENCH_LOGIN_FLOOD_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/broker_down_create.py $(BENCH_BROKER_DOWN_ARGS)
 	$(BIN)/python benchmarks/make_run_timing.py $(BENCH_MAKE_RUN_ARGS)
 
 # The same scripts in a tiny mode (a few thousand rows, well under two minutes), so a
