@@ -216,6 +216,9 @@ def test_make_targets_named_exist(page):
 def source_text(roots: tuple[str, ...]) -> str:
     files = [p for root in roots for p in (ROOT / root).rglob("*.py")]
     files += [ROOT / name for name in ("Makefile", "Procfile", "Procfile.dev", "gunicorn.conf.py")]
+    # compose.yaml reads the deployment's own (BPM_IMAGE, BPM_HTTP_BIND); the suite's
+    # switches are read by tests/conftest.py (BPM_TEST_IMAGE).
+    files += [ROOT / "compose.yaml", ROOT / "tests" / "conftest.py"]
     return "\n".join(path.read_text() for path in files)
 
 
