@@ -133,3 +133,31 @@ def test_ingest_answers_while_a_costly_evaluation_of_the_same_source_runs(
     )
     assert ExternalEvent.objects.get(pk=claimed.pk).status == EventStatus.PENDING
     system.kill_worker()  # no need to burn a core until the task's time limit
+
+
+def test_a_rules_dry_run_on_a_costly_event_stops_at_the_rules_time_limit(make_system, admin_user):
+    """The dry run (`/test`) runs in a web thread: it stops at the rule's time limit
+    (BPM_TRIGGER_RULE_SECONDS, 1 s by default) and answers the rule's error, whatever the
+    step budget allows (raised here so that only the clock can stop it). Before, nothing
+    bounded its time: the issue's 10 such conditions held a web thread 37 s."""
+    system = make_system(beat=False, env={"BPM_TRIGGER_EXPRESSION_STEPS": str(10**12)})
+    admin = Actor.for_user(admin_user)
+    services.rule_add(
+        actor=admin,
+        name="costly",
+        action="forward",
+        event_type="big",
+        conditions=[COSTLY.format("")],
+    )
+    raw = token_create_for_user(user=admin_user)[1]
+    sample = {"type": "big", "payload": {"a": [{"b": [{"d": [1] * VALUES}]}]}}
+
+    answer = httpx.post(
+        f"{system.base_url}/api/triggers/costly/test",
+        json=sample,
+        headers={"Authorization": f"Bearer {raw}"},
+        timeout=120,  # only ends a hung test
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert "time limit" in (answer.json().get("error") or ""), answer.json()
