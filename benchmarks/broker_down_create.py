@@ -11,7 +11,8 @@ times --creates creates with Redis up (the floor), stops Redis, times as many ag
 starts it again. Printed: p50 and p99 of each beside the target (with Redis down, a
 create's p50 within 2x its p50 with Redis up).
 
-Redis is a redis-server this script starts on a free loopback port (so nothing else
+Redis is a redis-server this script starts on a free loopback port (the live tests'
+RedisServer) (so nothing else
 sees the outage); one webhook (to a closed loopback port: nothing is sent, no worker runs)
 makes every create write an outbox row to publish. Its rows, tokens and the webhook are
 deleted at the end. The database's name must contain "bench" (or --force).
@@ -20,10 +21,10 @@ deleted at the end. The database's name must contain "bench" (or --force).
 import argparse
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import httpx
 from _common import bootstrap, database_ensure, database_label, guard_database, percentile
@@ -32,53 +33,6 @@ from http_servers import Server, ServerSpec, free_port
 
 UVICORN = "core.webserver.BalancedUvicornWorker"
 TARGET_RATIO = 2.0
-
-
-class RedisServer:
-    """A redis-server of this run's own, on a free loopback port, that can be stopped."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="bpm-bench-redis-")
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.dir,
-            ],  # fmt: skip
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            done = subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True)
-            if done.stdout.strip() == b"PONG":
-                return
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
-
-    def remove(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def timed_creates(client: httpx.Client, count: int) -> list[float]:
@@ -91,7 +45,7 @@ def timed_creates(client: httpx.Client, count: int) -> list[float]:
     return seconds
 
 
-def run_case(label: str, inline: bool, redis: RedisServer, token: str, count: int) -> None:
+def run_case(label: str, inline: bool, redis, token: str, count: int) -> None:
     env = {
         "REDIS_URL": redis.url,
         "BPM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
@@ -136,10 +90,12 @@ def main() -> None:
     from django.test import override_settings
 
     from notifications.subscriptions import webhook_add
+    from tests.support.system import RedisServer  # the live tests' own, stoppable
 
     call_command("migrate", verbosity=0)
     print(f"database: {database_label()}; {args.creates} creates per phase, one web worker")
-    fx, redis = Fixtures(), RedisServer()
+    redis_dir = tempfile.mkdtemp(prefix="bpm-bench-redis-")
+    fx, redis = Fixtures(), RedisServer(Path(redis_dir))
     with override_settings(BPM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.1"]):
         webhook = webhook_add(url=f"http://127.0.0.1:{free_port()}/closed", event_types=["created"])
     try:
@@ -148,7 +104,9 @@ def main() -> None:
         run_case("publisher thread (now)", False, redis, agent.token, args.creates)
         run_case("in the request (before, INLINE=1)", True, redis, agent.token, args.creates)
     finally:
-        redis.remove()
+        if redis.process.alive:
+            redis.stop()
+        shutil.rmtree(redis_dir, ignore_errors=True)
         webhook.delete()  # its deliveries go with it
         fx.delete()
 
