@@ -50,7 +50,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 $(DEV_STAMP): $(STAMP)
 	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
 	@echo "install: the dev tools (tests, linters, docs) and the MCP SDK into $(VENV)"
-	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp]"
+	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp,watch]"
 	@touch $(DEV_STAMP)
 
 install: $(DEV_STAMP) ## Create .venv and install the project and its dev tools
