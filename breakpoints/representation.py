@@ -11,10 +11,19 @@ numbers as I-JSON doubles, core.ijson); null stays null.
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from django.conf import settings
+
 from accounts import experts as routing
 from breakpoints.models import Breakpoint, Feedback
 from core.ijson import as_doubles
 from core.timestamps import timestamp
+
+
+def console_url(breakpoint_id: str) -> str:
+    """The breakpoint's review page in the console, absolute (BPM_PUBLIC_URL): the
+    representation's `consoleUrl`, and the link every channel's message carries."""
+    base = settings.BPM_PUBLIC_URL.rstrip("/")
+    return f"{base}/admin/breakpoints/breakpoint/{breakpoint_id}/change/"
 
 
 def _text(value: Any) -> str | None:
@@ -87,8 +96,9 @@ def _breakpoint_json(
     seats: Mapping[str, routing.Seat] | None,
 ) -> dict[str, Any]:
     """The contract's fields, each read by attribute name with `get`."""
+    breakpoint_id = _text(get("id"))
     return {
-        "breakpointId": _text(get("id")),
+        "breakpointId": breakpoint_id,
         "status": _text(get("status")),
         "agentId": _text(get("agent_id")),
         "runId": _text(get("run_id")),
@@ -113,6 +123,7 @@ def _breakpoint_json(
         "votes": get("votes"),
         "requestedBy": _text(get("requested_by")),
         "payloadDigest": _text(get("payload_digest")),
+        "consoleUrl": console_url(str(breakpoint_id)),
     }
 
 

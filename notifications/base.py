@@ -3,8 +3,6 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 
 @dataclass(frozen=True)
 class Sent:
@@ -21,9 +19,3 @@ class Sent:
     retryable: bool = True
     retry_after: float | None = None
     reply: dict[str, Any] = field(default_factory=dict)
-
-
-def console_url(breakpoint_id: str) -> str:
-    """The breakpoint's review page, absolute (BPM_PUBLIC_URL) for messages and mails."""
-    base = settings.BPM_PUBLIC_URL.rstrip("/")
-    return f"{base}/admin/breakpoints/breakpoint/{breakpoint_id}/change/"

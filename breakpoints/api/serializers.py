@@ -1,5 +1,6 @@
 """API input and output shapes (camelCase, as in the contract)."""
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -166,6 +167,10 @@ class BreakpointSerializer(serializers.ModelSerializer):
         '"title", "payload"} as stored, computed at creation (the payload never changes). '
         "Null for breakpoints finished before digests existed.",
     )
+    consoleUrl = serializers.SerializerMethodField(
+        help_text="The breakpoint's page in the reviewer console (absolute, from "
+        "BPM_PUBLIC_URL): where a person answers it. Every channel's message links to it.",
+    )
 
     warnings = serializers.ListField(
         child=serializers.CharField(),
@@ -181,7 +186,8 @@ class BreakpointSerializer(serializers.ModelSerializer):
             "breakpointId", "status", "agentId", "runId", "title", "key", "question",
             "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
             "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
-            "strategy", "experts", "votes", "requestedBy", "payloadDigest", "warnings",
+            "strategy", "experts", "votes", "requestedBy", "payloadDigest", "consoleUrl",
+            "warnings",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -189,6 +195,10 @@ class BreakpointSerializer(serializers.ModelSerializer):
         """breakpoints.representation writes it (webhooks send the same); the fields
         above document it. A list view passes `seats` (routing.resolve of the page)."""
         return representation.breakpoint_json(instance, seats=self.context.get("seats"))
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_consoleUrl(self, bp: Breakpoint) -> str:
+        return representation.console_url(bp.pk)
 
     @extend_schema_field(ExpertSerializer(many=True))
     def get_experts(self, bp: Breakpoint) -> list[dict]:

@@ -25,13 +25,14 @@ from django.utils import timezone
 
 from audit.models import EventType
 from breakpoints.models import Feedback
+from breakpoints.representation import console_url
 from channels.email.links import decision_urls
 from core.choices import Status
 from core.naming import display_name
 from core.rendering import fileformats
 from core.rendering.budget import RenderBudget
 from core.rendering.markup import compact_duration, render_context_file
-from notifications.base import Sent, console_url
+from notifications.base import Sent
 from notifications.models import Delivery
 
 ANNOUNCING: dict[str, str] = {

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_http_methods
 
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
+from breakpoints.representation import console_url
 from breakpoints.services import feedback_add, release_refusal
 from channels.email.links import (
     APPROVE,
@@ -42,7 +43,6 @@ from core.actors import Actor
 from core.choices import Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState
 from core.rendering import html as rendering
-from notifications.base import console_url
 
 audit_log = logging.getLogger("breakpoints.audit")
 

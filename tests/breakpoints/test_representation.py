@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -266,3 +267,26 @@ def test_a_list_page_reads_exactly_the_columns_the_representation_shows(reviewer
     assert set(recording.read) == {*ATTRIBUTES, "feedback"}
     assert len(recording.read) == len(ATTRIBUTES) + 1  # each read once
     assert [set(row) for row in rows] == [{*ATTRIBUTES, "feedback"}]
+
+
+def test_console_url_is_the_review_page_under_the_public_url(
+    agent_client, reviewer, reviewer_client, settings
+):
+    """consoleUrl: BPM_PUBLIC_URL (its trailing slash dropped) and the review page's path;
+    the create answer, the detail and a list page carry the same, and it opens the page."""
+    settings.BPM_PUBLIC_URL = "https://bpm.example.test/"
+    created = agent_client.post(
+        "/api/breakpoints", {"agentId": "agent-a", "payload": {"question": "Go?"}}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    bp_id = created.json()["breakpointId"]
+    page = f"/admin/breakpoints/breakpoint/{bp_id}/change/"
+
+    listed = reviewer_client.get("/api/breakpoints").json()["results"]
+
+    assert created.json()["consoleUrl"] == f"https://bpm.example.test{page}"
+    assert api_detail(reviewer_client, bp_id)["consoleUrl"] == created.json()["consoleUrl"]
+    assert [row["consoleUrl"] for row in listed] == [created.json()["consoleUrl"]]
+    browser = Client()
+    browser.force_login(reviewer)
+    assert bp_id in browser.get(page).content.decode()

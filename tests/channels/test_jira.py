@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from breakpoints.representation import console_url
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
 from core.actors import Actor
-from notifications.base import console_url
 from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.routes import route_add

@@ -5,11 +5,10 @@ from django.db import transaction
 from django.test import Client
 
 from audit.models import Event
-from breakpoints.representation import breakpoint_json
+from breakpoints.representation import breakpoint_json, console_url
 from breakpoints.services import breakpoint_cancel
 from channels.slack.blocks import MORE
 from core.actors import Actor
-from notifications.base import console_url
 from notifications.outbox import deliveries_enqueue
 from policies.routes import route_add
 from tests.channels.test_slack_support import (

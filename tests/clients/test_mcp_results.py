@@ -5,7 +5,7 @@ structuredContent)."""
 import json
 
 from tests.support.mcp import mcp_call, text_of
-from tests.support.scripted import NOW, Answer, status_json
+from tests.support.scripted import NOW, Answer, breakpoint_json, status_json
 
 RESULT = {
     "approved": True,
@@ -21,7 +21,10 @@ RESULT = {
 
 
 def test_a_decision_is_returned_with_the_api_s_times_digest_and_receipt(scripted):
-    server = scripted(Answer(200, status_json(status="released", result=RESULT, pollAfterMs=None)))
+    server = scripted(
+        Answer(200, status_json(status="released", result=RESULT, pollAfterMs=None)),
+        Answer(200, breakpoint_json(status="released", result=RESULT)),
+    )
 
     result = mcp_call(server.url, "get_breakpoint_status", {"breakpoint_id": "bp_1"})
 
@@ -31,10 +34,16 @@ def test_a_decision_is_returned_with_the_api_s_times_digest_and_receipt(scripted
     assert structured["payloadDigest"] == RESULT["payloadDigest"]
     assert structured["receipt"] == RESULT["receipt"]
     assert json.loads(text_of(result)) == structured  # the text says the same
+    # The console link is the server's consoleUrl (read once: it did not create this one).
+    assert structured["consoleUrl"] == breakpoint_json()["consoleUrl"]
+    assert [seen.path for seen in server.seen] == [
+        "/api/breakpoints/bp_1/status",
+        "/api/breakpoints/bp_1",
+    ]
 
 
 def test_a_waiting_breakpoint_has_every_key_of_a_decision_empty(scripted):
-    server = scripted(Answer(200, status_json()))
+    server = scripted(Answer(200, status_json()), Answer(200, breakpoint_json()))
 
     result = mcp_call(server.url, "get_breakpoint_status", {"breakpoint_id": "bp_1"})
 

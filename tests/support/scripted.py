@@ -25,6 +25,7 @@ def breakpoint_json(**changes: Any) -> dict[str, Any]:
         "releasedAt": None, "expiredAt": None, "cancelledAt": None, "feedback": [],
         "result": None, "autoApproval": None, "strategy": "single", "experts": [], "votes": [],
         "requestedBy": None, "payloadDigest": None,
+        "consoleUrl": "http://127.0.0.1:8000/admin/breakpoints/breakpoint/bp_1/change/",
     }  # fmt: skip
     return {**body, **changes}
 

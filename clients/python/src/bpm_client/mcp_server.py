@@ -19,7 +19,6 @@ import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal, TypedDict, cast
-from urllib.parse import quote
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -135,11 +134,6 @@ BreakpointId = Annotated[
 ]
 
 
-def console_url(base_url: str, breakpoint_id: str) -> str:
-    """The reviewer console's page of a breakpoint (the console is served beside the API)."""
-    return f"{base_url}/admin/breakpoints/breakpoint/{quote(breakpoint_id, safe='')}/change/"
-
-
 @contextmanager
 def tool_errors(breakpoint_id: str | None = None) -> Iterator[None]:
     """Turn the client's errors into tool errors with their one-line message.
@@ -176,6 +170,10 @@ def read_files(paths: list[str] | None) -> tuple[list[dict[str, Any]], list[str]
     return files, cut
 
 
+# How many created breakpoints' console URLs a server keeps (older ones are read again).
+CONSOLE_URLS_KEPT = 256
+
+
 class Tools:
     """The tools, sharing one lazily made client."""
 
@@ -183,6 +181,8 @@ class Tools:
         self._url = url
         self._token = token
         self._client: AsyncClient | None = None
+        # The consoleUrl of the breakpoints this server created (at most CONSOLE_URLS_KEPT).
+        self._console_urls: dict[str, str] = {}
 
     def client(self) -> AsyncClient:
         if self._client is None:
@@ -212,10 +212,10 @@ class Tools:
             question, title, files, tags, expert, options, ttl_seconds
         )
         if created.done:  # an auto-approval rule answered at once
-            return self._decision(created.breakpoint_id, created, noticed)
+            return await self._decision(created.breakpoint_id, created, noticed)
         status = await self._wait(ctx, created.breakpoint_id, timeout=None)
         assert status is not None  # no timeout: only a decision ends the wait
-        return self._decision(created.breakpoint_id, status, noticed)
+        return await self._decision(created.breakpoint_id, status, noticed)
 
     async def create_breakpoint(
         self,
@@ -230,12 +230,12 @@ class Tools:
         created, noticed = await self._create(
             question, title, files, tags, expert, options, ttl_seconds
         )
-        return self._decision(created.breakpoint_id, created, noticed)
+        return await self._decision(created.breakpoint_id, created, noticed)
 
     async def get_breakpoint_status(self, breakpoint_id: BreakpointId) -> Decision:
         with tool_errors():
             status = await self.client().status(breakpoint_id)
-        return self._decision(breakpoint_id, status)
+        return await self._decision(breakpoint_id, status)
 
     async def wait_for_breakpoint(
         self,
@@ -254,7 +254,7 @@ class Tools:
         if status is None:
             with tool_errors():
                 status = await self.client().status(breakpoint_id)
-        return self._decision(breakpoint_id, status)
+        return await self._decision(breakpoint_id, status)
 
     async def cancel_breakpoint(
         self,
@@ -292,7 +292,19 @@ class Tools:
                 options=options or None,
                 ttl=ttl_seconds,
             )
+        if len(self._console_urls) >= CONSOLE_URLS_KEPT:
+            self._console_urls.pop(next(iter(self._console_urls)))  # the oldest
+        self._console_urls[created.breakpoint_id] = created.console_url
         return created, [*cut, *created.warnings]
+
+    async def _console_url(self, breakpoint_id: str) -> str:
+        """The breakpoint's consoleUrl as the server wrote it: kept from its creation here,
+        else read once (a breakpoint another process created)."""
+        url = self._console_urls.get(breakpoint_id)
+        if url is None:
+            with tool_errors():
+                url = (await self.client().get(breakpoint_id)).console_url
+        return url
 
     async def _wait(
         self, ctx: Context, breakpoint_id: str, *, timeout: float | None
@@ -303,7 +315,7 @@ class Tools:
         status lives on the server, so slicing never loses an answer. None: `timeout` passed.
         """
         client = self.client()
-        where = console_url(client.base_url, breakpoint_id)
+        where = await self._console_url(breakpoint_id)
         started = time.monotonic()
         while True:
             elapsed = min(time.monotonic() - started, timeout or math.inf)  # progress <= total
@@ -319,13 +331,13 @@ class Tools:
                 except WaitTimeout:
                     continue
 
-    def _decision(
+    async def _decision(
         self,
         breakpoint_id: str,
         status: models.Status | models.Breakpoint,
         noticed: list[str] | None = None,
     ) -> Decision:
-        url = console_url(self.client().base_url, breakpoint_id)
+        url = await self._console_url(breakpoint_id)
         if status.done:
             body = result_of(breakpoint_id, status).to_json()
         else:  # the result's keys, all empty: nobody has answered yet

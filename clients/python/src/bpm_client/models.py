@@ -271,6 +271,8 @@ class Breakpoint(Model):
     votes: list[ResponseVote]
     requested_by: str | None
     payload_digest: str | None
+    # The breakpoint's page in the reviewer console, absolute: where a person answers it.
+    console_url: str
     # The create answer's only: payload keys that look misspelt ("payload.questoin: did you
     # mean question?"). The payload was stored as sent; empty elsewhere.
     warnings: list[str] = dataclasses.field(default_factory=list)
