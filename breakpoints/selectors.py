@@ -30,7 +30,7 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.models.breakpoint import BreakpointQuerySet
 from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import AgentPrincipal
-from core.choices import Status
+from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
 from core.ijson import MAX_EXACT_INTEGER
 from core.naming import FALLBACK_KEY
@@ -173,6 +173,29 @@ def _feedback_read(rows: list[dict[str, Any]]) -> None:
         by_breakpoint[item["breakpoint_id"]].append(dict(item))
     for row in rows:
         row["feedback"] = by_breakpoint[row["id"]]
+
+
+def decision_channels(feedback: Iterable[Feedback]) -> list[str]:
+    """Where a decision came from: the channel (core.choices.Via) of each response that
+    made it (the release, or every seat's vote), in the order given, each once. The last
+    is the deciding response's: the `via` its receipt names."""
+    return list(
+        dict.fromkeys(item.via for item in feedback if item.approved is not None and item.via)
+    )
+
+
+def decided_via_text(feedback: Iterable[Feedback]) -> str:
+    """decision_channels for people: "Slack", "the console and Slack" ("" when unknown)."""
+    labels = [via_label(via) for via in decision_channels(feedback)]
+    return " and ".join(label for label in labels if label)
+
+
+def decided_via(breakpoint_id: str) -> str:
+    """decided_via_text of a breakpoint's responses, read now (one query)."""
+    responses = Feedback.objects.filter(breakpoint_id=breakpoint_id, approved__isnull=False).only(
+        "via", "approved"
+    )
+    return decided_via_text(responses.order_by("created_at", "id"))
 
 
 def breakpoint_get(user: Any, breakpoint_id: str) -> Breakpoint:

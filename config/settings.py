@@ -21,6 +21,7 @@ from config.env import (
     env_origins,
     env_str,
 )
+from core import tasknames
 from core.logging import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -406,15 +407,11 @@ _TTL, _OUTBOX = float(BPM_TTL_SWEEP_SECONDS), float(BPM_OUTBOX_SWEEP_SECONDS)
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": schedule}
     for name, task, schedule in [
-        ("expire-due-breakpoints", "breakpoints.tasks.expire_due_breakpoints", _TTL),
-        ("nudge-waiting-breakpoints", "breakpoints.tasks.nudge_waiting_breakpoints", _TTL),
-        ("dispatch-due-webhooks", "breakpoints.tasks.dispatch_due_webhooks", _OUTBOX),
-        ("dispatch-due-events", "triggers.tasks.dispatch_due_events", _OUTBOX),
-        (
-            "purge-finished-breakpoints",
-            "breakpoints.tasks.purge_finished_breakpoints",
-            crontab(hour=3, minute=17),
-        ),
+        ("expire-due-breakpoints", tasknames.EXPIRE_DUE, _TTL),
+        ("nudge-waiting-breakpoints", tasknames.NUDGE_WAITING, _TTL),
+        ("dispatch-due-webhooks", tasknames.DISPATCH_DUE_DELIVERIES, _OUTBOX),
+        ("dispatch-due-events", tasknames.DISPATCH_DUE_EVENTS, _OUTBOX),
+        ("purge-finished-breakpoints", tasknames.PURGE_FINISHED, crontab(hour=3, minute=17)),
     ]
 }
 CELERY_TIMEZONE = TIME_ZONE

@@ -12,9 +12,10 @@ from accounts import experts as routing
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
+from breakpoints.selectors import decided_via_text
 from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
-from core.choices import Status, Via
+from core.choices import Status, via_label
 from core.rendering import html as rendering
 
 if TYPE_CHECKING:
@@ -25,14 +26,6 @@ FINISH = {
     Status.RELEASED: ("decided", "released_at"),
     Status.EXPIRED: ("expired", "expired_at"),
     Status.CANCELLED: ("cancelled", "cancelled_at"),
-}
-# Where a reviewer's feedback came from, as the page says it ("via Slack"); old rows: "".
-VIA_LABELS: dict[str, str] = {
-    Via.API: "the API",
-    Via.CONSOLE: "the console",
-    Via.SLACK: "Slack",
-    Via.EMAIL: "email",
-    Via.JIRA: "JIRA",
 }
 DELIVERY_OUTCOMES = {"delivered": "delivered", "retry": "retrying", "failed": "failed"}
 DELIVERY_BADGE = {"delivered": "released", "retry": "waiting", "failed": "expired"}
@@ -73,20 +66,6 @@ class FeedbackEntry:
     via: str
 
 
-def via_label(via: str) -> str:
-    return VIA_LABELS.get(via, "") if via else ""
-
-
-def decided_via(feedback: Iterable[Feedback]) -> str:
-    """Where the decision came from: the channels of the responses that made it (the
-    release, or every seat's vote), e.g. "Slack" or "the console and Slack"."""
-    labels = dict.fromkeys(
-        via_label(item.via) for item in feedback if item.approved is not None and item.via
-    )
-    labels.pop("", None)
-    return " and ".join(labels)
-
-
 def finish_of(bp: Breakpoint, now: datetime, feedback: Iterable[Feedback] = ()) -> Finish | None:
     """The header's ending; `feedback` (already loaded) says where a release came from."""
     if bp.status not in FINISH:
@@ -94,7 +73,7 @@ def finish_of(bp: Breakpoint, now: datetime, feedback: Iterable[Feedback] = ()) 
     verb, field = FINISH[Status(bp.status)]
     at = getattr(bp, field) or bp.updated_at
     by = ", ".join(as_list(result_of(bp).get("respondedBy")))  # a list when seats voted
-    via = decided_via(feedback) if bp.status == Status.RELEASED else ""
+    via = decided_via_text(feedback) if bp.status == Status.RELEASED else ""
     return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by, via=via)
 
 

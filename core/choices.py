@@ -66,3 +66,18 @@ class Via(models.TextChoices):
     EMAIL = "email"
     JIRA = "jira"
     TRIGGER = "trigger"  # a trigger rule acting on an external event
+
+
+# Where feedback came from, as pages and messages say it ("via Slack"); old rows: "".
+VIA_LABELS: dict[str, str] = {
+    Via.API: "the API",
+    Via.CONSOLE: "the console",
+    Via.SLACK: "Slack",
+    Via.EMAIL: "email",
+    Via.JIRA: "JIRA",
+    Via.TRIGGER: "an event trigger",
+}
+
+
+def via_label(via: str) -> str:
+    return VIA_LABELS.get(via, "") if via else ""

@@ -14,15 +14,13 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core import tasknames
 from core.exceptions import InvalidState, NotFound
 from core.publishing import publish, publish_soon
 from core.timestamps import timestamp
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
 
-# The worker's task (breakpoints.tasks registers it under this name): published by name,
-# so the outbox needs no import of the tasks module, which imports this package.
-DELIVER_TASK = "breakpoints.tasks.deliver_webhook"
 DUE_BATCH_SIZE = 500
 REMOVED_ERROR = "cancelled: the webhook was removed"
 
@@ -147,7 +145,7 @@ def _deliveries_write(
 def publish_deliveries(delivery_ids: list[str]) -> int:
     """Hand deliveries to the workers (core.publishing.publish: never raises; the outbox
     sweep publishes what a failed publish left pending)."""
-    return publish(DELIVER_TASK, delivery_ids)
+    return publish(tasknames.DELIVER, delivery_ids)  # by name: notifications.tasks runs it
 
 
 def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:

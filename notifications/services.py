@@ -30,7 +30,6 @@ from notifications.delivery import (
     signed_request,
 )
 from notifications.outbox import (
-    DELIVER_TASK,
     DUE_BATCH_SIZE,
     REMOVED_ERROR,
     deliveries_due,
@@ -47,7 +46,6 @@ from notifications.subscriptions import (
 )
 
 __all__ = [
-    "DELIVER_TASK",
     "DUE_BATCH_SIZE",
     "MAX_ATTEMPTS",
     "MAX_BACKOFF_SECONDS",

@@ -1,14 +1,16 @@
-"""Celery tasks of the triggers app: each takes ids and calls a service; safe to run twice."""
+"""Celery tasks of the triggers app: each takes ids and calls a service; safe to run twice.
+Their names are core.tasknames'."""
 
 from celery import shared_task
 
+from core import tasknames
 from triggers import services
 from triggers.services.evaluate import TIME_LIMIT_SECONDS
-from triggers.services.ingest import EVALUATE_TASK, publish_evaluation
+from triggers.services.ingest import publish_evaluation
 
 
 @shared_task(
-    name=EVALUATE_TASK,
+    name=tasknames.EVALUATE_EVENT,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
@@ -20,7 +22,7 @@ def evaluate_event(event_id: str) -> str:
     return services.event_evaluate(event_id)
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shared_task(name=tasknames.DISPATCH_DUE_EVENTS, acks_late=True, ignore_result=True)
 def dispatch_due_events() -> int:
     """The events sweep: publish pending events again (lost publishes, retries)."""
     return publish_evaluation(services.events_due())

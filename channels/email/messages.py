@@ -24,8 +24,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from audit.models import EventType
-from breakpoints.models import Feedback
 from breakpoints.representation import console_url
+from breakpoints.selectors import decided_via
 from channels.email.links import decision_urls
 from core.choices import Status
 from core.naming import display_name
@@ -213,24 +213,13 @@ def outcome_context(data: dict[str, Any]) -> dict[str, Any]:
     breakpoint_id = str(data.get("breakpointId") or "")
     status = str(data.get("status") or "")
     result = _dict(data.get("result"))
-    via = release_via(breakpoint_id) if status == Status.RELEASED else ""
+    via = decided_via(breakpoint_id) if status == Status.RELEASED else ""
     return {
         "title": _title(data),
         "verdict": verdict_word(status, result),
         "summary": outcome_text(status, result, via),
         "console_url": console_url(breakpoint_id),
     }
-
-
-def release_via(breakpoint_id: str) -> str:
-    """Where the releasing feedback was given (api, console, slack, email, jira), if any."""
-    via = (
-        Feedback.objects.filter(breakpoint_id=breakpoint_id, releases=True)
-        .order_by("-created_at", "-id")
-        .values_list("via", flat=True)
-        .first()
-    )
-    return via or ""
 
 
 def verdict_word(status: str, result: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_http_methods
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
 from breakpoints.representation import console_url
+from breakpoints.selectors import decided_via
 from breakpoints.services import feedback_add, release_refusal
 from channels.email.links import (
     APPROVE,
@@ -36,7 +37,7 @@ from channels.email.links import (
     link_use,
     link_user,
 )
-from channels.email.messages import outcome_text, release_via, time_left
+from channels.email.messages import outcome_text, time_left
 from channels.models import DecisionLinkUse
 from core import limits
 from core.actors import Actor
@@ -177,7 +178,7 @@ def link_decide(link: Link, *, user: Any, approved: bool, comment: str) -> Break
 def _summary(bp: Breakpoint) -> str:
     if bp.is_waiting:
         return "Your vote is recorded; the breakpoint waits for the other experts."
-    return outcome_text(bp.status, bp.result, release_via(bp.pk))
+    return outcome_text(bp.status, bp.result, decided_via(bp.pk))
 
 
 def _refuse_post(request: HttpRequest, link: Link, reason: str, message: str) -> None:
@@ -274,7 +275,7 @@ def _decided(request: HttpRequest, bp: Breakpoint) -> HttpResponse:
     if bp.is_waiting:
         detail = "Expired: nobody decided before its time ran out."
     else:
-        detail = outcome_text(bp.status, bp.result, release_via(bp.pk))
+        detail = outcome_text(bp.status, bp.result, decided_via(bp.pk))
     return _message(request, "decided", detail=f"Already decided: {detail}", bp=bp)
 
 

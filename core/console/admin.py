@@ -1,5 +1,6 @@
-"""What the admin-only screens of the breakpoints app share: access, and ServiceAdmin,
-the one way they write (a small form whose submit calls one service)."""
+"""The console's toolkit for every app's admin screens: who may see them (AdminOnly,
+ReviewerReadOnly), ServiceAdmin, the one way they write (a small form whose submit calls
+one service), and InputFilter (a sidebar filter with a text box)."""
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,8 @@ from core.exceptions import DomainError, NotFound
 
 
 class AdminOnly:
-    """Tokens, webhooks, deliveries and rules are for admins alone (roles, not grants)."""
+    """Screens for admins alone, by role, not by Django's per-model grants (tokens,
+    webhooks and their deliveries, rules, routes, event sources and events, people)."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_admin(request.user)

@@ -220,7 +220,7 @@ TTL_60 = {
     "respondedBy": "system:ttl",
 }
 # Fields that differ between two breakpoints created alike.
-PER_ROW_FIELDS = {"breakpointId", "createdAt", "updatedAt", "expiresAt", "expiredAt"}
+PER_ROW_FIELDS = {"breakpointId", "createdAt", "updatedAt", "expiresAt", "expiredAt", "consoleUrl"}
 
 
 def later() -> datetime:

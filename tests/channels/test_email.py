@@ -244,8 +244,8 @@ def test_a_decision_elsewhere_mails_the_outcome_to_whoever_was_told(
     assert mail["Subject"] == "Approved: Deploy v2"
     assert mail["In-Reply-To"] == announcement["Message-ID"]
     text, html = parts(mail)
-    assert "Approved by tina via slack: Looks <fine>" in text
-    assert "Approved by tina via slack: Looks &lt;fine&gt;" in html
+    assert "Approved by tina via Slack: Looks <fine>" in text
+    assert "Approved by tina via Slack: Looks &lt;fine&gt;" in html
     assert "/decide/" not in text
 
 

@@ -250,7 +250,7 @@ def test_after_a_decision_elsewhere_the_link_says_already_decided(client, mailed
 
     assert shown.status_code == posted.status_code == 200
     for response in (shown, posted):
-        assert "Already decided: Rejected by alice via api: done by API" in page(response)
+        assert "Already decided: Rejected by alice via the API: done by API" in page(response)
         assert 'data-bpm-page="decided"' in page(response)
     assert Breakpoint.objects.get(pk=bp.pk).result["respondedBy"] == "alice"
     assert not DecisionLinkUse.objects.filter(breakpoint=bp).exists()

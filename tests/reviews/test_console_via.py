@@ -9,11 +9,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from breakpoints.models import Feedback
+from breakpoints.selectors import decision_channels
 from breakpoints.services import breakpoint_cancel, feedback_add
+from channels.email.messages import outcome_context
 from core.actors import Actor
 from core.choices import Via
 from tests.factories import ReviewerFactory
 from tests.reviews.conftest import action_url, review_url
+from tests.support.receipts import unsealed
 
 FINISH = re.compile(r'<span class="bpm-head__finish">(.*?)</span>\s*</div>', re.S)
 CHIP = re.compile(r'<span class="bpm-chip bpm-via">via ([^<]*)</span>')
@@ -128,6 +131,27 @@ def test_seats_voting_through_two_channels_say_both(
 
     assert finish_line(response).endswith("by tina, oscar via the console and Slack")
     assert chips(response) == ["the console", "Slack"]
+
+
+def test_the_page_the_mail_and_the_receipt_agree_on_where_it_came_from(
+    reviewer_browser, make_breakpoint, three_experts
+):
+    """One answer (breakpoints.selectors.decision_channels): the review page and the outcome
+    mail name every voting channel; the receipt names the deciding one, the last of them."""
+    payload = {"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
+    bp = make_breakpoint(payload=payload)
+    decide(bp, three_experts["tech-lead"], Via.CONSOLE)
+    _, decided = decide(bp, three_experts["ops-lead"], Via.SLACK)
+
+    mail = outcome_context({"breakpointId": bp.pk, "status": "released", "result": decided.result})
+
+    assert finish_line(reviewer_browser.get(review_url(bp.pk))).endswith(
+        "via the console and Slack"
+    )
+    assert "by tina, oscar via the console and Slack" in mail["summary"]
+    channels = decision_channels(Feedback.objects.filter(breakpoint=bp))
+    assert channels == [Via.CONSOLE, Via.SLACK]
+    unsealed(decided.result, via=channels[-1])
 
 
 def test_an_auto_approval_or_a_cancel_has_no_channel(reviewer_browser, make_breakpoint):

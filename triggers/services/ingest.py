@@ -13,14 +13,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core import tasknames
 from core.exceptions import InvalidInput, NotAuthenticated, NotFound
 from core.publishing import publish, publish_soon
 from core.ratelimits import rate_limit
 from core.storable import storable_problem
 from triggers.models import EventSource, ExternalEvent
 from triggers.verification import verify
-
-EVALUATE_TASK = "triggers.tasks.evaluate_event"
 
 
 def event_receive(
@@ -121,4 +120,4 @@ def _type_in(payload: dict[str, Any]) -> str:
 
 def publish_evaluation(event_ids: list[str]) -> int:
     """Hand events to the workers (never raises; the events sweep re-publishes)."""
-    return publish(EVALUATE_TASK, event_ids)
+    return publish(tasknames.EVALUATE_EVENT, event_ids)  # by name: triggers.tasks runs it

@@ -1,0 +1,31 @@
+"""Every Celery task's name, in one place.
+
+The names are stored outside the code (messages in flight carry them, and so do
+django-celery-beat's schedule rows), so they stay as they were first published, whichever
+app runs the task now: never rename one. Publishers (the outboxes) send by these names
+without importing the tasks; each task module registers its tasks under them, and the beat
+schedule (config.settings) names them.
+"""
+
+# breakpoints
+EXPIRE_DUE = "breakpoints.tasks.expire_due_breakpoints"
+NUDGE_WAITING = "breakpoints.tasks.nudge_waiting_breakpoints"
+PURGE_FINISHED = "breakpoints.tasks.purge_finished_breakpoints"
+# notifications: the webhook outbox (published before the apps were split, under breakpoints)
+DELIVER = "breakpoints.tasks.deliver_webhook"
+DISPATCH_DUE_DELIVERIES = "breakpoints.tasks.dispatch_due_webhooks"
+# triggers: the events' outbox
+EVALUATE_EVENT = "triggers.tasks.evaluate_event"
+DISPATCH_DUE_EVENTS = "triggers.tasks.dispatch_due_events"
+
+PUBLISHED = frozenset(
+    {
+        EXPIRE_DUE,
+        NUDGE_WAITING,
+        PURGE_FINISHED,
+        DELIVER,
+        DISPATCH_DUE_DELIVERIES,
+        EVALUATE_EVENT,
+        DISPATCH_DUE_EVENTS,
+    }
+)
