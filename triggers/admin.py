@@ -59,7 +59,7 @@ class SourceAddForm(forms.Form):
     kind = forms.ChoiceField(
         choices=SourceKind.choices,
         help_text="How its deliveries are signed: Standard Webhooks, GitHub "
-        "(X-Hub-Signature-256), GitLab (X-Gitlab-Token) or generic HMAC (send_event).",
+        "(X-Hub-Signature-256), GitLab (X-Gitlab-Token) or generic HMAC (bpm events send).",
     )
     secret = forms.CharField(
         required=False,

@@ -7,7 +7,7 @@
 - gitlab: `X-Gitlab-Token` (the secret itself), `X-Gitlab-Event-UUID`, `X-Gitlab-Event`;
 - generic-hmac: `X-Bpm-Signature: sha256=<hex HMAC of "<timestamp>.<body>">`,
   `X-Bpm-Timestamp` (unix seconds, 5 minutes either way), `X-Bpm-Event-Id`,
-  `X-Bpm-Event-Type` (what `send_event` sends).
+  `X-Bpm-Event-Type` (what `bpm events send` sends: bpm_client.events.sending signs it).
 """
 
 import hashlib
@@ -52,7 +52,7 @@ def verify(source: EventSource, body: bytes, headers: Mapping[str, str]) -> Veri
 
 
 def sign_generic(secret: str, body: bytes, timestamp: int) -> str:
-    """The X-Bpm-Signature of a generic-hmac delivery (what send_event sends)."""
+    """The X-Bpm-Signature of a generic-hmac delivery (what `bpm events send` sends)."""
     digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
     return "sha256=" + digest.hexdigest()
 

@@ -1,8 +1,12 @@
-"""The local senders against a live server: send_event, the git hooks, watch_path.
+"""The local senders against a live server: `bpm events send`, the git hooks `bpm events
+hooks install` writes, `bpm events watch`; and the management commands send_event,
+install_git_hooks and watch_path, their deprecated aliases for one release.
 
-pytest-django's live_server (a real HTTP server on this machine, in a thread) receives
-what the commands send from subprocesses, as they would run for a person: `manage.py` in
-this virtualenv, the secret in $BPM_EVENT_SECRET, a real `git` in a temporary repository.
+pytest-django's live_server (a real HTTP server on this machine, in a thread) receives what
+they send from subprocesses, as they would run for a person: the secret in
+$BPM_EVENT_SECRET, a real `git` in a temporary repository. `bpm` and the hooks run where
+only the agent client can be imported: a sitecustomize refuses Django and every server
+package, so a sender that needed the server would fail here.
 """
 
 import hashlib
@@ -18,19 +22,37 @@ import time
 from collections.abc import Callable, Iterator
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
-from django.core.management import CommandError, call_command
+from bpm_client.events.githooks import HOOKS, MARKER
+from django.core.management import call_command
 
 from tests.support.net import free_port
-from triggers.management.githooks import HOOKS, MARKER
-from triggers.management.watching import Debouncer, change_of, is_temporary
+from tests.support.project import APP_PACKAGES, ROOT
 from triggers.models import EventSource, ExternalEvent
 
-PROJECT_DIR = Path(__file__).resolve().parents[3]
+BPM = str(Path(sys.executable).parent / "bpm")
+CLIENT_SOURCES = ROOT / "clients" / "python" / "src"
 SECRET = "local-sender-secret-0123456789abcdef"
 DEADLINE = 40.0
+DEPRECATED = "Deprecated: manage.py {name} is now `{replacement}` (the bpm-client package)"
+
+# Makes every import of Django or a server package fail in the process that loads it.
+CLIENT_ONLY = f"""import sys
+
+REFUSED = {sorted({"django", "rest_framework", *APP_PACKAGES})!r}
+
+
+class RefuseTheServer:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in REFUSED:
+            raise ModuleNotFoundError(f"{{name}}: only the agent client here", name=name)
+        return None
+
+
+sys.meta_path.insert(0, RefuseTheServer())
+"""
 
 
 @pytest.fixture
@@ -40,20 +62,23 @@ def sources(transactional_db) -> None:
         EventSource.objects.create(name=name, kind="generic-hmac", secret=SECRET)
 
 
-def sender_env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("BPM_URL", "BPM_EVENT_SECRET")}
+@pytest.fixture(scope="module")
+def client_only(tmp_path_factory) -> str:
+    """A PYTHONPATH with the agent client and the sitecustomize above, nothing else."""
+    folder = tmp_path_factory.mktemp("client-only")
+    (folder / "sitecustomize.py").write_text(CLIENT_ONLY)
+    return os.pathsep.join([str(folder), str(CLIENT_SOURCES)])
+
+
+def sender_env(pythonpath: str | None = None, **extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("BPM_")}
+    if pythonpath is not None:
+        base["PYTHONPATH"] = pythonpath
     return {**base, "PYTHONUNBUFFERED": "1", **extra}
 
 
-def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=PROJECT_DIR,
-        env=env or sender_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
 
 
 def messages(stderr: str) -> list[str]:
@@ -81,16 +106,25 @@ def events(**filters) -> list[ExternalEvent]:
     return list(ExternalEvent.objects.filter(**filters).order_by("received_at"))
 
 
-# --- send_event ----------------------------------------------------------------------------
+def test_the_client_only_path_refuses_the_server(client_only):
+    """The guard the senders run behind works: Django cannot be imported there."""
+    result = run([sys.executable, "-c", "import django"], sender_env(client_only))
+    assert result.returncode != 0 and "only the agent client here" in result.stderr
 
 
-def test_send_event_posts_a_signed_event_once_per_delivery_id(live_server, sources, tmp_path):
+# --- bpm events send -----------------------------------------------------------------------
+
+
+def test_send_posts_a_signed_event_once_per_delivery_id(
+    live_server, sources, tmp_path, client_only
+):
     data_file = tmp_path / "data.json"
     data_file.write_text(json.dumps({"env": "prod", "ok": True}))
-    env = sender_env(BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
-    args = ("send_event", "git", "deploy.done", "--data", f"@{data_file}", "--id", "d-1", "--json")
+    env = sender_env(client_only, BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
+    command = [BPM, "events", "send", "git", "deploy.done", "--data", f"@{data_file}"]
+    command += ["--id", "d-1", "--json"]
 
-    first, again = manage(*args, env=env), manage(*args, env=env)
+    first, again = run(command, env), run(command, env)
 
     assert first.returncode == 0, first.stderr
     answer = json.loads(first.stdout)
@@ -102,90 +136,56 @@ def test_send_event_posts_a_signed_event_once_per_delivery_id(live_server, sourc
     assert event.source.name == "git"
 
 
-def test_send_event_takes_the_secret_from_the_database_when_none_is_given(live_server, sources):
-    call_command("send_event", "git", "ping", "--url", live_server.url, stdout=StringIO())
-    assert [event.type for event in events()] == ["ping"]
-
-
 SEND_FAILURES = {
-    "unreachable": (["git", "t", "--url", "http://127.0.0.1:PORT"], "Cannot reach"),
+    "unreachable": (["--url", "http://127.0.0.1:PORT"], ["git", "t"], "Cannot reach"),
     "wrong secret": (
+        [],
         ["git", "t", "--secret", "not-the-secret-0123456789"],
         "refused the signature",
     ),
-    "unknown source": (["nope", "t"], "no enabled event source named 'nope'"),
-    "bad json": (["git", "t", "--data", "{nope"], "--data is not valid JSON"),
-    "missing file": (["git", "t", "--data", "@/nonexistent/event.json"], "file not found"),
+    "unknown source": ([], ["nope", "t"], "no enabled event source named 'nope'"),
 }
 
 
 @pytest.mark.parametrize("case", SEND_FAILURES, ids=list(SEND_FAILURES))
-def test_send_event_failures_are_one_line_and_a_nonzero_exit(live_server, sources, case):
-    args, expected = SEND_FAILURES[case]
-    args = [arg.replace("PORT", str(free_port())) for arg in args]
-    result = manage(
-        "send_event", *args, env=sender_env(BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
-    )
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    (line,) = messages(result.stderr)
-    assert line.startswith("CommandError: ") and expected in line, line
+def test_send_failures_are_one_line_and_a_nonzero_exit(live_server, sources, client_only, case):
+    before, after, expected = SEND_FAILURES[case]
+    before = [arg.replace("PORT", str(free_port())) for arg in before]
+    env = sender_env(client_only, BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
+
+    result = run([BPM, *before, "events", "send", *after], env)
+
+    assert result.returncode == 4
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("bpm: error: ") and expected in line, line
     assert not ExternalEvent.objects.exists()
-
-
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (("git", "t", "--data", "[1, 2]"), "--data must be a JSON object"),
-        (("git", "t", "--data", '{"a": NaN}'), "--data is not valid JSON: NaN"),
-        (("git", " "), "The event type must be"),
-        (("git", "t", "--id", "x" * 201), "The event id must be"),
-        (("git", "t", "--timeout", "0"), "--timeout"),
-        (("git", "t", "--url", "file:///etc/passwd"), r"http\(s\)"),
-    ],
-)
-def test_send_event_refuses_bad_arguments_before_sending(db, monkeypatch, args, expected):
-    monkeypatch.setenv("BPM_URL", "http://127.0.0.1:9")  # nothing listens: never reached
-    monkeypatch.setenv("BPM_EVENT_SECRET", SECRET)
-    with pytest.raises(CommandError, match=expected):
-        call_command("send_event", *args)
-
-
-def test_send_event_without_any_secret_says_where_to_put_it(live_server, transactional_db):
-    result = manage("send_event", "no-such-source", "t", env=sender_env(BPM_URL=live_server.url))
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    (line,) = messages(result.stderr)
-    assert "No secret for source 'no-such-source'" in line and "BPM_EVENT_SECRET" in line
 
 
 # --- git hooks -----------------------------------------------------------------------------
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+def git(repo: Path, *args: str, env: dict[str, str]) -> str:
     result = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        env=env or git_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
     return result.stdout.strip()
 
 
-def git_env(**extra: str) -> dict[str, str]:
+def git_env(client_only: str, **extra: str) -> dict[str, str]:
     """Nothing from the machine's git configuration (no global hooks, no signing)."""
-    return sender_env(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", **extra)
+    return sender_env(client_only, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", **extra)
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
+def repo(tmp_path, client_only) -> Path:
     path = tmp_path / "work tree"  # a space: the hooks quote what they pass
     path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Test Author")
-    git(path, "config", "user.email", "author@example.com")
-    git(path, "config", "commit.gpgsign", "false")
+    env = git_env(client_only)
+    git(path, "init", "-q", "-b", "main", env=env)
+    git(path, "config", "user.name", "Test Author", env=env)
+    git(path, "config", "user.email", "author@example.com", env=env)
+    git(path, "config", "commit.gpgsign", "false", env=env)
     return path
 
 
@@ -193,23 +193,28 @@ def commit(repo: Path, name: str, text: str, env: dict[str, str]) -> str:
     (repo / name).write_text(text)
     git(repo, "add", name, env=env)
     git(repo, "commit", "-q", "-m", f"change {name}", env=env)
-    return git(repo, "rev-parse", "HEAD")
+    return git(repo, "rev-parse", "HEAD", env=env)
 
 
-def install(repo: Path, *args: str) -> str:
-    out = StringIO()
-    call_command("install_git_hooks", str(repo), *args, stdout=out)
-    return out.getvalue()
+def install(repo: Path, *args: str, url: str | None, client_only: str) -> str:
+    """`bpm [--url URL] events hooks install REPO ARGS`, as a person runs it."""
+    given = ["--url", url] if url else []
+    command = [BPM, *given, "events", "hooks", "install", str(repo), *args]
+    result = run(command, sender_env(client_only))
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
-def test_git_commit_push_and_merge_each_send_their_event(live_server, sources, repo, tmp_path):
-    install(repo, "--source", "git", "--url", live_server.url)
+def test_git_commit_push_and_merge_each_send_their_event(
+    live_server, sources, repo, tmp_path, client_only
+):
+    install(repo, "--source", "git", url=live_server.url, client_only=client_only)
     hooks = repo / ".git" / "hooks"
     for name in HOOKS:
         text = (hooks / name).read_text()
         assert MARKER in text and SECRET not in text
         assert os.access(hooks / name, os.X_OK)
-    env = git_env(BPM_EVENT_SECRET=SECRET)
+    env = git_env(client_only, BPM_EVENT_SECRET=SECRET)
     where = str(repo.resolve())
 
     sha = commit(repo, "a.txt", "one", env)
@@ -223,7 +228,7 @@ def test_git_commit_push_and_merge_each_send_their_event(live_server, sources, r
     }
 
     remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(tmp_path, "init", "-q", "--bare", str(remote), env=env)
     git(repo, "push", "-q", str(remote), "main", env=env)
     (pushed,) = poll(lambda: events(type="git.pre-push"), "the pre-push event")
     assert (pushed.payload["sha"], pushed.payload["branch"]) == (sha, "main")
@@ -248,13 +253,13 @@ def silent_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def test_the_hooks_never_block_nor_fail_git(repo, tmp_path, silent_server):
-    install(repo, "--url", silent_server, "--timeout", "6")
-    env = git_env(BPM_EVENT_SECRET=SECRET)
+def test_the_hooks_never_block_nor_fail_git(repo, tmp_path, silent_server, client_only):
+    install(repo, "--timeout", "6", url=silent_server, client_only=client_only)
+    env = git_env(client_only, BPM_EVENT_SECRET=SECRET)
 
     started = time.monotonic()
     commit(repo, "a.txt", "one", env)
-    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "remote.git"))
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "remote.git"), env=env)
     git(repo, "push", "-q", str(tmp_path / "remote.git"), "main", env=env)
     elapsed = time.monotonic() - started
 
@@ -266,63 +271,33 @@ def test_the_hooks_never_block_nor_fail_git(repo, tmp_path, silent_server):
     )
 
 
-def test_install_refuses_to_replace_a_hook_it_did_not_write(repo):
-    hooks = repo / ".git" / "hooks"
-    hooks.mkdir(exist_ok=True)
-    (hooks / "post-merge").write_text("#!/bin/sh\necho mine\n")
-
-    with pytest.raises(CommandError, match=r"post-merge .*--force"):
-        install(repo)
-    assert not (hooks / "post-commit").exists()  # nothing written at all
-
-    output = install(repo, "--force")
-    assert "post-merge.before-bpm" in output
-    assert (hooks / "post-merge.before-bpm").read_text() == "#!/bin/sh\necho mine\n"
-    assert MARKER in (hooks / "post-merge").read_text()
-    install(repo, "--source", "other")  # its own hooks: rewritten without --force
-    assert "bpm_source=other" in (hooks / "post-commit").read_text()
-
-
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (("--secret-env", "NOT-A-NAME"), "--secret-env"),
-        (("--source", "Bad Name"), "--source"),
-        (("--url", "ftp://host"), r"http\(s\)"),
-    ],
-)
-def test_install_refuses_bad_options(repo, args, expected):
-    with pytest.raises(CommandError, match=expected):
-        install(repo, *args)
-
-
-def test_install_refuses_what_is_not_a_repository(tmp_path):
-    with pytest.raises(CommandError, match="not a git repository"):
-        install(tmp_path)
-
-
-def test_a_secret_env_other_than_the_default_is_read_at_run_time(live_server, sources, repo):
-    install(repo, "--url", live_server.url, "--secret-env", "MY_HOOK_SECRET")
+def test_a_secret_env_other_than_the_default_is_read_at_run_time(
+    live_server, sources, repo, client_only
+):
+    install(repo, "--secret-env", "MY_HOOK_SECRET", url=live_server.url, client_only=client_only)
     assert SECRET not in (repo / ".git" / "hooks" / "post-commit").read_text()
-    sha = commit(repo, "a.txt", "one", git_env(MY_HOOK_SECRET=SECRET))
+    sha = commit(repo, "a.txt", "one", git_env(client_only, MY_HOOK_SECRET=SECRET))
     (event,) = poll(lambda: events(type="git.post-commit"), "the post-commit event")
     assert event.payload["sha"] == sha
 
 
-# --- watch_path ----------------------------------------------------------------------------
+def test_the_hooks_read_bpm_url_when_they_run(live_server, sources, repo, client_only):
+    install(repo, url=None, client_only=client_only)
+    env = git_env(client_only, BPM_EVENT_SECRET=SECRET, BPM_URL=live_server.url)
+    sha = commit(repo, "a.txt", "one", env)
+    (event,) = poll(lambda: events(type="git.post-commit"), "the post-commit event")
+    assert event.payload["sha"] == sha
+
+
+# --- bpm events watch ----------------------------------------------------------------------
 
 
 class Watcher:
-    """watch_path in a subprocess, its output lines read as they come."""
+    """A watcher in a subprocess, its output lines read as they come (stderr kept apart)."""
 
-    def __init__(self, *args: str, env: dict[str, str]):
+    def __init__(self, command: list[str], env: dict[str, str], stderr: IO[str]):
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "watch_path", *args],
-            cwd=PROJECT_DIR,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -342,7 +317,7 @@ class Watcher:
             self.seen.append(line)
             if needle in line:
                 return line
-        pytest.fail(f"watch_path never said {needle!r}; it said:\n" + "\n".join(self.seen))
+        pytest.fail(f"the watcher never said {needle!r}; it said:\n" + "\n".join(self.seen))
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -351,12 +326,14 @@ class Watcher:
 
 
 @pytest.fixture
-def watcher(live_server, sources) -> Iterator[Callable[..., Watcher]]:
+def watcher(live_server, sources, tmp_path) -> Iterator[Callable[..., Watcher]]:
+    """watcher(command, env) -> a started Watcher that said it is watching; its stderr is
+    in tmp_path/watcher-N.err."""
     started: list[Watcher] = []
 
-    def start(*args: str) -> Watcher:
-        env = sender_env(BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
-        started.append(Watcher(*args, env=env))
+    def start(command: list[str], env: dict[str, str]) -> Watcher:
+        with open(tmp_path / f"watcher-{len(started)}.err", "w") as stderr:
+            started.append(Watcher(command, env, stderr))
         started[-1].wait_for("Watching ")
         return started[-1]
 
@@ -365,10 +342,14 @@ def watcher(live_server, sources) -> Iterator[Callable[..., Watcher]]:
         each.stop()
 
 
-def test_watch_path_once_turns_two_quick_writes_into_one_event(watcher, tmp_path):
+def test_watch_once_turns_two_quick_writes_into_one_event(
+    watcher, live_server, tmp_path, client_only
+):
     folder = tmp_path / "watched"
     folder.mkdir()
-    watch = watcher(str(folder), "--source", "files", "--debounce", "1", "--once")
+    env = sender_env(client_only, BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
+    command = [BPM, "events", "watch", str(folder), "--source", "files", "--debounce", "1"]
+    watch = watcher([*command, "--once"], env)
 
     report = folder / "report.txt"
     report.write_bytes(b"first draft")
@@ -385,12 +366,16 @@ def test_watch_path_once_turns_two_quick_writes_into_one_event(watcher, tmp_path
     }
 
 
-def test_watch_path_sends_modified_and_deleted_and_ignores_scratch_files(watcher, tmp_path):
+def test_watch_sends_modified_and_deleted_and_ignores_scratch_files(
+    watcher, live_server, tmp_path, client_only
+):
     folder = tmp_path / "watched"
     (folder / "sub").mkdir(parents=True)
     existing = folder / "sub" / "notes.md"
     existing.write_text("v1")
-    watch = watcher(str(folder), "--source", "files", "--debounce", "0.5")
+    env = sender_env(client_only, BPM_URL=live_server.url)
+    command = [BPM, "events", "watch", str(folder), "--source", "files", "--debounce", "0.5"]
+    watch = watcher([*command, "--secret", SECRET], env)
 
     for scratch in (".notes.md.swp", "notes.md~", ".#notes.md", "4913"):
         (folder / "sub" / scratch).write_text("scratch")
@@ -414,65 +399,74 @@ def test_watch_path_sends_modified_and_deleted_and_ignores_scratch_files(watcher
     assert len(events()) == 2
 
 
-def test_watch_path_refuses_a_missing_path(transactional_db, tmp_path):
-    with pytest.raises(CommandError, match="does not exist"):
-        call_command("watch_path", str(tmp_path / "nope"), "--source", "files")
+def test_watch_says_which_sends_failed_and_carries_on(watcher, tmp_path, client_only):
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    env = sender_env(client_only, BPM_URL=f"http://127.0.0.1:{free_port()}")
+    command = [BPM, "events", "watch", str(folder), "--source", "files", "--debounce", "0.2"]
+    watch = watcher([*command, "--secret", SECRET], env)
+
+    (folder / "a.txt").write_text("a")
+    poll(lambda: "not sent" in (tmp_path / "watcher-0.err").read_text(), "the failed send")
+    assert watch.process.poll() is None  # still watching
+    (line,) = (tmp_path / "watcher-0.err").read_text().splitlines()
+    assert line.startswith(f"bpm: warning: file.created {(folder / 'a.txt').resolve()} not sent: ")
+    assert "Cannot reach" in line
 
 
-# --- the debouncing, without a watcher -----------------------------------------------------
+# --- the deprecated management commands, aliases for one release ---------------------------
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_each_signal_restarts_its_paths_window():
-    clock = FakeClock()
-    debouncer = Debouncer(0.5, clock=clock)
-    debouncer.signal("/w/a", existed=False)
-    clock.now += 0.4
-    debouncer.signal("/w/a", existed=True)  # the window's first signal decides "existed"
-    debouncer.signal("/w/b", existed=True)
-    clock.now += 0.4
-    assert debouncer.due() == []  # 0.4 s since the last signal of each
-    clock.now += 0.2
-    assert debouncer.due() == [("/w/a", False), ("/w/b", True)]
-    assert debouncer.due() == [] and len(debouncer) == 0
-
-
-def test_a_window_ends_with_the_files_state(tmp_path):
-    path = tmp_path / "f.txt"
-    assert change_of(str(path), existed=False) is None  # created and deleted: no change
-    assert change_of(str(path), existed=True) == ("file.deleted", {"path": str(path)})
-    path.write_bytes(b"abc")
-    digest = hashlib.sha256(b"abc").hexdigest()
-    assert change_of(str(path), existed=False) == (
-        "file.created",
-        {"path": str(path), "sha256": digest, "size": 3},
+def test_send_event_still_sends_with_the_secret_from_the_database(live_server, sources):
+    out, err = StringIO(), StringIO()
+    call_command(
+        "send_event", "git", "ping", "--url", live_server.url, "--json", stdout=out, stderr=err
     )
-    replaced = change_of(str(path), existed=True)
-    assert replaced is not None and replaced[0] == "file.modified"
-    assert change_of(str(tmp_path), existed=True) is None  # a directory
-    os.mkfifo(tmp_path / "pipe")
-    assert change_of(str(tmp_path / "pipe"), existed=False) is None  # and it did not block
+    (event,) = events()
+    assert event.type == "ping"
+    assert json.loads(out.getvalue()) == {"eventId": event.pk, "duplicate": False}
+    assert err.getvalue().startswith(
+        DEPRECATED.format(name="send_event", replacement="bpm events send")
+    )
 
 
-@pytest.mark.parametrize(
-    ("path", "temporary"),
-    [
-        ("/w/.notes.md.swp", True),
-        ("/w/notes.md~", True),
-        ("/w/.#notes.md", True),
-        ("/w/4913", True),
-        ("/w/.git/index", True),
-        ("/w/notes.md", False),
-        ("/w/swp.md", False),
-        ("/w/.gitignore", False),
-    ],
-)
-def test_editor_scratch_files_are_ignored(path, temporary):
-    assert is_temporary(path) is temporary
+def test_send_event_failures_are_still_one_commanderror_line(live_server, sources):
+    env = sender_env(BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
+    command = [sys.executable, "manage.py", "send_event", "nope", "t"]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    note, line = messages(result.stderr)
+    assert note.startswith(DEPRECATED.format(name="send_event", replacement="bpm events send"))
+    assert line == "CommandError: The service has no enabled event source named 'nope' (404)."
+
+
+def test_install_git_hooks_still_writes_hooks_that_send(live_server, sources, repo, client_only):
+    out, err = StringIO(), StringIO()
+    call_command("install_git_hooks", str(repo), "--url", live_server.url, stdout=out, stderr=err)
+    assert err.getvalue().startswith(
+        DEPRECATED.format(name="install_git_hooks", replacement="bpm events hooks install")
+    )
+    assert out.getvalue().splitlines()[0] == f"Installed {repo / '.git' / 'hooks' / HOOKS[0]}"
+    sha = commit(repo, "a.txt", "one", git_env(client_only, BPM_EVENT_SECRET=SECRET))
+    (event,) = poll(lambda: events(type="git.post-commit"), "the post-commit event")
+    assert event.payload["sha"] == sha
+
+
+def test_watch_path_still_watches(watcher, live_server, tmp_path):
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    env = sender_env(BPM_URL=live_server.url, BPM_EVENT_SECRET=SECRET)
+    command = [sys.executable, "manage.py", "watch_path", str(folder), "--source", "files"]
+    watch = watcher([*command, "--debounce", "0.2", "--once"], env)
+
+    (folder / "a.txt").write_text("a")
+
+    assert watch.process.wait(timeout=DEADLINE) == 0
+    (event,) = events()
+    assert (event.type, event.payload["path"]) == (
+        "file.created",
+        str((folder / "a.txt").resolve()),
+    )
+    note, *_ = messages((tmp_path / "watcher-0.err").read_text())
+    assert note.startswith(DEPRECATED.format(name="watch_path", replacement="bpm events watch"))

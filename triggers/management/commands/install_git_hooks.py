@@ -1,25 +1,30 @@
-"""manage.py install_git_hooks REPO [--source S] [--url URL] [--secret-env NAME] [--force]."""
+"""manage.py install_git_hooks REPO [--source S] [--url URL] [--secret-env NAME] [--force]:
+deprecated, `bpm events hooks install`'s alias."""
 
 from pathlib import Path
 
+from bpm_client.config import URL_VARIABLE
+from bpm_client.events.githooks import HOOKS, install, report
+from bpm_client.events.sending import DEFAULT_TIMEOUT, SECRET_ENV, SendError, resolve_url
 from django.core.management.base import BaseCommand, CommandError
 
-from triggers.management.githooks import HOOKS, HookError, install
-from triggers.sending import DEFAULT_TIMEOUT, SECRET_ENV, URL_ENV, SendError, resolve_url
+from triggers.management.aliases import warn_deprecated
 
 
 class Command(BaseCommand):
     help = (
+        "Deprecated: `bpm events hooks install` (the bpm-client package). "
         f"Write {', '.join(HOOKS)} hooks into REPO that send git.<hook> events "
-        "({ref, sha, branch, repo}) with send_event, in the background: they never block "
-        "nor fail git. The secret is read from an environment variable when a hook runs."
+        "({ref, sha, branch, repo}) with `bpm events send`, in the background: they never "
+        "block nor fail git. The secret is read from an environment variable when a hook runs."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("repo", help="The git repository (its work tree).")
         parser.add_argument("--source", default="git", help="The event source (default git).")
         parser.add_argument(
-            "--url", help=f"The service, written into the hooks (default: ${URL_ENV} at run time)."
+            "--url",
+            help=f"The service, written into the hooks (default: ${URL_VARIABLE} at run time).",
         )
         parser.add_argument(
             "--secret-env",
@@ -35,8 +40,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, repo: str, source: str, url: str | None, **options):
-        if not 0 < options["timeout"] <= 60:
-            raise CommandError("--timeout must be more than 0 and at most 60 seconds.")
+        warn_deprecated(self, "install_git_hooks", "bpm events hooks install")
         try:
             url = resolve_url(url) if url else None
             installed = install(
@@ -47,13 +51,7 @@ class Command(BaseCommand):
                 force=options["force"],
                 timeout=options["timeout"],
             )
-        except (HookError, SendError) as exc:
+        except SendError as exc:
             raise CommandError(str(exc)) from None
-        for hook in installed:
-            kept = f" (the previous hook kept as {hook.backup.name})" if hook.backup else ""
-            self.stdout.write(f"Installed {hook.path}{kept}")
-        target = url or f"${URL_ENV} or the default URL"
-        self.stdout.write(
-            f"Each sends git.<hook> events from source {source!r} to {target}; "
-            f"set ${options['secret_env']} to the source's secret where git runs."
-        )
+        for line in report(installed, source=source, url=url, secret_env=options["secret_env"]):
+            self.stdout.write(line)

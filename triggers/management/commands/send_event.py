@@ -1,26 +1,27 @@
 """manage.py send_event SOURCE TYPE [--data JSON | --data @file] [--url URL] [--secret S]
-[--id DELIVERY_ID] [--timeout SECONDS] [--json]."""
+[--id DELIVERY_ID] [--timeout SECONDS] [--json]: deprecated, `bpm events send`'s alias."""
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
-from triggers.sending import (
+from bpm_client.config import URL_VARIABLE
+from bpm_client.events.sending import (
     DEFAULT_TIMEOUT,
     SECRET_ENV,
-    URL_ENV,
     SendError,
     parse_data,
-    resolve_secret,
     resolve_url,
     send,
 )
+from django.core.management.base import BaseCommand, CommandError
+
+from triggers.management.aliases import source_secret, warn_deprecated
 
 
 class Command(BaseCommand):
     help = (
-        "Sign (generic-hmac) and post an event of TYPE from SOURCE to the service's "
-        "/api/events/SOURCE; prints the stored event's id and whether it was a duplicate."
+        "Deprecated: `bpm events send` (the bpm-client package). Sign (generic-hmac) and post "
+        "an event of TYPE from SOURCE to the service's /api/events/SOURCE; prints the stored "
+        "event's id and whether it was a duplicate."
     )
 
     def add_arguments(self, parser):
@@ -29,7 +30,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--data", default="", help="A JSON object, or @file (@- for stdin). Default {}."
         )
-        parser.add_argument("--url", help=f"The service (default ${URL_ENV} or 127.0.0.1:8000).")
+        parser.add_argument(
+            "--url", help=f"The service (default ${URL_VARIABLE} or 127.0.0.1:8000)."
+        )
         parser.add_argument(
             "--secret",
             help=f"The source's secret (default ${SECRET_ENV}, else the source's own secret "
@@ -42,22 +45,17 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(self, *args, source: str, event_type: str, data: str, as_json: bool, **options):
-        if not 0 < options["timeout"] <= 300:
-            raise CommandError("--timeout must be more than 0 and at most 300 seconds.")
+        warn_deprecated(self, "send_event", "bpm events send")
         try:
             sent = send(
                 url=resolve_url(options["url"]),
                 source=source,
                 event_type=event_type,
                 data=parse_data(data),
-                secret=resolve_secret(options["secret"], source),
+                secret=source_secret(options["secret"], source),
                 delivery_id=options["delivery_id"],
                 timeout=options["timeout"],
             )
         except SendError as exc:
             raise CommandError(str(exc)) from None
-        if as_json:
-            self.stdout.write(json.dumps(sent.as_dict()))
-        else:
-            again = " (a duplicate: already received)" if sent.duplicate else ""
-            self.stdout.write(f"Event {sent.event_id} accepted{again}.")
+        self.stdout.write(json.dumps(sent.as_dict()) if as_json else sent.line())

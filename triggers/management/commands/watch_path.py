@@ -1,20 +1,22 @@
-"""manage.py watch_path PATH --source S [--url URL] [--debounce SECONDS] [--once]."""
+"""manage.py watch_path PATH --source S [--url URL] [--debounce SECONDS] [--once]:
+deprecated, `bpm events watch`'s alias."""
 
-import signal
-import threading
-from pathlib import Path
-from typing import Any
-
+from bpm_client.config import URL_VARIABLE
+from bpm_client.events.sending import SECRET_ENV, SendError, resolve_url
+from bpm_client.events.watching import (
+    DEFAULT_DEBOUNCE,
+    Watching,
+    check_watching,
+    watch_and_send,
+)
 from django.core.management.base import BaseCommand, CommandError
 
-from triggers.management.watching import watch
-from triggers.sending import SECRET_ENV, URL_ENV, SendError, resolve_secret, resolve_url, send
-
-DEFAULT_DEBOUNCE = 0.5
+from triggers.management.aliases import source_secret, warn_deprecated
 
 
 class Command(BaseCommand):
     help = (
+        "Deprecated: `bpm events watch` (the bpm-client package, with its watch extra). "
         "Watch PATH (a folder, recursively, or one file) and send file.created, "
         "file.modified and file.deleted events ({path, sha256, size}) from SOURCE, "
         "debounced: several writes within the window are one event. SIGINT/SIGTERM stop it."
@@ -23,7 +25,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--source", required=True, help="The event source's name.")
-        parser.add_argument("--url", help=f"The service (default ${URL_ENV} or 127.0.0.1:8000).")
+        parser.add_argument(
+            "--url", help=f"The service (default ${URL_VARIABLE} or 127.0.0.1:8000)."
+        )
         parser.add_argument(
             "--debounce",
             type=float,
@@ -35,59 +39,26 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, path: str, source: str, debounce: float, once: bool, **options):
-        if not 0 < debounce <= 60:
-            raise CommandError("--debounce must be more than 0 and at most 60 seconds.")
-        target = Path(path).expanduser()
-        if not target.exists():
-            raise CommandError(f"{path} does not exist.")
+        warn_deprecated(self, "watch_path", "bpm events watch")
         try:
+            target = check_watching(path, debounce)
             url = resolve_url(options["url"])
-            secret = resolve_secret(None, source)
+        except SendError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            secret = source_secret(None, source)
         except SendError as exc:
             raise CommandError(f"{exc} (watch_path reads ${SECRET_ENV})") from None
-        self._url, self._source, self._secret, self._once = url, source, secret, once
-        stop = threading.Event()
-        previous = {
-            sig: signal.signal(sig, lambda *_: stop.set())
-            for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+        watching = Watching(target, url, source, secret, debounce=debounce, once=once)
         try:
-            unsent = watch(
-                target,
-                window=debounce,
-                on_change=self._send,
-                stop=stop,
-                once=once,
-                on_ready=lambda: self._say(
-                    f"Watching {target.resolve()} (source {source!r}, debounce {debounce:g} s) "
-                    f"-> {url}"
-                ),
-            )
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        note = f"; {unsent} change(s) still in their window were not sent" if unsent else ""
-        self._say(f"Stopped{note}.")
-
-    def _send(self, event_type: str, data: dict[str, Any]) -> bool:
-        try:
-            sent = send(
-                url=self._url,
-                source=self._source,
-                event_type=event_type,
-                data=data,
-                secret=self._secret,
-            )
-        except SendError as exc:
-            if self._once:
-                raise CommandError(f"{event_type} {data['path']}: {exc}") from None
-            self.stderr.write(f"{event_type} {data['path']} not sent: {exc}")
-            self.stderr.flush()
-            return False
-        duplicate = " (duplicate)" if sent.duplicate else ""
-        self._say(f"{event_type} {data['path']} -> {sent.event_id}{duplicate}")
-        return True
+            watch_and_send(watching, say=self._say, complain=self._complain)
+        except SendError as exc:  # watchdog missing (WatchUnavailable), a --once send
+            raise CommandError(str(exc)) from None
 
     def _say(self, line: str) -> None:
         self.stdout.write(line)
         self.stdout.flush()
+
+    def _complain(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, babysitter, reviewer, verify
+from . import agent, babysitter, events, reviewer, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -19,7 +19,7 @@ for _command in (
     agent.wait,
     agent.status,
     agent.cancel,
-    agent.events,
+    events.events,
     agent.list_,
     reviewer.approve,
     reviewer.reject,

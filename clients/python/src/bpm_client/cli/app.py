@@ -14,6 +14,7 @@ from .. import __version__
 from ..bodies import BreakpointFields, ContextFileCut, context_file
 from ..client import Client
 from ..config import DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE
+from ..events.sending import SECRET_ENV as SECRET_VARIABLE
 from ..models import Strategy
 from .failures import EXIT_CODES_HELP, CliError
 from .output import warn
@@ -28,6 +29,9 @@ Environment:
   {TOKEN_VARIABLE}  the API token; --token overrides it. An agent's token for
              ask, create, wait, ...; a reviewer's personal token for
              approve and reject (and list, to see every agent's)
+  {SECRET_VARIABLE}
+             an event source's secret, for bpm events send and watch
+             and the git hooks; --secret overrides it
 
 {EXIT_CODES_HELP}"""
 

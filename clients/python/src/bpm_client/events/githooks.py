@@ -1,11 +1,14 @@
 """Git hooks that send git.post-commit, git.post-merge and git.pre-push events.
 
-Each hook is a POSIX shell script that runs this project's
-`python manage.py send_event <source> git.<hook> --data '{"ref", "sha", "branch", "repo"}'`
-(absolute paths to this interpreter and manage.py) in the background, with a time limit,
-its output appended to .git/bpm-hooks.log: it never blocks nor fails the git command.
-The secret is read from an environment variable when the hook runs; no hook file holds it.
+Each hook is a POSIX shell script that runs
+`<python> -m bpm_client events send <source> git.<hook> --data '{"ref", "sha", "branch", "repo"}'`
+(the absolute path of the interpreter that installed it, which has this package) in the
+background, with a time limit, its output appended to .git/bpm-hooks.log: it never blocks
+nor fails the git command. The secret is read from an environment variable when the hook
+runs; no hook file holds it.
 """
+
+from __future__ import annotations
 
 import os
 import re
@@ -16,15 +19,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
-
-from triggers.sending import DEFAULT_TIMEOUT, SECRET_ENV
-from triggers.services.config import NAME as SOURCE_NAME
+from ..config import URL_VARIABLE
+from .sending import (
+    DEFAULT_TIMEOUT,
+    SECRET_ENV,
+    SOURCE_NAME,
+    SendError,
+    check_timeout,
+    resolve_url,
+)
 
 HOOKS = ("post-commit", "post-merge", "pre-push")
 MARKER = "bpm-install-git-hooks"  # in every hook this writes; others are not overwritten
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SEND_LIMIT_SECONDS = 60  # the whole background send, Django's start-up included
+SEND_LIMIT_SECONDS = 60  # the whole background send, the interpreter's start-up included
+MAX_TIMEOUT = 60.0  # each send's HTTP timeout: within the limit above
 
 # Builds the --data JSON (every value escaped as JSON must be); branch from refs/heads/*.
 DATA_SCRIPT = """import json, sys
@@ -38,12 +47,11 @@ print(json.dumps(data))"""
 
 HEADER = """#!/bin/sh
 # {marker}: sends git.{hook} events to Breakpoint Manager (source {source_text}).
-# Written by `manage.py install_git_hooks`; run it again to change it. The secret is read
+# Written by `bpm events hooks install`; run it again to change it. The secret is read
 # from ${secret_env} when the hook runs and is never written here. The event is sent in
 # the background (output in .git/bpm-hooks.log): the git command is never blocked nor
 # failed by it.
 bpm_python={python}
-bpm_manage={manage}
 bpm_source={source}
 bpm_hook={hook}
 bpm_url={url}
@@ -57,9 +65,9 @@ if command -v timeout >/dev/null 2>&1; then bpm_limit="timeout {limit}"; fi
 bpm_send() {{  # ref sha [remote]
     bpm_data=$("$bpm_python" -c {data_script} \\
         "$1" "$2" "$bpm_repo" "$bpm_hook" "${{3:-}}" </dev/null) || return 0
-    set -- send_event "$bpm_source" "git.$bpm_hook" --data "$bpm_data" --timeout "$bpm_timeout"
-    if [ -n "$bpm_url" ]; then set -- "$@" --url "$bpm_url"; fi
-    $bpm_limit "$bpm_python" "$bpm_manage" "$@" </dev/null
+    set -- events send "$bpm_source" "git.$bpm_hook" --data "$bpm_data" --timeout "$bpm_timeout"
+    if [ -n "$bpm_url" ]; then set -- --url "$bpm_url" "$@"; fi
+    $bpm_limit "$bpm_python" -m bpm_client "$@" </dev/null
 }}
 """
 
@@ -89,7 +97,7 @@ exit 0
 """
 
 
-class HookError(Exception):
+class HookError(SendError):
     """Why the hooks were not installed, in one line."""
 
 
@@ -131,7 +139,6 @@ def render_hook(hook: str, *, source: str, url: str | None, secret_env: str, tim
         source_text=source,
         secret_env=secret_env,
         python=shlex.quote(sys.executable),
-        manage=shlex.quote(str(Path(settings.BASE_DIR) / "manage.py")),
         source=shlex.quote(source),
         url=shlex.quote(url or ""),
         timeout=shlex.quote(f"{timeout:g}"),
@@ -159,7 +166,10 @@ def install(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Installed]:
     """Write the three hooks; refuse (before writing any) to replace one it did not write,
-    unless force (then that one is kept beside it as <hook>.before-bpm)."""
+    unless force (then that one is kept beside it as <hook>.before-bpm). `url`: written into
+    the hooks; None: $BPM_URL (or the default) when a hook runs."""
+    check_timeout(timeout, MAX_TIMEOUT)
+    url = resolve_url(url) if url else None
     if not SOURCE_NAME.match(source):
         raise HookError(f"--source must be an event source's name (a slug), not {source!r}.")
     if not ENV_NAME.match(secret_env):
@@ -168,7 +178,7 @@ def install(
     foreign = [name for name in HOOKS if (folder / name).exists() and not is_ours(folder / name)]
     if foreign and not force:
         raise HookError(
-            f"{', '.join(foreign)} in {folder} were not written by install_git_hooks; "
+            f"{', '.join(foreign)} in {folder} were not written by `bpm events hooks install`; "
             "use --force to replace them (each is kept as <hook>.before-bpm)."
         )
     folder.mkdir(parents=True, exist_ok=True)
@@ -180,6 +190,22 @@ def install(
         _write_executable(path, script)
         installed.append(Installed(path, backup))
     return installed
+
+
+def report(
+    installed: list[Installed], *, source: str, url: str | None, secret_env: str
+) -> list[str]:
+    """What was written, and what a hook needs when it runs, one line each."""
+    lines = []
+    for hook in installed:
+        kept = f" (the previous hook kept as {hook.backup.name})" if hook.backup else ""
+        lines.append(f"Installed {hook.path}{kept}")
+    target = url or f"${URL_VARIABLE} or the default URL"
+    lines.append(
+        f"Each sends git.<hook> events from source {source!r} to {target}; "
+        f"set ${secret_env} to the source's secret where git runs."
+    )
+    return lines
 
 
 def _backup(path: Path) -> Path:

@@ -1,14 +1,18 @@
-"""Sending events to this service from scripts, git hooks and file watchers.
+"""Sign and post one event to the service: the path every local sender takes.
 
-One path for the three local senders (`send_event`, the hooks `install_git_hooks` writes,
-`watch_path`): the data as a JSON object, signed as a generic-hmac delivery
-(X-Bpm-Timestamp, X-Bpm-Signature over "<timestamp>.<body>", X-Bpm-Event-Id,
-X-Bpm-Event-Type) and posted with httpx to <url>/api/events/<source>. Every failure is a
-SendError whose message is one line a person can act on.
+The data is a JSON object, signed as a generic-hmac delivery (X-Bpm-Timestamp,
+X-Bpm-Signature over "<timestamp>.<body>", X-Bpm-Event-Id, X-Bpm-Event-Type) and posted
+with httpx to <url>/api/events/<source>. Every failure is a SendError whose message is
+one line a person can act on.
 """
 
+from __future__ import annotations
+
+import hashlib
+import hmac
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -19,19 +23,21 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-from django.db import DatabaseError, connection
 
-from core.limits import MAX_DELIVERY_ID_LENGTH, MAX_EVENT_TYPE_LENGTH
-from triggers.models import EventSource
-from triggers.verification import sign_generic
+from ..config import DEFAULT_URL, URL_VARIABLE
+from ..errors import BpmError
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-URL_ENV = "BPM_URL"
 SECRET_ENV = "BPM_EVENT_SECRET"
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 300.0
+# The service's limits (core.limits on the server; a test keeps the two equal).
+MAX_EVENT_TYPE_LENGTH = 100
+MAX_DELIVERY_ID_LENGTH = 200
+# An event source's name, as the service accepts it (triggers.services.config.NAME).
+SOURCE_NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 
 
-class SendError(Exception):
+class SendError(BpmError):
     """An event that was not sent or not accepted; str() is the reason, in one line."""
 
 
@@ -45,10 +51,15 @@ class Sent:
     def as_dict(self) -> dict[str, Any]:
         return {"eventId": self.event_id, "duplicate": self.duplicate}
 
+    def line(self) -> str:
+        """`Event evt_... accepted.` (and whether it was a duplicate)."""
+        again = " (a duplicate: already received)" if self.duplicate else ""
+        return f"Event {self.event_id} accepted{again}."
+
 
 def resolve_url(url: str | None) -> str:
-    """--url, else $BPM_URL, else the local development server; an http(s) base URL."""
-    chosen = (url or os.environ.get(URL_ENV) or DEFAULT_URL).strip().rstrip("/")
+    """The given URL, else $BPM_URL, else the local development server; an http(s) base URL."""
+    chosen = (url or os.environ.get(URL_VARIABLE) or DEFAULT_URL).strip().rstrip("/")
     parts = urlsplit(chosen)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SendError(f"The service URL must be http(s)://host[:port], not {chosen!r}.")
@@ -56,24 +67,24 @@ def resolve_url(url: str | None) -> str:
 
 
 def resolve_secret(secret: str | None, source: str) -> str:
-    """--secret, else $BPM_EVENT_SECRET, else the source's own secret in this database."""
+    """--secret, else $BPM_EVENT_SECRET; SendError saying where to put it when neither is."""
     chosen = secret or os.environ.get(SECRET_ENV)
-    if chosen:
-        return chosen
-    try:
-        stored = EventSource.objects.filter(name=source).values_list("secret", flat=True).first()
-    except DatabaseError:
-        stored = None  # no database here: the secret has to come from outside
-    finally:
-        if not connection.in_atomic_block:
-            # A sender (a git hook, a watcher) then waits on HTTP: it holds no connection.
-            connection.close()
-    if not stored:
-        raise SendError(
-            f"No secret for source {source!r}: pass --secret or set ${SECRET_ENV} "
-            "(the source's secret, shown when it was added)."
-        )
-    return stored
+    if not chosen:
+        raise missing_secret(source)
+    return chosen
+
+
+def missing_secret(source: str) -> SendError:
+    return SendError(
+        f"No secret for source {source!r}: pass --secret or set ${SECRET_ENV} "
+        "(the source's secret, shown when it was added)."
+    )
+
+
+def check_timeout(timeout: float, limit: float = MAX_TIMEOUT) -> float:
+    if not 0 < timeout <= limit:
+        raise SendError(f"--timeout must be more than 0 and at most {limit:g} seconds.")
+    return timeout
 
 
 def parse_data(text: str | None) -> dict[str, Any]:
@@ -125,15 +136,21 @@ def encode(data: Mapping[str, Any]) -> bytes:
         raise SendError(f"The event data cannot be sent as JSON: {exc}") from None
 
 
+def signature(secret: str, body: bytes, timestamp: int) -> str:
+    """X-Bpm-Signature: `sha256=` and the hex HMAC-SHA256 of "<timestamp>.<body>"."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return "sha256=" + digest.hexdigest()
+
+
 def signed_headers(
     secret: str, body: bytes, *, event_type: str, delivery_id: str, timestamp: int | None = None
 ) -> dict[str, str]:
-    """The generic-hmac headers of one delivery (triggers.verification checks them)."""
+    """The generic-hmac headers of one delivery (the server's triggers.verification checks them)."""
     stamp = int(time.time()) if timestamp is None else timestamp
     return {
         "Content-Type": "application/json",
         "X-Bpm-Timestamp": str(stamp),
-        "X-Bpm-Signature": sign_generic(secret, body, stamp),
+        "X-Bpm-Signature": signature(secret, body, stamp),
         "X-Bpm-Event-Id": delivery_id,
         "X-Bpm-Event-Type": event_type,
     }
@@ -154,6 +171,7 @@ def send(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Sent:
     """Sign and post one event; the service's answer, or SendError saying why not."""
+    check_timeout(timeout)
     event_type = check_label(event_type, "The event type", MAX_EVENT_TYPE_LENGTH)
     delivery = check_label(delivery_id or str(uuid.uuid4()), "The event id", MAX_DELIVERY_ID_LENGTH)
     body = encode(data)

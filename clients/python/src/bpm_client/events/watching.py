@@ -1,14 +1,20 @@
-"""File changes as events: watchdog's signals, debounced into one change per file.
+"""File changes as events: watchdog's signals, debounced into one change per file, sent.
 
 Every signal for a path (created, modified, deleted, moved) restarts that path's window;
 once `window` seconds pass without one, the file's state decides the change:
 file.created (it did not exist before the window), file.modified, or file.deleted, with
 {path, sha256, size} (no sha256 nor size once deleted). A file created and deleted within
 one window is no change. Directories and editors' temporary files are ignored.
+
+watchdog (the `watch` extra) is imported only when a watch starts (`observing`): without
+it, `watch` raises WatchUnavailable saying how to install it.
 """
+
+from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import stat
 import threading
 import time
@@ -17,20 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import (
-    EVENT_TYPE_CREATED,
-    EVENT_TYPE_DELETED,
-    EVENT_TYPE_MODIFIED,
-    EVENT_TYPE_MOVED,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
+from .sending import SendError, send
 
 TEMPORARY_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 CHUNK = 1 << 20
+DEFAULT_DEBOUNCE = 0.5
+MAX_DEBOUNCE = 60.0
+WATCH_MISSING = "watching files needs watchdog, an optional extra: pip install 'bpm-client[watch]'"
 
 Change = tuple[str, dict[str, Any]]  # (event type, data)
+
+
+class WatchUnavailable(SendError):
+    """watchdog is not installed."""
 
 
 def is_temporary(path: str) -> bool:
@@ -106,31 +111,6 @@ def _hash_regular_file(path: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-class _Handler(FileSystemEventHandler):
-    """watchdog's events (files only, not temporary ones) as debouncer signals."""
-
-    def __init__(self, debouncer: Debouncer, accept: Callable[[str], bool]):
-        self.debouncer = debouncer
-        self.accept = accept
-
-    def _signal(self, path: str | bytes, *, existed: bool) -> None:
-        text = os.fsdecode(path)
-        if text and self.accept(text) and not is_temporary(text):
-            self.debouncer.signal(text, existed=existed)
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
-            return
-        if event.event_type == EVENT_TYPE_CREATED:
-            self._signal(event.src_path, existed=False)
-        elif event.event_type in (EVENT_TYPE_MODIFIED, EVENT_TYPE_DELETED):
-            self._signal(event.src_path, existed=True)
-        elif event.event_type == EVENT_TYPE_MOVED:
-            self._signal(event.src_path, existed=True)  # gone from there
-            # Moved in: most often an editor's atomic save over the file (a modification).
-            self._signal(event.dest_path, existed=True)
-
-
 def watch(
     target: Path,
     *,
@@ -143,14 +123,22 @@ def watch(
 ) -> int:
     """Watch a folder (recursively) or one file until `stop` is set (or, once, until
     on_change returned True for one change); returns the count of changes not yet sent."""
+    try:
+        # Here, not at the top: watchdog is the optional `watch` extra.
+        from .observing import observe
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] == "watchdog":
+            raise WatchUnavailable(WATCH_MISSING) from None
+        raise
     target = target.resolve()
-    folder = target if target.is_dir() else target.parent
-    debouncer = Debouncer(window)
     single = None if target.is_dir() else str(target)
-    handler = _Handler(debouncer, accept=lambda path: single is None or path == single)
-    observer = Observer()
-    observer.schedule(handler, str(folder), recursive=single is None)
-    observer.start()
+    debouncer = Debouncer(window)
+    observer = observe(
+        str(target if single is None else target.parent),
+        debouncer=debouncer,
+        accept=lambda path: (single is None or path == single) and not is_temporary(path),
+        recursive=single is None,
+    )
     try:
         if on_ready is not None:
             on_ready()
@@ -163,3 +151,74 @@ def watch(
     finally:
         observer.stop()
         observer.join(timeout=5)
+
+
+@dataclass(frozen=True)
+class Watching:
+    """What `bpm events watch` (and its deprecated alias) watches and where it sends."""
+
+    target: Path
+    url: str
+    source: str
+    secret: str
+    debounce: float = DEFAULT_DEBOUNCE
+    once: bool = False
+
+
+def check_watching(path: str, debounce: float) -> Path:
+    """The path to watch, if it exists and the debounce window is sensible."""
+    if not 0 < debounce <= MAX_DEBOUNCE:
+        raise SendError(f"--debounce must be more than 0 and at most {MAX_DEBOUNCE:g} seconds.")
+    target = Path(path).expanduser()
+    if not target.exists():
+        raise SendError(f"{path} does not exist.")
+    return target
+
+
+def watch_and_send(
+    watching: Watching, *, say: Callable[[str], None], complain: Callable[[str], None]
+) -> None:
+    """Send each change until SIGINT or SIGTERM (or, once, the first one sent). `say` gets
+    the progress lines, `complain` a send that failed (with --once, a SendError instead)."""
+
+    def on_change(event_type: str, data: dict[str, Any]) -> bool:
+        try:
+            sent = send(
+                url=watching.url,
+                source=watching.source,
+                event_type=event_type,
+                data=data,
+                secret=watching.secret,
+            )
+        except SendError as exc:
+            if watching.once:
+                raise SendError(f"{event_type} {data['path']}: {exc}") from None
+            complain(f"{event_type} {data['path']} not sent: {exc}")
+            return False
+        duplicate = " (duplicate)" if sent.duplicate else ""
+        say(f"{event_type} {data['path']} -> {sent.event_id}{duplicate}")
+        return True
+
+    target = watching.target.resolve()
+    ready = (
+        f"Watching {target} (source {watching.source!r}, debounce {watching.debounce:g} s) "
+        f"-> {watching.url}"
+    )
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        unsent = watch(
+            target,
+            window=watching.debounce,
+            on_change=on_change,
+            stop=stop,
+            once=watching.once,
+            on_ready=lambda: say(ready),
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    note = f"; {unsent} change(s) still in their window were not sent" if unsent else ""
+    say(f"Stopped{note}.")
