@@ -62,6 +62,7 @@ LABEL org.opencontainers.image.title="Breakpoint Manager" \
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONPATH=/app/clients/python/src \
     DEBUG=0 \
     PORT=8000 \
     BPM_VAR_DIR=/app/var \

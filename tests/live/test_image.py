@@ -130,6 +130,10 @@ def test_the_image_is_lean_runs_as_non_root_and_keeps_no_build_secret(image):
         options=("--entrypoint", "sh"),
     )
     assert tools.stdout.strip() == "", f"in the image: {tools.stdout}"
+    # The agent client's code rides along (the deprecated send_event & co. run on it).
+    client = run_once(image, "-m", "bpm_client", "events", "send", "--help",
+                      options=("--entrypoint", "python"))  # fmt: skip
+    assert "--secret" in client.stdout, client.stdout + client.stderr
     assert not any(item.startswith("PIP_CERT=") for item in config.get("Env", []))
     healthcheck = inspected.get("Healthcheck") or config["Healthcheck"]  # podman's, docker's
     assert healthcheck["Test"] == ["CMD", "python", "/app/deploy/healthcheck.py"]
