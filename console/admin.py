@@ -142,7 +142,7 @@ class QueueChangeList(ChangeList):
 
 def queue_rows(cl: QueueChangeList) -> list[list[SafeString]]:
     """The cells of every row, as the admin's items_for_result writes them (the same HTML:
-    tests/reviews/test_queue_rows.py compares them), with the work that does not depend on
+    tests/console/test_queue_rows.py compares them), with the work that does not depend on
     the row done once per page: the review link with its preserved filters, the columns'
     lookups, the checkbox's markup."""
     model_admin = cl.model_admin

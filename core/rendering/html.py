@@ -37,7 +37,7 @@ def format_html(template: str, *args: Any) -> SafeString:
     """Django's format_html(template, *args), for markup written many times a page (the
     queue's cells): each argument escaped as conditional_escape does (safe markup kept,
     anything else html.escape'd), without its lazy-string wrappers around every escape.
-    tests/reviews/test_queue_rows.py checks it writes what Django's writes."""
+    tests/console/test_queue_rows.py checks it writes what Django's writes."""
     escaped = []
     for arg in args:
         if isinstance(arg, Promise):
