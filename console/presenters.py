@@ -15,7 +15,7 @@ from breakpoints.payload import options_of
 from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
 from core.choices import Status, Via
-from core.rendering import html as rendering
+from web.rendering import html as rendering
 
 if TYPE_CHECKING:
     from breakpoints.services.decisions import Release

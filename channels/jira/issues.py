@@ -25,8 +25,8 @@ from django.conf import settings
 from audit.models import EventType
 from breakpoints.models import Feedback
 from core.choices import Channel, Via
+from core.fileformats import file_format
 from core.naming import display_name
-from core.rendering.fileformats import file_format
 from notifications.base import Sent, console_url
 from notifications.models import Delivery, DeliveryStatus
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from audit.models import EventType
 from breakpoints.payload import payload_options
+from core import fileformats
 from core.naming import display_name
-from core.rendering import fileformats
 from notifications.base import console_url
 
 APPROVE, REJECT, CONSOLE = "bpm_approve", "bpm_reject", "bpm_console"
