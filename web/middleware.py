@@ -1,4 +1,5 @@
-"""Request-wide concerns: correlation ids, the request body size limit, database outages."""
+"""Request-wide concerns: correlation ids, the request body size limit, the Content-Security-
+Policy, the log context, database outages (the probes are answered first, by ops.health)."""
 
 import uuid
 from collections.abc import Callable
