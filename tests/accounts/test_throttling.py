@@ -14,8 +14,8 @@ import pytest
 from django.db.backends.utils import CursorWrapper
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from core import ratelimits
-from core.ratelimits import WINDOW_SECONDS
+from infra import ratelimits
+from infra.ratelimits import WINDOW_SECONDS
 from tests.aio import run_asgi
 from tests.conftest import bearer_client
 from tests.token_forms import well_formed_token, with_bad_checksum

@@ -1,4 +1,4 @@
-"""The embedded broker's transport (config/embedded_broker.py): a message is visible only
+"""The embedded broker's transport (infra/embedded_broker.py): a message is visible only
 whole, each is read once, a file that is not a message never stops the reader.
 
 The transport runs on real folders; the concurrent run with a real worker under load is
@@ -22,7 +22,7 @@ from kombu import Connection, Exchange, Queue
 
 from tests.support.project import ROOT
 
-TRANSPORT = "config.embedded_broker:Transport"
+TRANSPORT = "infra.embedded_broker:Transport"
 QUEUE = "jobs"
 
 
@@ -125,7 +125,7 @@ def test_a_file_that_is_not_a_message_is_set_aside_and_the_next_message_read(
     channel = connect().default_channel
     channel._put(QUEUE, {"number": 2})
 
-    with caplog.at_level(logging.ERROR, logger="config.embedded_broker"):
+    with caplog.at_level(logging.ERROR, logger="infra.embedded_broker"):
         assert channel._get(QUEUE) == {"number": 2}
 
     assert os.listdir(folder) == [f".0_empty.{QUEUE}.msg.unreadable"]

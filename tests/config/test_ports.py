@@ -1,5 +1,5 @@
 """BPM_PORT, checked before `make run` and `make web` start: a taken port is one line that
-names BPM_PORT, a free port above it and the BPM_URL that goes with it (config/ports.py)."""
+names BPM_PORT, a free port above it and the BPM_URL that goes with it (devtools/ports.py)."""
 
 import socket
 import subprocess
@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from config.ports import PortProblem, configured_port, port_problem
+from devtools.ports import PortProblem, configured_port, port_problem
 from tests.support.project import ROOT
 
-PORTS_SCRIPT = ROOT / "config" / "ports.py"
+PORTS_SCRIPT = ROOT / "devtools" / "ports.py"
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_a_taken_port_names_bpm_port_a_free_port_and_the_bpm_url_to_match(taken_
 
 
 def test_the_makefile_check_needs_only_the_standard_library_and_exits_1(taken_port):
-    """`python3 config/ports.py` runs before the virtualenv exists (-I: no site-packages)."""
+    """`python3 devtools/ports.py` runs before the virtualenv exists (-I: no site-packages)."""
     result = subprocess.run(
         [sys.executable, "-I", str(PORTS_SCRIPT)],
         env={"BPM_PORT": str(taken_port)},

@@ -3,9 +3,9 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from core.console import pagination
 from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL
+from web.console import pagination
 
 
 def test_queue_count_stops_at_the_cap(reviewer_browser, monkeypatch):

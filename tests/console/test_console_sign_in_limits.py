@@ -60,7 +60,7 @@ def test_an_address_rotating_usernames_is_refused_past_its_attempts_before_any_h
     assert [a.status_code for a in answers] == [200, 200, 200, 429, 429, 429]
     assert hashes() == 3  # one per admitted attempt; the refused ones hashed nothing
     refused = answers[-1]
-    # At most the rest of this minute and one attempt's share of the next (core.ratelimits).
+    # At most the rest of this minute and one attempt's share of the next (infra.ratelimits).
     assert 1 <= int(refused["Retry-After"]) <= 60 + 60 // 3
     assert "Too many sign-in attempts from your address" in refused.content.decode()
     # A refusal is not a failed login: the lockout saw only the admitted three.
@@ -95,7 +95,7 @@ def test_another_address_still_signs_in_while_one_is_refused(alice, hashes):
 
 
 def test_rotating_x_forwarded_for_without_a_trusted_proxy_escapes_nothing(alice, hashes, settings):
-    """The address is the lockout's (core.ratelimits.client_address, BPM_NUM_PROXIES=0)."""
+    """The address is the lockout's (infra.ratelimits.client_address, BPM_NUM_PROXIES=0)."""
     settings.BPM_NUM_PROXIES = 0
     client = Client()
     answers = [

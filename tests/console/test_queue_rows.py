@@ -16,9 +16,9 @@ from django.utils.translation import gettext_lazy
 from breakpoints.models import Breakpoint
 from console.admin import _truncated, queue_rows
 from core.choices import Status
-from core.rendering import html as rendering
 from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL, review_url
+from web.rendering import html as rendering
 
 
 def test_each_row_links_to_its_own_review_screen(reviewer_browser):

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.test import override_settings
 
-from core.asgi_body import BufferedBodyApp
 from tests.aio import run_async
+from web.asgi_body import BufferedBodyApp
 
 Headers = list[tuple[bytes, bytes]]
 

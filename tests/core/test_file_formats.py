@@ -9,15 +9,15 @@ from pygments.lexers import get_lexer_by_name
 from breakpoints.models import Breakpoint
 from channels.email import messages as email
 from channels.slack import blocks as slack_blocks
-from core.rendering.fileformats import (
+from core.fileformats import (
     CODE_EXTENSIONS,
     CODE_FILE_NAMES,
     file_format,
     infer_format,
 )
-from core.rendering.markup import render_context_file
 from tests.factories import ReviewerFactory
 from tests.support.console import review_url, session_client
+from web.rendering.markup import render_context_file
 
 URL = "/api/breakpoints"
 

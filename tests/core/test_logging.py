@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 
 from breakpoints.api.views import BreakpointViewSet
 from config import celery as celery_config
-from core.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
+from infra.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
 from notifications.models import Delivery, Webhook
 from notifications.tasks import deliver
 from tests.support.project import ROOT

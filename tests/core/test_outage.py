@@ -15,9 +15,9 @@ from django.test import Client
 from psycopg_pool import PoolTimeout
 
 from accounts.tokens import token_create_for_agent
-from core import outage
-from core.errors import unavailable_response
 from tests.factories import AdminFactory
+from web import outage
+from web.errors import unavailable_response
 
 LIST = "/api/breakpoints"
 QUEUE = "/admin/breakpoints/breakpoint/"

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from core import publishing
-from core.logging import current_request_id
+from infra import publishing
+from infra.logging import current_request_id
 
 SAFETY_SECONDS = 30  # only a bound for waits that should end at once, never an assertion
 

@@ -12,7 +12,7 @@ import pytest
 
 from accounts.models import ApiToken
 from accounts.throttling import TokenRateThrottle
-from core.ratelimits import rate_hit
+from infra.ratelimits import rate_hit
 from tests.accounts import test_throttling
 from tests.support.threads import repeat_in_parallel
 

@@ -11,8 +11,8 @@ from django.utils.translation import gettext_lazy
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from core.api.renderers import FastJSONRenderer
 from core.rawjson import RawJSON
+from web.api.renderers import FastJSONRenderer
 
 
 @dataclass

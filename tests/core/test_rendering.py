@@ -8,9 +8,9 @@ from datetime import timedelta
 from django.core.cache import cache
 from pygments.lexers.special import TextLexer
 
-from core.rendering import html as rendering
-from core.rendering import markup
-from core.rendering.budget import RenderBudget, cache_key
+from web.rendering import html as rendering
+from web.rendering import markup
+from web.rendering.budget import RenderBudget, cache_key
 
 
 def test_markdown_becomes_html_without_scripts_handlers_or_images():

@@ -21,9 +21,9 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from audit.models import Event
 from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feedback_add
-from core import net as guard
 from core.actors import Actor
 from core.exceptions import InvalidInput, InvalidState, NotFound
+from infra import net as guard
 from notifications import services as webhooks
 from notifications.delivery import claim
 from notifications.models import Delivery, Webhook

@@ -1,4 +1,5 @@
-"""Request-wide concerns: correlation ids, the request body size limit, database outages."""
+"""Request-wide concerns: correlation ids, the request body size limit, the Content-Security-
+Policy, the log context, database outages (the probes are answered first, by ops.health)."""
 
 import uuid
 from collections.abc import Callable
@@ -6,11 +7,10 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from core import outage
-from core.asgi_http import valid_request_id
-from core.errors import error_response, unavailable_response
-from core.logging import current_request, current_request_id
-from ops import health, metrics
+from infra.logging import current_request, current_request_id
+from web import outage
+from web.asgi_http import valid_request_id
+from web.errors import error_response, unavailable_response
 
 
 class RequestIDMiddleware:
@@ -55,31 +55,10 @@ class BodySizeLimitMiddleware:
         return self.get_response(request)
 
 
-class HealthProbeMiddleware:
-    """Answer /healthz, /readyz and /metrics before anything checks the Host header.
-
-    Load balancers, orchestrators and scrapers address a pod by IP; a probe must not fail
-    on ALLOWED_HOSTS. Nothing else is served this way.
-    """
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        probe = {
-            "/healthz": health.healthz,
-            "/readyz": health.readyz,
-            "/metrics": metrics.metrics_view,
-        }.get(request.path_info)
-        if probe is not None:
-            return probe(request)
-        return self.get_response(request)
-
-
 class LogContextMiddleware:
     """Make the request's agent or user, token prefix and breakpoint id known to logging.
 
-    core.logging reads them lazily from the request in each log call (never forcing
+    infra.logging reads them lazily from the request in each log call (never forcing
     authentication); the breakpoint id comes from the URL of a breakpoint's API route or
     console page.
     """
@@ -107,8 +86,8 @@ class LogContextMiddleware:
 
 class DatabaseOutageMiddleware:
     """Answer 503 at once, without trying, while this process fails fast after the pool
-    could not hand out a connection (core.outage). The failures themselves become 503s
-    in core.errors.handler500."""
+    could not hand out a connection (web.outage). The failures themselves become 503s
+    in web.errors.handler500."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response

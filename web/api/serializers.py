@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from core.api.schema import ERROR_CODES
+from web.api.schema import ERROR_CODES
 
 
 class ErrorBodySerializer(serializers.Serializer):

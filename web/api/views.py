@@ -3,7 +3,7 @@
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.request import Request
 
-from core.api.serializers import ErrorSerializer
+from web.api.serializers import ErrorSerializer
 
 
 def error_responses(*codes: int, invalid: str = "") -> dict:

@@ -16,8 +16,8 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from core import outage
 from core.exceptions import DomainError, RateLimited
+from web import outage
 
 logger = logging.getLogger(__name__)
 

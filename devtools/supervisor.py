@@ -1,6 +1,6 @@
 """`make run`: start the processes of a Procfile together and stop them together.
 
-Usage: ``python -m config.supervisor [Procfile]`` (default ``Procfile.dev``). Each line
+Usage: ``python -m devtools.supervisor [Procfile]`` (default ``Procfile.dev``). Each line
 ``name: command`` runs under ``/bin/sh -c 'exec command'`` with the interpreter's own bin
 folder first on PATH; its output is printed as ``HH:MM:SS name.1 | line``.
 
@@ -19,12 +19,12 @@ killed honcho left web, worker and beat running):
   started again after ``RESTART_DELAYS`` (1, 2, 4, 8 s; a run of ``STABLE_SECONDS`` resets
   them), as a production supervisor would; one that dies sooner than that once more than
   that stops them all with its exit code;
-- the ``web`` process serves on BPM_PORT (config/ports.py): a port that is taken stops
+- the ``web`` process serves on BPM_PORT (devtools/ports.py): a port that is taken stops
   everything with one line naming BPM_PORT, before anything starts or when ``web`` died
   and the port is still taken (someone else took it), never a web process started again
   and again on "address already in use".
 
-``python -m config.supervisor Procfile.dev web`` runs only the processes named (`make web`).
+``python -m devtools.supervisor Procfile.dev web`` runs only the processes named (`make web`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from config.ports import PortProblem, configured_port, port_problem
+from devtools.ports import PortProblem, configured_port, port_problem
 
 GRACE_SECONDS = 10.0
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0)

@@ -73,7 +73,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
     """A trimmed text field that may not be blank needs a character str.strip() keeps."""
 
-    target_class = "core.api.fields.StrictCharField"
+    target_class = "web.api.fields.StrictCharField"
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema, direction):

@@ -207,16 +207,16 @@ def logging_settings(*, log_format: str, timestamps: bool, level: str, task_leve
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {
-            "request_id": {"()": "core.logging.RequestIDFilter"},
-            "redact_secrets": {"()": "core.logging.RedactSecretsFilter"},
+            "request_id": {"()": "infra.logging.RequestIDFilter"},
+            "redact_secrets": {"()": "infra.logging.RedactSecretsFilter"},
             "routine_task_lines": {
-                "()": "core.logging.RoutineTaskLinesFilter",
+                "()": "infra.logging.RoutineTaskLinesFilter",
                 "level": task_level,
             },
         },
         "formatters": {
-            "plain": {"()": "core.logging.PlainFormatter", "fmt": plain},
-            "json": {"()": "core.logging.JSONFormatter"},
+            "plain": {"()": "infra.logging.PlainFormatter", "fmt": plain},
+            "json": {"()": "infra.logging.JSONFormatter"},
         },
         "handlers": {
             "console": {

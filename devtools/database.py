@@ -1,4 +1,4 @@
-"""`python -m config.database`: make sure the configured database can be reached, before
+"""`python -m devtools.database`: make sure the configured database can be reached, before
 `make run` migrates it. A PostgreSQL database that does not exist is created when the
 server allows it; anything else ends in one line that says what to do (not a traceback).
 

@@ -4,7 +4,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.viewsets import GenericViewSet
 
 from core.actors import AgentPrincipal, is_admin, is_reviewer
-from core.api.schema import EnvelopedListSchema
+from web.api.schema import EnvelopedListSchema
 
 
 class IsAgentOrReviewer(BasePermission):

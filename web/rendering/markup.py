@@ -1,6 +1,6 @@
 """Safe HTML for what an agent sent: context files by format, pretty JSON, durations.
 
-Shared by the console (core.rendering.html adds its badges) and the channels (email).
+Shared by the console (web.rendering.html adds its badges) and the channels (email).
 
 Everything here treats its input as hostile. Markdown is converted (markdown-it-py, a
 linear-time CommonMark parser) and then sanitized with nh3; code and text are escaped
@@ -31,9 +31,9 @@ from pygments.lexers.special import TextLexer
 from pygments.token import Token
 from pygments.util import ClassNotFound
 
+from core import fileformats
 from core.choices import FileFormat
-from core.rendering import fileformats
-from core.rendering.budget import RenderBudget, Rendered
+from web.rendering.budget import RenderBudget, Rendered
 
 # Past this size, markdown and code are shown as plain text: highlighting or
 # converting megabytes would make the page slow for no reading benefit.

@@ -87,7 +87,7 @@ def rate_hit(key: str, limit: int, period: int, now: float | None = None) -> flo
 def address_of(remote: str, forwarded: str) -> str:
     """The caller's address: the connection's, or with BPM_NUM_PROXIES trusted proxies the
     X-Forwarded-For hop the outermost of them appended. Every limit and /metrics use it
-    (through client_address() here, or core.asgi_http.scope_address() in front of Django)."""
+    (through client_address() here, or web.asgi_http.scope_address() in front of Django)."""
     proxies = settings.BPM_NUM_PROXIES
     if proxies and forwarded:
         hops = [hop.strip() for hop in forwarded.split(",")]

@@ -17,7 +17,7 @@ from corsheaders.middleware import ACCESS_CONTROL_ALLOW_ORIGIN, CorsMiddleware
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse
 
-from core import asgi_http
+from web import asgi_http
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

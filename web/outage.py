@@ -2,7 +2,7 @@
 
 A request that fails on one (refused or dropped connections, no connection from the pool
 within DATABASE_POOL_TIMEOUT) is answered 503 `unavailable` with Retry-After on every
-path (core.errors.handler500). Its transaction has rolled back: nothing is half
+path (web.errors.handler500). Its transaction has rolled back: nothing is half
 written, and a retry with the same Idempotency-Key creates exactly once.
 
 Once the pool could not hand out a connection, this process fails fast for

@@ -12,7 +12,7 @@ body is read first, where waiting costs no thread:
   reads only as much as that says);
 - the whole body must arrive within BPM_BODY_READ_SECONDS of the headers: past that the
   request is answered 408 `request_timeout`;
-- one client address (core.asgi_http.scope_address) may have BPM_MAX_UPLOADS_PER_ADDRESS
+- one client address (web.asgi_http.scope_address) may have BPM_MAX_UPLOADS_PER_ADDRESS
   bodies arriving at once in this process; a request beyond that is answered 429 at once,
   unread, rather than queued (a queued one would still hold its socket and its place).
 
@@ -30,8 +30,8 @@ from typing import Any
 from django.conf import settings
 from django.template.defaultfilters import pluralize
 
-from core.asgi_http import header, request_id, scope_address, send_json
-from core.errors import envelope
+from web.asgi_http import header, request_id, scope_address, send_json
+from web.errors import envelope
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

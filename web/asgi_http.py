@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from core.ratelimits import address_of
+from infra.ratelimits import address_of
 
 Scope = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """The console's words for a breakpoint: age, decision, status badge (escaped HTML).
 
-The sanitized rendering of what an agent sent lives in core.rendering.markup, shared with
+The sanitized rendering of what an agent sent lives in web.rendering.markup, shared with
 the channels; it is re-exported here for the console's templates and presenters.
 """
 
@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from core.choices import Status
-from core.rendering.markup import (  # noqa: F401 - re-exported for the console
+from web.rendering.markup import (  # noqa: F401 - re-exported for the console
     CODE_CSS_CLASS,
     MARKDOWN_TAGS,
     MARKDOWN_URL_SCHEMES,

@@ -2,8 +2,8 @@
 
 A port that is taken ends in one line that says what to set, before anything starts,
 instead of a web process that dies on "address already in use" and is started again.
-Standard library only: the Makefile runs ``python3 config/ports.py`` before the virtualenv
-exists (exit 1 and that line when the port cannot be served on); config/supervisor.py
+Standard library only: the Makefile runs ``python3 devtools/ports.py`` before the virtualenv
+exists (exit 1 and that line when the port cannot be served on); devtools/supervisor.py
 checks again before it starts or restarts the web process.
 """
 
