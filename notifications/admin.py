@@ -25,7 +25,7 @@ from notifications.services import (
     webhook_remove,
     webhook_update,
 )
-from web.console.admin import AdminOnly, ServiceAdmin, ShownOnce
+from web.console.admin import AdminOnly, ReadOnly, ServiceAdmin, ShownOnce
 
 
 class WebhookChangeForm(forms.Form):
@@ -137,7 +137,7 @@ def _short(value: str, chars: int) -> str:
 
 
 @admin.register(Delivery)
-class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
+class WebhookDeliveryAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
     # Narrow enough for a laptop (1366px) with the filters: short ids, status early.
     list_display = (
         "short_id",
@@ -170,15 +170,6 @@ class WebhookDeliveryAdmin(AdminOnly, admin.ModelAdmin):
     fields = readonly_fields
     actions = ["resend_selected"]
     show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_resend_permission(self, request: HttpRequest) -> bool:
         return is_admin(request.user)

@@ -37,7 +37,7 @@ from triggers.models import (
     TriggerRule,
 )
 from triggers.services import rule_add, rule_remove, source_add, source_set_enabled
-from web.console.admin import AdminOnly, InputFilter, ServiceAdmin, ShownOnce
+from web.console.admin import AdminOnly, InputFilter, ReadOnly, ServiceAdmin, ShownOnce
 from web.console.pagination import CappedCountPaginator
 from web.rendering.html import render_json
 
@@ -327,7 +327,7 @@ def results_table(results: Any) -> str:
 
 
 @admin.register(ExternalEvent)
-class ExternalEventAdmin(AdminOnly, admin.ModelAdmin):
+class ExternalEventAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
     """Read-only: events are stored by the ingest and evaluated by the worker."""
 
     list_display = ("short_id", "source", "type", "received_at", "status_badge", "rules", "error_excerpt")  # fmt: skip
@@ -355,15 +355,6 @@ class ExternalEventAdmin(AdminOnly, admin.ModelAdmin):
             return queryset, False
         field = "pk" if term.startswith("evt_") else "delivery_id"
         return queryset.filter(**{field: term}), False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Id", ordering="id")
     def short_id(self, event: ExternalEvent) -> str:

@@ -32,14 +32,8 @@ class AdminOnly:
         return is_admin(request.user)
 
 
-class ReviewerReadOnly:
-    """Records reviewers read and nobody edits by hand (feedback, audit events)."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_reviewer(request.user)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_reviewer(request.user)
+class ReadOnly:
+    """Records nobody adds, edits or deletes by hand (what services and workers write)."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -49,6 +43,16 @@ class ReviewerReadOnly:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ReviewerReadOnly(ReadOnly):
+    """Records reviewers read and nobody edits by hand (feedback, audit events)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_reviewer(request.user)
 
 
 def add_service_error(form: forms.Form, exc: DomainError) -> None:
