@@ -340,6 +340,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
 AXES_LOCKOUT_CALLABLE = "console.lockout.locked_out"  # the page, with Retry-After
 AXES_CLIENT_IP_CALLABLE = "core.ratelimits.client_address"
+AXES_WHITELIST_CALLABLE = "sso.backends.not_a_password_sign_in"  # no password: not counted
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {

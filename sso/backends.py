@@ -12,7 +12,6 @@ from typing import Any
 
 import jwt
 from django.contrib.auth import get_user_model
-from django.contrib.auth.backends import BaseBackend
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import HttpRequest
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -76,7 +75,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     get_settings = staticmethod(library_setting)
 
-    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:  # type: ignore[override]
+    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
         config = oidc_config()
         if request is None or not config.enabled or "nonce" not in kwargs or "username" in kwargs:
             return None
@@ -130,7 +129,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def store_tokens(self, access_token: Any, id_token: Any) -> None:
         assert self.request is not None
-        self.request.sso_tokens = {  # type: ignore[attr-defined]
+        self.request.sso_tokens = {
             "access_token": access_token if isinstance(access_token, str) else "",
             "id_token": id_token if isinstance(id_token, str) else "",
         }
@@ -151,16 +150,19 @@ class OidcBackend(OIDCAuthenticationBackend):
         access = sso_sign_in(
             issuer=self.metadata.issuer, person=person, address=client_address(self.request)
         )
-        self.request.sso_access = access  # type: ignore[attr-defined]
+        self.request.sso_access = access
         return access.user
 
 
-class PasswordGate(BaseBackend):
+class PasswordGate:
     """Under BPM_OIDC_ONLY (with single sign-on on), a password signs in superusers alone:
     the break-glass account. Listed before Django's ModelBackend; refuses before any
-    password is hashed (Django stops at PermissionDenied and counts a failed sign-in)."""
+    password is hashed (Django stops at PermissionDenied and counts a failed sign-in).
 
-    def authenticate(  # type: ignore[override]
+    It signs nobody in and loads nobody (no get_user): sessions and Django's force_login
+    name the backend that did."""
+
+    def authenticate(
         self, request: HttpRequest | None, username: str | None = None, **kwargs: Any
     ) -> None:
         config = oidc_config()
@@ -178,3 +180,10 @@ class PasswordGate(BaseBackend):
 def sso_access(request: HttpRequest) -> Access | None:
     """What the sign-in just decided for this request (set by OidcBackend), if anything."""
     return getattr(request, "sso_access", None)
+
+
+def not_a_password_sign_in(request: HttpRequest, credentials: dict[str, Any] | None) -> bool:
+    """django-axes' whitelist (AXES_WHITELIST_CALLABLE): the identity provider's callback
+    checks no password, so axes neither counts it as a failed sign-in nor locks it out
+    (a person refused for want of a role would otherwise lock their address out)."""
+    return "nonce" in (credentials or {})

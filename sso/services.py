@@ -157,7 +157,7 @@ def _record(kind: str, actor: str, person: IdpPerson, **metadata: Any) -> None:
         via=VIA,
         subject=person.subject,
         groups=person.group_list,
-        **{key: value for key, value in metadata.items() if value},
+        **{key: value for key, value in metadata.items() if value not in (None, "")},
     )
 
 

@@ -145,14 +145,17 @@ class SignInCallback(OIDCAuthenticationCallbackView):
             return unavailable_page(config, exc)
         except (SuspiciousOperation, requests.RequestException, ValueError) as exc:
             return failed_page(config, f"{exc.__class__.__name__}: {exc}")
-        access = sso_access(request)
-        if access is not None and access.user is None:
-            return no_access_page(config, access)
         return response
 
     def login_failure(self) -> HttpResponse:
+        config = oidc_config()
+        access = sso_access(self.request)
+        if access is not None and access.user is None:
+            return no_access_page(config, access)
         error = self.request.GET.get("error", "")
-        return failed_page(oidc_config(), f"error={error[:100]!r}" if error else "no code")
+        if error:
+            return failed_page(config, f"the provider answered error={error[:100]!r}")
+        return failed_page(config, "no code and state, or no sign-in under way in this session")
 
     def login_success(self) -> HttpResponse:
         """A new session (the key rotated) holding what its re-check needs."""

@@ -32,7 +32,7 @@ def sso_on(idp, settings) -> IdentityProvider:
 
 
 @pytest.fixture
-def browser(db) -> Iterator[Callable[[], Browser]]:
+def new_browser(db) -> Iterator[Callable[[], Browser]]:
     """A new person's browser per call (own cookies at the service and the provider)."""
     opened: list[Browser] = []
 
