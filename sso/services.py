@@ -14,8 +14,10 @@ from django.utils import timezone
 from accounts.people import GroupChanges, Role, person_groups_follow, person_role
 from audit.models import AccessEventType
 from audit.services import access_event_record
+from core.exceptions import InvalidInput, NotFound, Unavailable
 from sso.claims import IdpPerson, expert_groups_for, role_for_groups, username_base
 from sso.config import OidcConfig, oidc_config
+from sso.discovery import IdpUnavailable, provider_metadata
 from sso.models import Identity
 
 VIA = "oidc"
@@ -145,6 +147,34 @@ def password_session_end(*, user: Any, address: str = "") -> None:
         reason="sso_only",
         address=address,
     )
+
+
+def identity_link(*, username: str, subject: str) -> Identity:
+    """Link the existing account `username` to `subject` at the configured provider: their
+    sign-ins use it from now on (an account is never taken over by an email address; an
+    admin says who is who). Refused when single sign-on is off, the account or the subject
+    is linked already, or the account is a superuser (the break-glass account stays local)."""
+    config = oidc_config()
+    if not config.enabled:
+        raise InvalidInput("Single sign-on is off: set BPM_OIDC_ISSUER first.")
+    subject = subject.strip()
+    if not subject or len(subject) > 255:
+        raise InvalidInput("The subject must be 1 to 255 characters.")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named {username!r}.")
+    if user.is_superuser:
+        raise InvalidInput(f"{username!r} is a superuser: the break-glass account stays local.")
+    try:
+        issuer = provider_metadata().issuer  # as ID tokens name it
+    except IdpUnavailable as exc:
+        raise Unavailable(f"The identity provider does not answer ({exc}); try again.") from exc
+    with transaction.atomic():
+        if Identity.objects.filter(user=user).exists():
+            raise InvalidInput(f"{username!r} is linked to a subject already.")
+        if Identity.objects.filter(issuer=issuer, subject=subject).exists():
+            raise InvalidInput(f"The subject {subject!r} is linked to another account already.")
+        return Identity.objects.create(user=user, issuer=issuer, subject=subject)
 
 
 # --- the parts ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import requests
+from django.conf import settings
 from django.contrib import auth
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -26,6 +27,8 @@ from mozilla_django_oidc.views import (
     OIDCAuthenticationRequestView,
 )
 
+from core.exceptions import RateLimited
+from core.ratelimits import client_address, rate_limit
 from sso.backends import library_setting, sso_access
 from sso.claims import IdpPerson
 from sso.config import OidcConfig, callback_url, oidc_config, signed_out_url
@@ -59,6 +62,18 @@ def unavailable_page(config: OidcConfig, exc: Exception) -> HttpResponse:
         config=config,
     )
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def busy_page(config: OidcConfig, exc: RateLimited) -> HttpResponse:
+    response = page(
+        "sso/sign_in_failed.html",
+        429,
+        title="Try again shortly",
+        message=f"{exc.message} Nothing was sent to {config.name}.",
+        config=config,
+    )
+    response["Retry-After"] = str(exc.retry_after)
     return response
 
 
@@ -111,7 +126,15 @@ class SignInStart(OIDCAuthenticationRequestView):
         if not config.enabled:
             raise Http404("Single sign-on is off.")
         try:
+            # Each start stores a state in a session: an address's starts are bounded.
+            rate_limit(
+                f"bpm:sso-start:{client_address(request)}",
+                settings.BPM_THROTTLE_ANON_RATE,
+                "sign-ins started from your address",
+            )
             metadata = provider_metadata()
+        except RateLimited as exc:
+            return busy_page(config, exc)
         except IdpUnavailable as exc:
             return unavailable_page(config, exc)
         self.OIDC_OP_AUTH_ENDPOINT = metadata.authorization_endpoint

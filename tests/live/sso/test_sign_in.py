@@ -220,3 +220,32 @@ def test_create_user_token_works_for_a_person_who_signs_in_with_sso(sso_on, new_
     call_command("create_user_token", "rita", stdout=out, stderr=StringIO())
     raw = out.getvalue().strip().splitlines()[-1]
     assert bearer_client(raw).get("/api/breakpoints").status_code == 200
+
+
+def test_an_account_linked_to_its_subject_keeps_its_history(sso_on, new_browser):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.factories import UserFactory
+
+    alice = UserFactory(username="alice", is_staff=False)
+    call_command("sso_link", "alice", "a-17", stdout=StringIO())
+    sso_on.person("a-17", groups=["bpm-reviewers"], preferred_username="alice.smith")
+    person = new_browser()
+
+    assert person.sign_in("a-17").status_code == 302
+    assert user_of(person).pk == alice.pk and user_of(person).username == "alice"
+    assert get_user_model().objects.count() == 1
+
+
+def test_starting_sign_ins_is_bounded_per_address(sso_on, new_browser, settings):
+    settings.BPM_THROTTLE_ANON_RATE = "2/min"
+    person = new_browser()
+    person.start()
+    person.start()
+
+    answer = person.client.get("/oidc/authenticate/")
+
+    assert answer.status_code == 429
+    assert int(answer["Retry-After"]) > 0
