@@ -32,6 +32,9 @@ from sso.services import password_session_end, sso_recheck, sso_session_end
 from sso.views import SESSION_KEY, no_access_page
 
 
+SIGN_IN_PATHS = "/oidc/"
+
+
 class RecheckImpossible(Exception):
     """The provider could not say what the person's groups are now; the message says why."""
 
@@ -58,6 +61,8 @@ class SessionRecheckMiddleware:
             return None
         if time.time() - float(state.get("checked_at", 0)) < config.recheck_seconds:
             return None
+        if request.path_info.startswith(SIGN_IN_PATHS):
+            return None  # signing in or out: what the re-check would lead to anyway
         return _recheck(request, config, state)
 
 
