@@ -31,7 +31,6 @@ from sso.discovery import IdpUnavailable, provider_metadata
 from sso.services import password_session_end, sso_recheck, sso_session_end
 from sso.views import SESSION_KEY, no_access_page
 
-
 SIGN_IN_PATHS = "/oidc/"
 
 
