@@ -15,6 +15,7 @@ the services below both apply it.
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -130,6 +131,7 @@ ADMIN_APPS = (
     "breakpoints",
     "channels",
     "triggers",
+    "sso",
 )
 # Users, not groups or permissions: changing a group's permissions would be granting
 # permissions. Deleting people is for superusers too (admins deactivate instead).
@@ -247,3 +249,60 @@ def person_set_expert_groups(
         user.groups.remove(*user.groups.exclude(name__in=ROLE_GROUPS))
         user.groups.add(*wanted)
     forget_group_names(user)
+
+
+@dataclass(frozen=True)
+class GroupChanges:
+    """The groups a person joined and left (role groups and expert groups alike)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+def role_group_names(role: str) -> set[str]:
+    """The role groups a person of `role` is in."""
+    if role == Role.ADMIN:
+        return {REVIEWERS_GROUP, ADMINS_GROUP}
+    return {REVIEWERS_GROUP} if role == Role.REVIEWER else set()
+
+
+def person_groups_follow(
+    *, user: Any, role: str, expert_groups: Iterable[str], mirrored: frozenset[str] | None
+) -> GroupChanges:
+    """Make `user`'s groups what an identity provider says: exactly the role groups of
+    `role` (console access with a role, none without), and, among the mirrored expert
+    groups (`mirrored`: those names; None: every expert group), exactly `expert_groups`
+    (created if missing). No actor: the identity provider is the authority here.
+
+    Expert groups are never role groups nor groups carrying permissions (mirroring such a
+    name would grant permissions), nor names over the group name limit: those are
+    ignored. Groups outside `mirrored` (given in the console) are left as they are.
+    """
+    if role not in Role.values:
+        raise InvalidInput(f"Unknown role {role!r}.")
+    names = {name for name in expert_groups if name and len(name) <= MAX_GROUP_NAME_LENGTH}
+    names = {name for name in names if mirrored is None or name in mirrored} - set(ROLE_GROUPS)
+    privileged = set(Group.objects.filter(permissions__isnull=False).values_list("name", flat=True))
+    with transaction.atomic():
+        current = set(user.groups.values_list("name", flat=True))
+        managed = {
+            name
+            for name in current - set(ROLE_GROUPS) - privileged
+            if mirrored is None or name in mirrored
+        }
+        wanted = role_group_names(role) | (names - privileged)
+        added = sorted(wanted - current)
+        removed = sorted(((current & set(ROLE_GROUPS)) | managed) - wanted)
+        if added:
+            user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in added])
+        if removed:
+            user.groups.remove(*Group.objects.filter(name__in=removed))
+        is_staff = role != Role.NONE or user.is_superuser
+        if user.is_staff != is_staff:
+            user.is_staff = is_staff
+            user.save(update_fields=["is_staff"])
+    forget_group_names(user)
+    return GroupChanges(added=tuple(added), removed=tuple(removed))

@@ -1,16 +1,18 @@
-"""The audit trail in the console: read-only for everyone, superusers included."""
+"""The audit trail in the console: read-only for everyone, superusers included; the sign-ins
+(access events) for admins alone."""
 
 import json
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from audit.models import Event, EventType
+from audit.models import AccessEvent, Event, EventType
 from infra.net import redacted_url
-from web.console.admin import ReviewerReadOnly
+from web.console.admin import AdminOnly, ReviewerReadOnly
 
 
 def shown_metadata(event: Event) -> dict[str, Any]:
@@ -52,3 +54,43 @@ class EventAdmin(ReviewerReadOnly, admin.ModelAdmin):
     def metadata_shown(self, event: Event) -> str:
         shown = shown_metadata(event) if isinstance(event.metadata, dict) else event.metadata
         return json.dumps(shown, ensure_ascii=False, sort_keys=True)
+
+
+@admin.register(AccessEvent)
+class AccessEventAdmin(AdminOnly, admin.ModelAdmin):
+    """Sign-ins, refusals, role changes and ended sessions: who, with which identity
+    provider groups, when. Admins read them; nobody edits them."""
+
+    list_display = ("timestamp", "type", "actor", "via", "groups_shown", "details")
+    list_filter = ("type", "via", ("timestamp", admin.DateFieldListFilter))
+    search_fields = ("actor", "=subject")
+    fields = ("timestamp", "type", "actor", "via", "subject", "groups_shown", "metadata_shown")
+    readonly_fields = fields
+    ordering = ("-timestamp", "-id")
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Groups (identity provider)")
+    def groups_shown(self, event: AccessEvent) -> str:
+        groups = event.groups if isinstance(event.groups, list) else []
+        return ", ".join(str(group) for group in groups)
+
+    @admin.display(description="Details")
+    def details(self, event: AccessEvent) -> str:
+        metadata = event.metadata if isinstance(event.metadata, dict) else {}
+        parts = [f"{key}={value}" for key, value in metadata.items() if value not in (None, "", [])]
+        return format_html('<span class="bpm-muted">{}</span>', ", ".join(parts)[:300])
+
+    @admin.display(description="Metadata")
+    def metadata_shown(self, event: AccessEvent) -> str:
+        return json.dumps(event.metadata, ensure_ascii=False, sort_keys=True)

@@ -1,4 +1,5 @@
-"""The append-only audit trail: one Event per transition, comment and notification."""
+"""The append-only audit trail: one Event per transition, comment and notification; one
+AccessEvent per sign-in, refusal and role change that an identity provider brought."""
 
 from django.db import models
 
@@ -38,3 +39,34 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} by {self.actor}"
+
+
+class AccessEventType(models.TextChoices):
+    SIGNED_IN = "signed_in"
+    REFUSED = "refused"  # a sign-in refused: no role from the identity provider, or a password
+    ROLE_CHANGED = "role_changed"  # roles or expert groups changed to follow the identity provider
+    SESSION_ENDED = "session_ended"  # a session ended by its re-check
+    SIGNED_OUT = "signed_out"
+
+
+class AccessEvent(models.Model):
+    """Who came in (or was kept out) and with which groups: written only by audit.services.
+
+    `actor` is a snapshot of the username (or `sub:<subject>` for a person who has no
+    account here), `groups` the identity provider's groups at that moment, `metadata` the
+    rest (reason, role before and after, groups added and removed, the client's address).
+    """
+
+    type = models.CharField(max_length=32, choices=AccessEventType.choices)
+    actor = models.CharField(max_length=200)
+    via = models.CharField(max_length=16)  # "oidc" or "password"
+    subject = models.CharField(max_length=255, blank=True)
+    groups = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    timestamp = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.actor}"

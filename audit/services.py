@@ -1,9 +1,9 @@
 """Audit writes. Call inside the transaction of the change being recorded."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from audit.models import Event, EventType
+from audit.models import AccessEvent, Event, EventType
 
 
 def event_record(
@@ -38,4 +38,26 @@ def refusal_record(
         type=EventType.REFUSED,
         actor=f"{via}:{who}",
         metadata={"via": via, "reason": reason, "message": message, **details},
+    )
+
+
+def access_event_record(
+    *,
+    type: str,
+    actor: str,
+    via: str,
+    subject: str = "",
+    groups: Iterable[str] = (),
+    **metadata: Any,
+) -> AccessEvent:
+    """A sign-in, a refusal, a role change or a session's end (AccessEventType): `actor` the
+    username (or `sub:<subject>`), `via` "oidc" or "password", `groups` the identity
+    provider's groups, `metadata` the rest (reason, message, role, added, removed)."""
+    return AccessEvent.objects.create(
+        type=type,
+        actor=actor[:200],
+        via=via,
+        subject=subject[:255],
+        groups=list(groups),
+        metadata=metadata,
     )

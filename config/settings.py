@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "breakpoints",
     "channels",
     "triggers",
+    "sso",
     "console",
 ]
 
@@ -80,6 +81,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Sessions signed in through the identity provider re-check their groups (sso/).
+    "sso.middleware.SessionRecheckMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "web.middleware.LogContextMiddleware",
@@ -89,9 +92,13 @@ MIDDLEWARE = [
 # Console logins go through django-axes: after BPM_LOGIN_FAILURE_LIMIT failed attempts for
 # one username from one address, that pair is locked out for BPM_LOGIN_LOCKOUT_MINUTES
 # (a success resets the count; admins unlock early under "Access attempts").
+# With single sign-on on (sso/), the identity provider signs people in; under
+# BPM_OIDC_ONLY a password signs in superusers alone (sso.backends.PasswordGate).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    "sso.backends.PasswordGate",
     "django.contrib.auth.backends.ModelBackend",
+    "sso.backends.OidcBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -109,6 +116,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.console",
+                "sso.context_processors.sign_in",
             ],
         },
     },
@@ -251,6 +259,33 @@ JIRA_REJECTED_STATUS = env_str("JIRA_REJECTED_STATUS", "Rejected")
 JIRA_DONE_TRANSITION = env_str("JIRA_DONE_TRANSITION", "Done")
 JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
 
+# --- Single sign-on: OpenID Connect (sso/, docs/sso.md) -------------------------------------
+BPM_OIDC_ISSUER = env_str("BPM_OIDC_ISSUER")  # empty: single sign-on is off
+BPM_OIDC_CLIENT_ID = env_str("BPM_OIDC_CLIENT_ID")
+BPM_OIDC_CLIENT_SECRET = env_str("BPM_OIDC_CLIENT_SECRET")
+BPM_OIDC_SCOPES = env_str("BPM_OIDC_SCOPES", "openid email profile groups")
+BPM_OIDC_GROUPS_CLAIM = env_str("BPM_OIDC_GROUPS_CLAIM", "groups")  # ID token, else userinfo
+# The identity provider's groups that make a person a reviewer, an admin; and those mirrored
+# as expert groups of the same name ("*": all of them).
+BPM_OIDC_REVIEWER_GROUPS = env_list("BPM_OIDC_REVIEWER_GROUPS")
+BPM_OIDC_ADMIN_GROUPS = env_list("BPM_OIDC_ADMIN_GROUPS")
+BPM_OIDC_EXPERT_GROUPS = env_list("BPM_OIDC_EXPERT_GROUPS")
+BPM_OIDC_ONLY = env_bool("BPM_OIDC_ONLY", default=False)  # passwords for superusers alone
+BPM_OIDC_RECHECK_SECONDS = env_int("BPM_OIDC_RECHECK_SECONDS", 900)
+BPM_OIDC_NAME = env_str("BPM_OIDC_NAME", "SSO")  # "Sign in with <name>"
+BPM_OIDC_ACCESS_CONTACT = env_str("BPM_OIDC_ACCESS_CONTACT")  # whom people without access ask
+BPM_OIDC_SIGN_ALGO = env_str("BPM_OIDC_SIGN_ALGO", "RS256")
+BPM_OIDC_TIMEOUT_SECONDS = env_float("BPM_OIDC_TIMEOUT_SECONDS", 10.0)
+if BPM_OIDC_ISSUER and not (
+    BPM_OIDC_CLIENT_ID and (BPM_OIDC_REVIEWER_GROUPS or BPM_OIDC_ADMIN_GROUPS)
+):
+    raise ImproperlyConfigured(
+        "BPM_OIDC_ISSUER is set: BPM_OIDC_CLIENT_ID and BPM_OIDC_REVIEWER_GROUPS (or "
+        "BPM_OIDC_ADMIN_GROUPS) must be set too (docs/sso.md)."
+    )
+if BPM_OIDC_ONLY and not BPM_OIDC_ISSUER:
+    raise ImproperlyConfigured("BPM_OIDC_ONLY=1 needs single sign-on: set BPM_OIDC_ISSUER.")
+
 # Django reads whole bodies into memory only up to this size (form posts in the console).
 DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
 
@@ -306,6 +341,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
 AXES_LOCKOUT_CALLABLE = "console.lockout.locked_out"  # the page, with Retry-After
 AXES_CLIENT_IP_CALLABLE = "infra.ratelimits.client_address"
+AXES_WHITELIST_CALLABLE = "sso.backends.not_a_password_sign_in"  # no password: not counted
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {

@@ -33,6 +33,7 @@ urlpatterns = [
     re_path(r"^api/", errors.api_not_found),
     path("admin/", admin.site.urls),
     path("", include("channels.urls")),
+    path("oidc/", include("sso.urls")),  # single sign-on (404 while it is off)
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),

@@ -24,6 +24,7 @@ from django.utils.http import urlencode
 from console.signin import guarding_password_checks
 from core.actors import is_reviewer
 from core.choices import Status
+from sso.views import leaving_page, sign_out_destination
 
 logger = logging.getLogger(__name__)
 View = TypeVar("View", bound=Callable[..., HttpResponseBase])
@@ -82,6 +83,15 @@ class ConsoleAdminSite(admin.AdminSite):
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         return guarding_password_checks(super().password_change)(request, extra_context)
+
+    # Signed in through the identity provider: its session ends too (a page that moves on
+    # to its end-session endpoint), when it offers one.
+    def logout(  # type: ignore[override]
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        destination = sign_out_destination(request) if request.method == "POST" else None
+        response = super().logout(request, extra_context)
+        return leaving_page(destination) if destination else response
 
     def sections(self, request: HttpRequest) -> HttpResponse:
         """The stock app index: every section this user may open."""
