@@ -58,24 +58,24 @@ install: $(DEV_STAMP) ## Create .venv and install the project and its dev tools
 # The port make run and make web serve on (BPM_PORT, 8000 by default) checked first: one
 # line naming BPM_PORT when it is taken, before anything is installed or started.
 ports: ## Check that BPM_PORT (8000 unless set) is free, or say so in one line
-	@$(PYTHON) config/ports.py
+	@$(PYTHON) devtools/ports.py
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
 # allows, else one line that says what to do (no DATABASE_URL: SQLite, nothing to check).
 migrate: $(STAMP) ## Apply the database migrations (creating a missing PostgreSQL database)
-	@test -z "$$DATABASE_URL" || $(BIN)/python -m config.database
+	@test -z "$$DATABASE_URL" || $(BIN)/python -m devtools.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
-# config/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
+# devtools/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
 # exec, so that a SIGTERM to make reaches it.
 run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000 (or BPM_PORT)
-	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev
+	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev
 
 # Only the web process, for working on the API or console: Procfile.dev's web line, run by
 # the same supervisor.
 web: ports migrate ## Serve only the web process (on BPM_PORT, 8000 by default)
-	exec env $(RUN_ENV) $(BIN)/python -m config.supervisor Procfile.dev web
+	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev web
 
 test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)

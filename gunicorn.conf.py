@@ -27,7 +27,7 @@ def child_exit(server, worker) -> None:
 
 
 # The client's address is the peer's: the app alone reads X-Forwarded-For, trusting exactly
-# BPM_NUM_PROXIES hops (core.ratelimits.address_of). uvicorn would otherwise rewrite
+# BPM_NUM_PROXIES hops (infra.ratelimits.address_of). uvicorn would otherwise rewrite
 # the peer from X-Forwarded-For for connections from 127.0.0.1 (its default), so anyone on
 # the host could pick their address and escape the login lockout and per-address limits.
 forwarded_allow_ips = ""

@@ -139,7 +139,7 @@ if "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
 fi
 
 say "release: create the database when missing, then the Procfile's release line"
-(cd "$src" && "${run_env[@]}" python -m config.database) || fail "the database cannot be used"
+(cd "$src" && "${run_env[@]}" python -m devtools.database) || fail "the database cannot be used"
 release=$(sed -n 's/^release: //p' "$src/Procfile")
 (cd "$src" && "${run_env[@]}" bash -c "$release") >"$logs/release.log" 2>&1 ||
   fail "release: $release"

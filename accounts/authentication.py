@@ -10,7 +10,7 @@ from accounts.tokens import token_authenticate, token_well_formed
 from core.actors import AgentPrincipal
 from core.choices import TokenKind
 from core.exceptions import NotAuthenticated, RateLimited
-from core.ratelimits import auth_failure_record, client_address
+from infra.ratelimits import auth_failure_record, client_address
 
 KEYWORD = "Bearer"
 INVALID_TOKEN = "Invalid or revoked token."

@@ -121,7 +121,7 @@ REVIEWER_PERMISSIONS = (
     ("audit", "view_event"),
 )
 # The project's apps with models: admins hold every permission on them (a new app joins here;
-# tests/breakpoints/test_accounts.py fails until it does).
+# tests/accounts/test_accounts.py fails until it does).
 ADMIN_APPS = (
     "accounts",
     "audit",

@@ -1,9 +1,9 @@
 """DRF throttles: per token (or console login), and per address for anonymous calls.
 
 Rates come from the BPM_THROTTLE_* settings, read when each request is checked ("off"
-disables one); a 429 carries Retry-After (core/errors.py). Keyed by the token's hash,
+disables one); a 429 carries Retry-After (web/errors.py). Keyed by the token's hash,
 never its database id, so a counter never outlives its token. Counting is an atomic
-increment (core.ratelimits.rate_hit), not DRF's history list, which parallel
+increment (infra.ratelimits.rate_hit), not DRF's history list, which parallel
 requests read and wrote over each other (issue 19: 1.95x the limit got through). Like
 every limit here they fail open.
 """
@@ -15,7 +15,7 @@ from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.models import ApiToken
-from core.ratelimits import client_address, rate_hit
+from infra.ratelimits import client_address, rate_hit
 
 logger = logging.getLogger(__name__)
 

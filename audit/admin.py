@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.models import Event, EventType
-from core.console.admin import ReviewerReadOnly
-from core.net import redacted_url
+from infra.net import redacted_url
+from web.console.admin import ReviewerReadOnly
 
 
 def shown_metadata(event: Event) -> dict[str, Any]:

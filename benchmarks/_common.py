@@ -59,7 +59,7 @@ def bootstrap() -> None:
     # As the web server does once started (config/asgi.py): the in-process requests then
     # meet the collector as the server's do (a full collection of the unfrozen startup
     # heap took 60 ms, landing in whichever request allocated at that moment).
-    from core.heap import startup_heap_freeze
+    from web.heap import startup_heap_freeze
 
     startup_heap_freeze()
 

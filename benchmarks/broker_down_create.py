@@ -4,7 +4,7 @@
 
 Issue 32: with Redis down a create took 2.1-2.4 s (0.1 s normally): the request published
 its outbox rows itself, after its commit, and waited for the broker's connect timeout. Now
-a thread of the web process publishes them (core/publishing.py) and the request answers at
+a thread of the web process publishes them (infra/publishing.py) and the request answers at
 once. Both are measured in the same run: the server as the Procfile serves it, once as it
 is and once with BPM_PUBLISH_INLINE=1 (the request publishes: the way it was). Each case
 times --creates creates with Redis up (the floor), stops Redis, times as many again, and
@@ -31,7 +31,7 @@ from _common import bootstrap, database_ensure, database_label, guard_database, 
 from http_bench import Fixtures
 from http_servers import Server, ServerSpec, free_port
 
-UVICORN = "core.webserver.BalancedUvicornWorker"
+UVICORN = "web.webserver.BalancedUvicornWorker"
 TARGET_RATIO = 2.0
 
 

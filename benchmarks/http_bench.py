@@ -78,7 +78,7 @@ from http_servers import ConnectionWatch, CpuMeter, Server, ServerSpec, proc_sta
 
 BENCH_DIR = Path(__file__).resolve().parent
 SECTIONS = ("floor", "lists", "drf", "wake", "capacity")
-UVICORN = "core.webserver.BalancedUvicornWorker"
+UVICORN = "web.webserver.BalancedUvicornWorker"
 WAITERS_PER_TOKEN = 250  # the project caps open waits per token and process (429 beyond)
 # The mass expiry moves only rows whose expiresAt is set to this instant: nobody else's.
 SWEEP_CUTOFF = datetime(2000, 1, 1, tzinfo=UTC)

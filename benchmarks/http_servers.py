@@ -29,7 +29,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class ServerSpec:
     label: str
     app: str  # "config.asgi:application"
-    worker_class: str  # "core.webserver.BalancedUvicornWorker", "gthread", "sync"
+    worker_class: str  # "web.webserver.BalancedUvicornWorker", "gthread", "sync"
     workers: int
     threads: int = 1
     cwd: Path = Path(".")
@@ -37,7 +37,7 @@ class ServerSpec:
     access_log: bool = False  # as the Procfile: "-" (to /dev/null here)
 
     def describe(self) -> str:
-        kind = {"core.webserver.BalancedUvicornWorker": "uvicorn worker (ASGI)"}.get(
+        kind = {"web.webserver.BalancedUvicornWorker": "uvicorn worker (ASGI)"}.get(
             self.worker_class, f"{self.worker_class} (WSGI)"
         )
         threads = f" x {self.threads} threads" if self.threads > 1 else ""

@@ -56,7 +56,7 @@ from _scale_writes import (
 )
 
 LIST_TARGET_MS = 30.0  # issue 8, item 6: every filter, one client, at 1M rows
-COUNT_CAP = 250  # core.console.pagination.COUNT_CAP
+COUNT_CAP = 250  # web.console.pagination.COUNT_CAP
 
 
 @dataclass

@@ -48,7 +48,7 @@ from http_bench import Fixtures, verdict
 from http_client import Connection
 from http_servers import CpuMeter, Server, ServerSpec
 
-UVICORN = "core.webserver.BalancedUvicornWorker"
+UVICORN = "web.webserver.BalancedUvicornWorker"
 TARGET_P99_SECONDS = 1.0
 MEASURER_ADDRESS = "127.0.0.2"  # loopback, another address than the attackers' 127.0.0.1
 LIST_PATH = "/api/breakpoints"

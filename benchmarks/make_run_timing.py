@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # A line of make's output that marks the start of a phase (the first line that contains it).
-PHASE_MARKERS = (("migrate", "manage.py migrate"), ("start", "config.supervisor"))
+PHASE_MARKERS = (("migrate", "manage.py migrate"), ("start", "devtools.supervisor"))
 # Variables of this shell that a developer's fresh one would not have.
 NOT_A_DEVELOPERS = ("BPM_", "DJANGO_", "CELERY_", "UV_", "VIRTUAL_ENV")
 NOT_A_DEVELOPERS_NAMES = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PYTHONPATH", "DEBUG"}

@@ -107,8 +107,8 @@ def forget(item: dict) -> None:
     """Delete the file's cached rendering, so the next page renders it (cold)."""
     from django.core.cache import cache
 
-    from core.rendering.budget import cache_key
-    from core.rendering.markup import cache_source
+    from web.rendering.budget import cache_key
+    from web.rendering.markup import cache_source
 
     cache.delete(cache_key(cache_source(item)))
 
@@ -116,7 +116,7 @@ def forget(item: dict) -> None:
 def measure(name: str, item: dict, pages: Pages) -> tuple[tuple, bool]:
     from breakpoints.services import breakpoint_create
     from core.actors import Actor
-    from core.rendering.markup import context_files
+    from web.rendering.markup import context_files
 
     payload = {"title": f"Render bench: {name}", "context": {"files": [item]}}
     bp, _ = breakpoint_create(actor=Actor.for_agent(AGENT_ID), payload=payload)

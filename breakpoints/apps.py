@@ -9,7 +9,7 @@ class BreakpointsConfig(AppConfig):
         # Here, not at the top: this module is imported while the app registry is filled,
         # before any model may be imported (tests/test_structure.py allows exactly these).
         from breakpoints.selectors import consecutive_approvals
-        from core.api import schema  # noqa: F401 - registers the OpenAPI auth scheme
         from policies.autoapproval import decision_history_register
+        from web.api import schema  # noqa: F401 - registers the OpenAPI auth scheme
 
         decision_history_register(consecutive_approvals)

@@ -139,7 +139,7 @@ def _check_files(errors: dict, files: Any) -> None:
             errors[at] = ["Must be an object with a path (and optionally a format)."]
             continue
         _check_relative_path(errors, f"{at}.path", item.get("path"))
-        # Omitted (or null), the format is inferred from the path (core.rendering.fileformats).
+        # Omitted (or null), the format is inferred from the path (core.fileformats).
         file_format = item.get("format")
         if file_format is not None and (
             not isinstance(file_format, str) or file_format not in formats

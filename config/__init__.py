@@ -1,4 +1,5 @@
-"""Project configuration: settings, URLs, the Celery app and the API error contract."""
+"""Wiring only: settings (and env, their parsing), URLs, the ASGI and WSGI entry points,
+the Celery app and the production-settings check they run at start."""
 
 from config.celery import app as celery_app
 

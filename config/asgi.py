@@ -4,7 +4,7 @@ The status paths are served by a thin async handler that holds waiting agents wi
 thread each (breakpoints/waiting/asgi.py). Every other request goes to Django, run as a
 WSGI application on a fixed pool of BPM_WEB_THREADS threads: Django's own ASGI handler
 starts a thread per request, which measured several times slower for these sync views.
-Django is reached through core.asgi_body, which gives chunked request bodies a
+Django is reached through web.asgi_body, which gives chunked request bodies a
 Content-Length (Django's WSGI handler reads only as much as that says).
 """
 
@@ -21,11 +21,11 @@ from django.conf import settings  # noqa: E402
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
 from config.startup import require_production_settings  # noqa: E402
-from core.asgi_body import BufferedBodyApp  # noqa: E402
-from core.asgi_cors import CorsHeadersApp  # noqa: E402
-from core.heap import startup_heap_freeze  # noqa: E402
-from core.logging import redact_server_access_logs  # noqa: E402
-from core.openfiles import raise_open_file_limit  # noqa: E402
+from infra.logging import redact_server_access_logs  # noqa: E402
+from web.asgi_body import BufferedBodyApp  # noqa: E402
+from web.asgi_cors import CorsHeadersApp  # noqa: E402
+from web.heap import startup_heap_freeze  # noqa: E402
+from web.openfiles import raise_open_file_limit  # noqa: E402
 
 # Every waiting agent is an open socket: room for BPM_MAX_WAITERS of them, or a warning.
 raise_open_file_limit(settings.BPM_MAX_WAITERS)

@@ -2,7 +2,7 @@
 
 Every `config.*` import runs this module first (config/__init__.py), settings included, so
 what it imports at the top must not read settings nor load models: django.conf's settings
-object is lazy, config.startup and core.logging read settings only when called.
+object is lazy, config.startup and infra.logging read settings only when called.
 """
 
 import logging
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from config.startup import require_production_settings
-from core.logging import current_context, current_request_id, log_context
+from infra.logging import current_context, current_request_id, log_context
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

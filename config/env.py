@@ -94,7 +94,7 @@ def database_settings(url: str) -> dict[str, Any]:
             url,
             conn_max_age=0,
             # With the pool this would cost a round trip per checkout (each request, each
-            # status poll); core.postgres checks a connection taken from the pool for a
+            # status poll); infra.postgres checks a connection taken from the pool for a
             # cut socket instead, without one.
             conn_health_checks=False,
         )
@@ -103,15 +103,15 @@ def database_settings(url: str) -> dict[str, Any]:
         # Concurrent web + worker processes on one SQLite file: wait for locks, not fail.
         config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
         return config
-    # Django's backend, checking a connection taken from the pool (core/postgres/base.py).
+    # Django's backend, checking a connection taken from the pool (infra/postgres/base.py).
     if config["ENGINE"] == "django.db.backends.postgresql":
-        config["ENGINE"] = "core.postgres"
+        config["ENGINE"] = "infra.postgres"
     # Under ASGI every request runs its sync work on a thread of its own, so persistent
     # per-thread connections would leak: a bounded per-process pool hands each request a
     # connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
     # The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
     # so a request waits for the pool only while a connection is being opened: a short
-    # timeout is a database that does not answer, and becomes a quick 503 (core/outage.py).
+    # timeout is a database that does not answer, and becomes a quick 503 (web/outage.py).
     pool_timeout = env_float("DATABASE_POOL_TIMEOUT", 2.0)
     options = config.setdefault("OPTIONS", {})
     options["pool"] = {

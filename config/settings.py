@@ -22,7 +22,7 @@ from config.env import (
     env_str,
 )
 from core import tasknames
-from core.logging import logging_settings
+from infra.logging import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
@@ -64,25 +64,25 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.middleware.RequestIDMiddleware",
+    "web.middleware.RequestIDMiddleware",
     "ops.metrics.RequestMetricsMiddleware",
     # Before anything that answers (413, 401, 404): a preflight needs no token, and a
     # browser can read every answer to an allowed origin, errors included.
     "corsheaders.middleware.CorsMiddleware",
-    "config.middleware.HealthProbeMiddleware",
-    "config.middleware.BodySizeLimitMiddleware",
+    "ops.health.HealthProbeMiddleware",
+    "web.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "config.middleware.ContentSecurityPolicyMiddleware",
+    "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After the probes (/readyz checks the database itself) and static files (no database).
-    "config.middleware.DatabaseOutageMiddleware",
+    "web.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.LogContextMiddleware",
+    "web.middleware.LogContextMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
 ]
 
@@ -119,7 +119,7 @@ DATABASES = {
     "default": database_settings(env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
 }
 # After the pool could not hand out a connection, a web process answers 503 at once for
-# this long instead of each request waiting DATABASE_POOL_TIMEOUT (core/outage.py).
+# this long instead of each request waiting DATABASE_POOL_TIMEOUT (web/outage.py).
 BPM_DATABASE_FAIL_FAST_SECONDS = env_float("BPM_DATABASE_FAIL_FAST_SECONDS", 2.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -166,7 +166,7 @@ X_FRAME_OPTIONS = "DENY"
 
 # --- Breakpoint Manager ------------------------------------------------------
 BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
-# Bodies are read before Django takes a thread (core/asgi_body.py): 408 past the deadline,
+# Bodies are read before Django takes a thread (web/asgi_body.py): 408 past the deadline,
 # 429 beyond the bodies one address may have arriving at once (per web process).
 BPM_BODY_READ_SECONDS = env_float("BPM_BODY_READ_SECONDS", 10.0)
 BPM_MAX_UPLOADS_PER_ADDRESS = env_int("BPM_MAX_UPLOADS_PER_ADDRESS", 4)
@@ -193,7 +193,7 @@ BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.ex
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
 # /api/ only, Bearer tokens only (no cookies cross-origin). The status handler in front of
-# Django (breakpoints/waiting/) gets the same headers through core.asgi_cors.
+# Django (breakpoints/waiting/) gets the same headers through web.asgi_cors.
 BPM_CORS_ORIGINS = env_origins("BPM_CORS_ORIGINS")
 CORS_ALLOWED_ORIGINS = BPM_CORS_ORIGINS
 CORS_URLS_REGEX = r"^/api/"
@@ -278,7 +278,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            # A hung Redis must not hang requests: limits fail open (core/ratelimits.py).
+            # A hung Redis must not hang requests: limits fail open (infra/ratelimits.py).
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
         if REDIS_URL
@@ -305,7 +305,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
 AXES_LOCKOUT_CALLABLE = "console.lockout.locked_out"  # the page, with Retry-After
-AXES_CLIENT_IP_CALLABLE = "core.ratelimits.client_address"
+AXES_CLIENT_IP_CALLABLE = "infra.ratelimits.client_address"
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK: dict[str, Any] = {
@@ -314,11 +314,11 @@ REST_FRAMEWORK: dict[str, Any] = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["core.api.renderers.FastJSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["core.parsers.SafeJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["web.api.renderers.FastJSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["web.parsers.SafeJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "web.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [
         "accounts.throttling.TokenRateThrottle",
@@ -349,7 +349,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "core.api.schema.strip_trailing_slashes",
+        "web.api.schema.strip_trailing_slashes",
         "breakpoints.api.schema.input_rules",
     ],
 }
@@ -359,7 +359,7 @@ SPECTACULAR_SETTINGS = {
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # kombu's, surviving a Redis drop
+    CELERY_BROKER_TRANSPORT = "infra.broker:Transport"  # kombu's, surviving a Redis drop
     # Short socket timeouts: publishing from a request must never hang on Redis.
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": 3600,
@@ -370,8 +370,8 @@ else:
     # Embedded broker: the real Celery worker and beat exchange messages through files.
     # A host named, or kombu warns "No hostname was supplied" at every start (it is unused).
     CELERY_BROKER_URL = "filesystem://localhost//"
-    # kombu's, except that no reader sees a message before it is whole (config/embedded_broker.py)
-    CELERY_BROKER_TRANSPORT = "config.embedded_broker:Transport"
+    # kombu's, except that no reader sees a message before it is whole (infra/embedded_broker.py)
+    CELERY_BROKER_TRANSPORT = "infra.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -391,7 +391,7 @@ CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() 
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # What a committed transaction hands to the workers is published by a thread of the
-# process, so no request waits on the broker (core/publishing.py); on (the unit tests),
+# process, so no request waits on the broker (infra/publishing.py); on (the unit tests),
 # at once by the request instead.
 BPM_PUBLISH_INLINE = env_bool("BPM_PUBLISH_INLINE", default=False)
 # No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded
@@ -418,7 +418,7 @@ CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = logging_settings(
     log_format=LOG_FORMAT,
-    timestamps=env_bool("LOG_TIMESTAMPS", True),  # config/supervisor.py (make run) stamps lines
+    timestamps=env_bool("LOG_TIMESTAMPS", True),  # devtools/supervisor.py (make run) stamps lines
     level=env_str("LOG_LEVEL", "INFO"),
     task_level=env_str("LOG_LEVEL_TASKS", "WARNING"),  # INFO: a line per task run and scheduled
 )

@@ -6,11 +6,11 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
-from core import errors
 from ops import health, jwks, metrics
+from web import errors
 
-handler404 = "core.errors.handler404"
-handler500 = "core.errors.handler500"
+handler404 = "web.errors.handler404"
+handler500 = "web.errors.handler500"
 
 # The schema and docs are public: no credentials are checked (a stale token must not turn
 # them into a 401), and the docs page is only ever fetched.

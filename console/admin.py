@@ -41,11 +41,11 @@ from breakpoints.services import breakpoint_expire
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer
 from core.choices import Status, Via
-from core.console.admin import InputFilter, ReviewerReadOnly
-from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
-from core.rendering import html as rendering
-from core.rendering.html import format_html
+from web.console.admin import InputFilter, ReviewerReadOnly
+from web.console.pagination import CappedCountPaginator
+from web.rendering import html as rendering
+from web.rendering.html import format_html
 
 admin.site.site_header = "Breakpoint Manager"
 admin.site.site_title = "Breakpoint Manager"
@@ -142,7 +142,7 @@ class QueueChangeList(ChangeList):
 
 def queue_rows(cl: QueueChangeList) -> list[list[SafeString]]:
     """The cells of every row, as the admin's items_for_result writes them (the same HTML:
-    tests/reviews/test_queue_rows.py compares them), with the work that does not depend on
+    tests/console/test_queue_rows.py compares them), with the work that does not depend on
     the row done once per page: the review link with its preserved filters, the columns'
     lookups, the checkbox's markup."""
     model_admin = cl.model_admin

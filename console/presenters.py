@@ -16,7 +16,7 @@ from breakpoints.selectors import decided_via_text
 from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
 from core.choices import Status, via_label
-from core.rendering import html as rendering
+from web.rendering import html as rendering
 
 if TYPE_CHECKING:
     from breakpoints.services.decisions import Release

@@ -5,7 +5,7 @@ the server do, and the per-username lockout (django-axes) counts nothing for a c
 sends a new username each time. So every POST to a form that checks a password (the
 sign-in, the password change) first passes two checks, in this order:
 
-- the address's attempts (core.ratelimits.sign_in_attempt, BPM_LOGIN_ATTEMPT_RATE, shared by
+- the address's attempts (infra.ratelimits.sign_in_attempt, BPM_LOGIN_ATTEMPT_RATE, shared by
   every process through the cache): past it 429, whatever the username;
 - this process's password checks in progress (BPM_LOGIN_CONCURRENCY): when all are taken,
   503 at once rather than a thread waiting for a core.
@@ -24,7 +24,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 
 from core.exceptions import RateLimited
-from core.ratelimits import client_address, sign_in_attempt
+from infra.ratelimits import client_address, sign_in_attempt
 
 View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 

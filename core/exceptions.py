@@ -1,7 +1,7 @@
 """The errors services raise: plain Python, no HTTP framework.
 
 Each carries a stable `code` (the contract's error codes), a message for humans and
-machine-readable `details`. Only core.errors maps them to HTTP statuses and the
+machine-readable `details`. Only web.errors maps them to HTTP statuses and the
 error envelope; consoles, commands and workers read `message` and `details` directly.
 """
 

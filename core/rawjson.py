@@ -2,7 +2,7 @@
 
 A list page passes its breakpoints' JSON columns through this way instead of parsing them
 into Python objects and writing them out again: the API's renderer
-(core.api.renderers) embeds the text with orjson.Fragment; its standard-library path
+(web.api.renderers) embeds the text with orjson.Fragment; its standard-library path
 (pretty-printed answers, the browsable API) parses it first. The text must be one valid
 JSON value: what PostgreSQL's jsonb (or Django's JSONField on SQLite) gives back is.
 """

@@ -44,7 +44,7 @@ case $role in
     eval "exec $line \"\$@\""
     ;;
   migrate)
-    python -m config.database
+    python -m devtools.database
     exec python manage.py migrate --noinput "$@"
     ;;
   manage)

@@ -15,7 +15,6 @@ from django.utils.text import Truncator
 
 from audit.models import Event, EventType
 from core.actors import Actor, is_admin
-from core.console.admin import AdminOnly, ServiceAdmin, ShownOnce
 from core.exceptions import DomainError
 from core.limits import MAX_WEBHOOK_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
@@ -26,6 +25,7 @@ from notifications.services import (
     webhook_remove,
     webhook_update,
 )
+from web.console.admin import AdminOnly, ServiceAdmin, ShownOnce
 
 
 class WebhookChangeForm(forms.Form):

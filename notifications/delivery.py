@@ -25,10 +25,10 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import EventType
 from audit.services import event_record
-from core import net as guard
 from core.choices import Channel
 from core.ijson import as_doubles
-from core.net import redacted_url
+from infra import net as guard
+from infra.net import redacted_url
 from notifications import outbox, targets
 from notifications import senders as channels
 from notifications.base import Sent

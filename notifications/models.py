@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from core import limits
 from core.choices import Channel
-from core.net import redacted_url
+from infra.net import redacted_url
 
 
 def new_delivery_id() -> str:

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidState, NotFound
-from core.publishing import publish, publish_soon
 from core.timestamps import timestamp
+from infra.publishing import publish, publish_soon
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
 
@@ -143,7 +143,7 @@ def _deliveries_write(
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:
-    """Hand deliveries to the workers (core.publishing.publish: never raises; the outbox
+    """Hand deliveries to the workers (infra.publishing.publish: never raises; the outbox
     sweep publishes what a failed publish left pending)."""
     return publish(tasknames.DELIVER, delivery_ids)  # by name: notifications.tasks runs it
 

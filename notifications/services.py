@@ -14,10 +14,10 @@ subscriber's signed POST, or a Slack, email or JIRA message (notifications.sende
 - targets: each target's cap of attempts in flight
 
 Other code imports from this module; tests patch the modules themselves. The guard of
-which addresses a webhook may reach (SSRF) is core.net; the Celery tasks are in tasks.py.
+which addresses a webhook may reach (SSRF) is infra.net; the Celery tasks are in tasks.py.
 """
 
-from core.net import DeliveryRefused
+from infra.net import DeliveryRefused
 from notifications.delivery import (
     MAX_ATTEMPTS,
     MAX_BACKOFF_SECONDS,

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from core import net as guard
 from core.exceptions import InvalidInput, NotFound
+from infra import net as guard
 from notifications.delivery import signer
 from notifications.models import Delivery, Webhook, WebhookEventType
 from notifications.outbox import cancel_pending

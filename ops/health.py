@@ -1,12 +1,16 @@
-"""Liveness and readiness probes (no auth, no database session)."""
+"""Liveness and readiness probes (no auth, no database session), and the middleware that
+answers them (and the /metrics scrape) before the Host check."""
+
+from collections.abc import Callable
 
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from breakpoints.waiting.hub import hub_state
+from ops import metrics
 
 
 @require_GET
@@ -55,3 +59,24 @@ def readyz(request: HttpRequest) -> JsonResponse:
         response["Retry-After"] = "5"
         return response
     return JsonResponse({"status": "ok", "checks": checks})
+
+
+class HealthProbeMiddleware:
+    """Answer /healthz, /readyz and /metrics before anything checks the Host header.
+
+    Load balancers, orchestrators and scrapers address a pod by IP; a probe must not fail
+    on ALLOWED_HOSTS. Nothing else is served this way.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = {
+            "/healthz": healthz,
+            "/readyz": readyz,
+            "/metrics": metrics.metrics_view,
+        }.get(request.path_info)
+        if probe is not None:
+            return probe(request)
+        return self.get_response(request)

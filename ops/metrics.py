@@ -50,7 +50,7 @@ from breakpoints.waiting.metrics import (
     refresh_process_gauges,
 )
 from core.choices import Status
-from core.ratelimits import client_address
+from infra.ratelimits import client_address
 from notifications.models import Delivery, DeliveryStatus
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,6 @@
-"""Shared fixtures: API clients authenticated as agents, reviewers and admins."""
+"""Shared fixtures: API clients authenticated as agents (and for any user), breakpoints made
+through the service, the suite's settings; the people (reviewers, admins) are in
+tests/support/people.py."""
 
 import json
 import os
@@ -14,9 +16,11 @@ from rest_framework.test import APIClient
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
-from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.support.receipts import TEST_KEYS_SETTING
 from tests.support.system import POSTGRESQL_ENGINES
+
+# Reviewers and admins, through the API and in the console: one definition each.
+pytest_plugins = ["tests.support.people"]
 
 # Tests under tests/live/ start processes (servers, workers, browsers, the whole system).
 LIVE_TESTS = Path(__file__).resolve().parent / "live"
@@ -146,32 +150,6 @@ def other_agent_client(db) -> APIClient:
 
 
 @pytest.fixture
-def reviewer(db):
-    return ReviewerFactory(username="alice")
-
-
-@pytest.fixture
-def reviewer_client(reviewer) -> APIClient:
-    return bearer_client(token_create_for_user(user=reviewer)[1])
-
-
-@pytest.fixture
-def admin_user(db):
-    return AdminFactory(username="root-admin")
-
-
-@pytest.fixture
-def admin_client(admin_user) -> APIClient:
-    return bearer_client(token_create_for_user(user=admin_user)[1])
-
-
-@pytest.fixture
-def nobody_client(db) -> APIClient:
-    """A user with a personal token but no reviewer/admin role."""
-    return bearer_client(token_create_for_user(user=UserFactory(username="nobody"))[1])
-
-
-@pytest.fixture
 def make_breakpoint(db):
     """Create a breakpoint through the service, as agent 'agent-a' unless told otherwise."""
 
@@ -200,7 +178,7 @@ def django_db_modify_db_settings(
 @pytest.fixture(autouse=True)
 def _publish_inline(settings):
     """A committed transaction's publish runs in the request, so a test sees what was
-    handed over when its transaction commits (tests/test_publishing.py runs the thread)."""
+    handed over when its transaction commits (tests/core/test_publishing.py runs the thread)."""
     settings.BPM_PUBLISH_INLINE = True
 
 
@@ -218,30 +196,6 @@ def client_for(db):
         return bearer_client(token_create_for_user(user=user)[1])
 
     return make
-
-
-@pytest.fixture
-def expert_member(db):
-    """A reviewer who is a member of the named expert groups: expert_member("tina", "tech-lead")."""
-    from django.contrib.auth.models import Group
-
-    def make(username: str, *groups: str):
-        user = ReviewerFactory(username=username)
-        for name in groups:
-            user.groups.add(Group.objects.get_or_create(name=name)[0])
-        return user
-
-    return make
-
-
-@pytest.fixture
-def three_experts(expert_member) -> dict:
-    """Groups tech-lead, ops-lead and security-lead, one reviewer member each."""
-    return {
-        "tech-lead": expert_member("tina", "tech-lead"),
-        "ops-lead": expert_member("oscar", "ops-lead"),
-        "security-lead": expert_member("sam", "security-lead"),
-    }
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,8 @@ must at least parse, name things that exist, and hold together page by page.
 - a shell variable a page uses ($X) is defined earlier on the same page;
 - manage.py and `python -m` run from the project's virtualenv (`.venv/bin/python`);
 - the management commands, make targets and settings the pages name exist;
-- a person (`create_reviewer NAME`) has the same attributes wherever the docs create them.
+- a person (`create_reviewer NAME`) has the same attributes wherever the docs create them;
+- the Layout (docs/development.md) has every package, and names each module of the shared ones.
 
 (`make lint` also builds the docs with `mkdocs build --strict`.) No database, no server:
 the pages are parsed, the sources read.
@@ -268,3 +269,36 @@ def test_each_person_has_one_set_of_attributes_and_is_created_once_per_page():
     differing = {name: where for name, where in seen.items() if len(where) > 1}
     assert not differing, f"one person, different attributes: {differing}"
     assert not twice, f"created twice on one page (use --update): {twice}"
+
+
+# --- the layout ---------------------------------------------------------------------------
+
+# Packages whose Layout entry names every module in them (the shared plumbing, where a reader
+# looks a module up by name); the apps' entries say what they hold in words.
+LAYOUT_NAMES_EVERY_MODULE = ("core", "infra", "web", "config", "devtools")
+LAYOUT_ENTRY = re.compile(r"^([\w/.-]+/)\s+(.*(?:\n {6,}.*)*)", re.M)
+
+
+def layout_entries() -> dict[str, str]:
+    """docs/development.md's Layout block: {"core": its text, ...}."""
+    text = (ROOT / "docs" / "development.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    return {name.rstrip("/"): entry for name, entry in LAYOUT_ENTRY.findall(block)}
+
+
+def test_the_layout_has_every_package_and_only_folders_that_exist():
+    entries = layout_entries()
+    assert not [package for package in APP_PACKAGES if package not in entries]
+    assert not [name for name in entries if not (ROOT / name).is_dir()]
+
+
+@pytest.mark.parametrize("package", LAYOUT_NAMES_EVERY_MODULE)
+def test_the_layout_names_each_module_of_the_shared_packages(package):
+    entry = layout_entries()[package].lower()
+    modules = sorted(
+        path.stem if path.suffix else path.name
+        for path in (ROOT / package).iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__")
+        or (path.is_dir() and (path / "__init__.py").exists())
+    )
+    assert not [name for name in modules if not re.search(rf"\b{name}\b", entry)]

@@ -169,6 +169,9 @@ def _keep_rules_in_words(case) -> None:
         _keep_escalation_rule(body["payload"])
         if body["payload"].get("autoApproveAfterN") == 0:
             body["payload"]["autoApproveAfterN"] = 1
+        if body["payload"].get("autoApproveAfterN") is not None:
+            # It counts decisions per key: the question must be named (breakpoints.payload).
+            body["payload"]["breakpointId"] = "fuzz.named-question"
     if case.path.startswith("/api/routes") and isinstance(body.get("defaults"), dict):
         _keep_escalation_rule(body["defaults"])
     if case.path == "/api/triggers" and body.get("action") in TRIGGER_PARAMS:

@@ -2,7 +2,7 @@
 
 The write operations are read from the OpenAPI schema (drf-spectacular's generator, the
 schema /api/schema serves), so a new POST, PUT, PATCH or DELETE fails here until it refuses
-an unknown key (`core.api.fields.StrictBody`; `NoBody` for one that takes no body) or is
+an unknown key (`web.api.fields.StrictBody`; `NoBody` for one that takes no body) or is
 listed in EXEMPT with the reason. Each is called as its caller would, with a body that is
 valid but for one key it does not take: 400 `validation_error` naming that key; then the
 same body without it succeeds, so the 400 was the key's. A body that is not a JSON object

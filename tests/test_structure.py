@@ -40,7 +40,7 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
-        "from core.api import schema",
+        "from web.api import schema",
     ): "registers the OpenAPI auth extension once the models are loaded; " + READY,
     (
         "breakpoints/apps.py",
@@ -204,9 +204,10 @@ def test_import_layers_hold():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_planted_cycle_between_apps_breaks_the_layers(tmp_path):
-    """The layers contract sees app boundaries: a copy of the apps with one import from the
-    ground (core) up to breakpoints fails `lint-imports`, naming that import."""
+def lint_imports_with_planted(
+    tmp_path: Path, planted: dict[str, str]
+) -> subprocess.CompletedProcess:
+    """`lint-imports` on a copy of the packages with `planted` ({path: source}) added."""
     for package in APP_PACKAGES:
         shutil.copytree(
             ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
@@ -217,14 +218,53 @@ def test_a_planted_cycle_between_apps_breaks_the_layers(tmp_path):
         ignore=shutil.ignore_patterns("node_modules", "__pycache__", ".venv"),
     )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    (tmp_path / "core" / "planted.py").write_text("from breakpoints import selectors  # noqa\n")
-    result = lint_imports(
+    for path, source in planted.items():
+        (tmp_path / path).write_text(source)
+    return lint_imports(
         tmp_path,
         env={
             **os.environ,
             "PYTHONPATH": f"{tmp_path}{os.pathsep}{tmp_path / 'clients/python/src'}",
         },
     )
+
+
+def test_a_planted_cycle_between_apps_breaks_the_layers(tmp_path):
+    """The layers contract sees app boundaries: a copy of the apps with one import from the
+    ground (core) up to breakpoints fails `lint-imports`, naming that import."""
+    result = lint_imports_with_planted(
+        tmp_path, {"core/planted.py": "from breakpoints import selectors  # noqa\n"}
+    )
     assert result.returncode != 0
     assert "core is not allowed to import breakpoints" in result.stdout
     assert "core.planted -> breakpoints.selectors" in result.stdout
+
+
+def test_a_new_domain_module_may_not_import_presentation(tmp_path):
+    """The domain-not-presentation contract names the presentation, not the domain: a module
+    no contract names (new, in an app) is domain at once, and importing DRF, the web plumbing
+    or an api/ fails `lint-imports`."""
+    result = lint_imports_with_planted(
+        tmp_path,
+        {
+            "accounts/planted.py": "from rest_framework import serializers  # noqa\n",
+            "triggers/planted.py": "from web.rendering import markup  # noqa\n",
+            "breakpoints/planted.py": "from breakpoints.api import views  # noqa\n",
+        },
+    )
+    assert result.returncode != 0
+    for line in (
+        "accounts.planted -> rest_framework",
+        "triggers.planted -> web.rendering.markup",
+        "breakpoints.planted -> breakpoints.api.views",
+    ):
+        assert line in result.stdout
+
+
+def test_what_may_import_presentation_is_presentation():
+    """Each module allowed to import presentation is protected itself (config excepted:
+    nothing imports the wiring), so the domain cannot reach DRF or the web plumbing through
+    one of them: the protected contract checks direct imports, this makes that enough."""
+    contract = next(c for c in _contracts() if c["id"] == "domain-not-presentation")
+    unprotected = set(contract["allowed_importers"]) - set(contract["protected_modules"])
+    assert unprotected == {"config"}

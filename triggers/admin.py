@@ -19,15 +19,12 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from core.actors import Actor
-from core.console.admin import AdminOnly, InputFilter, ServiceAdmin, ShownOnce
-from core.console.pagination import CappedCountPaginator
 from core.exceptions import DomainError
 from core.limits import (
     MAX_EVENT_TYPE_LENGTH,
     MAX_SOURCE_NAME_LENGTH,
     MAX_WEBHOOK_SECRET_LENGTH,
 )
-from core.rendering.html import render_json
 from policies.admin.routes import JSONTextField
 from triggers.api.serializers import source_url
 from triggers.api.shapes import params_problems
@@ -40,6 +37,9 @@ from triggers.models import (
     TriggerRule,
 )
 from triggers.services import rule_add, rule_remove, source_add, source_set_enabled
+from web.console.admin import AdminOnly, InputFilter, ServiceAdmin, ShownOnce
+from web.console.pagination import CappedCountPaginator
+from web.rendering.html import render_json
 
 MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vTextField bpm-mono"}
 STATUS_BADGE: dict[str, str] = {EventStatus.PENDING: "waiting", EventStatus.PROCESSED: "released", EventStatus.FAILED: "expired"}  # fmt: skip

@@ -14,9 +14,9 @@ from django.utils.html import format_html
 from accounts.models import ApiToken
 from accounts.tokens import token_create_for_agent, token_revoke
 from core.actors import Actor, is_admin
-from core.console.admin import ServiceAdmin, ShownOnce
 from core.exceptions import DomainError
 from core.limits import MAX_AGENT_ID_LENGTH, MAX_REQUESTED_BY_LENGTH, MAX_TOKEN_NAME_LENGTH
+from web.console.admin import ServiceAdmin, ShownOnce
 
 
 class AgentTokenForm(forms.Form):

@@ -5,9 +5,9 @@ Documentation only: breakpoints.payload validates; every bound comes from limits
 
 from breakpoints.payload import KEY_PATTERN
 from core import limits
-from core.api.schema import NOT_BLANK
 from core.choices import FileFormat, OnTimeout, Strategy
 from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA, ESCALATE_TO_DESCRIPTION
+from web.api.schema import NOT_BLANK
 
 
 def _nullable(schema: dict) -> dict:

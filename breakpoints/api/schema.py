@@ -1,11 +1,11 @@
 """The breakpoints API's own input rules in the OpenAPI document (a postprocessing hook)."""
 
 from breakpoints.filters import BreakpointFilter
-from core.api.schema import UTC_OFFSET_IN_RANGE
+from web.api.schema import UTC_OFFSET_IN_RANGE
 
 
 def input_rules(result, generator, request, public):
-    """POSTPROCESSING_HOOK: the input rules below, after core.api.schema's hook."""
+    """POSTPROCESSING_HOOK: the input rules below, after web.api.schema's hook."""
     declare_input_rules(result)
     return result
 

@@ -9,7 +9,9 @@ from breakpoints import representation
 from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
 from breakpoints.models import Breakpoint, Feedback
 from core import limits
-from core.api.fields import (
+from core.choices import Status, Strategy
+from policies.api.serializers import AutoApprovalSerializer
+from web.api.fields import (
     JSONObjectField,
     StrictBody,
     StrictBooleanField,
@@ -18,9 +20,7 @@ from core.api.fields import (
     TagListField,
     UtcDateTimeField,
 )
-from core.api.schema import NOT_BLANK
-from core.choices import Status, Strategy
-from policies.api.serializers import AutoApprovalSerializer
+from web.api.schema import NOT_BLANK
 
 # --- documentation-only shapes ------------------------------------------------
 

@@ -27,13 +27,13 @@ from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
 from core.actors import actor_for_request_user
-from core.api.fields import NoBody
-from core.api.pagination import BreakpointCursorPagination
-from core.api.permissions import IsAgentOrReviewer, IsPersonDeciding
-from core.api.schema import NOT_BLANK
-from core.api.views import error_responses, validated
 from core.exceptions import InvalidInput, NotFound
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
+from web.api.fields import NoBody
+from web.api.pagination import BreakpointCursorPagination
+from web.api.permissions import IsAgentOrReviewer, IsPersonDeciding
+from web.api.schema import NOT_BLANK
+from web.api.views import error_responses, validated
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",

@@ -13,7 +13,7 @@ BATCH = 2000
 
 
 def _redacted(url: str) -> str:
-    # A copy of core.net.redacted_url: migrations do not follow app code.
+    # A copy of infra.net.redacted_url: migrations do not follow app code.
     try:
         parts = urlsplit(str(url))
     except ValueError:

@@ -29,11 +29,11 @@ from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.hub import GONE, TIMED_OUT, TooManyWaiters, get_hub, stop_hub
 from breakpoints.waiting.metrics import count_status_request
 from breakpoints.waiting.query import StatusQuery
-from core import asgi_http, outage
 from core.choices import Status
-from core.errors import envelope, http_status, unavailable_envelope
 from core.exceptions import DomainError, RateLimited
-from core.logging import current_request_id
+from infra.logging import current_request_id
+from web import asgi_http, outage
+from web.errors import envelope, http_status, unavailable_envelope
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class WaitingApp:
         wait = [v for k, v in params if k == "wait"]
         poll_rate.hit()
         count_status_request(many=many)
-        if outage.failing_fast():  # as Django's paths (config.middleware)
+        if outage.failing_fast():  # as Django's paths (web.middleware)
             await _unavailable(send, request_id)
             return
         try:

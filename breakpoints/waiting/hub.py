@@ -22,7 +22,7 @@ from breakpoints import selectors, wakeups
 from breakpoints.waiting.bridge import run_sync
 from breakpoints.waiting.listener import listen_forever, notifications_available
 from core.choices import Status
-from core.openfiles import waiter_caps
+from web.openfiles import waiter_caps
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ Rows = dict[str, dict[str, Any]]
 class TooManyWaiters(Exception):
     """This process holds its cap of waiters already (503), or the token its share (429):
     BPM_MAX_WAITERS and BPM_MAX_WAITS_PER_TOKEN, lowered to fit the open-file limit
-    (core.openfiles)."""
+    (web.openfiles)."""
 
     def __init__(self, *, per_token: bool):
         super().__init__("per token" if per_token else "per process")

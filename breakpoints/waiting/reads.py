@@ -10,8 +10,8 @@ from accounts.authentication import principal_for_token, verify_bearer
 from breakpoints import services
 from breakpoints.waiting.query import StatusQuery, is_possible_id, parse_status_query
 from core.actors import AgentPrincipal, is_reviewer
-from core.api.permissions import IsAgentOrReviewer
 from core.exceptions import Forbidden
+from web.api.permissions import IsAgentOrReviewer
 
 Rows = dict[str, dict[str, Any]]
 

@@ -7,7 +7,7 @@ reviewer (a target naming a user), one-time Approve/Reject links (email_links).
 released, expired and cancelled send the outcome. The mail is built from the delivery's
 body (the breakpoint as the event left it). Both parts come from templates under
 templates/decide/mail/; the HTML part autoescapes everything the agent sent, context file
-excerpts included (rendered by core.rendering.markup, the console's own sanitizer; HTML files
+excerpts included (rendered by web.rendering.markup, the console's own sanitizer; HTML files
 stay escaped text, as a mail client has no sandbox for them).
 """
 
@@ -27,13 +27,13 @@ from audit.models import EventType
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
 from channels.email.links import decision_urls
+from core import fileformats
 from core.choices import Status
 from core.naming import display_name
-from core.rendering import fileformats
-from core.rendering.budget import RenderBudget
-from core.rendering.markup import compact_duration, render_context_file
 from notifications.base import Sent
 from notifications.models import Delivery
+from web.rendering.budget import RenderBudget
+from web.rendering.markup import compact_duration, render_context_file
 
 ANNOUNCING: dict[str, str] = {
     EventType.CREATED: "Review needed",
@@ -188,7 +188,7 @@ def time_left(expires_at: Any) -> str:
 
 def excerpt(item: Any, budget: RenderBudget | None = None) -> dict[str, Any]:
     """One context file cut to EXCERPT_CHARS: text for the plain part, and for the HTML
-    part the console's sanitized rendering (core.rendering.markup) of markdown, code and text.
+    part the console's sanitized rendering (web.rendering.markup) of markdown, code and text.
     HTML files stay escaped text: a mail client has no sandbox to show them in."""
     item = _dict(item)
     content = item.get("content")

@@ -43,7 +43,7 @@ from core import limits
 from core.actors import Actor
 from core.choices import Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState
-from core.rendering import html as rendering
+from web.rendering import html as rendering
 
 audit_log = logging.getLogger("breakpoints.audit")
 

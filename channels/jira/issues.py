@@ -26,8 +26,8 @@ from audit.models import EventType
 from breakpoints.models import Feedback
 from breakpoints.representation import console_url
 from core.choices import Channel, Via
+from core.fileformats import file_format
 from core.naming import display_name
-from core.rendering.fileformats import file_format
 from notifications.base import Sent
 from notifications.models import Delivery, DeliveryStatus
 

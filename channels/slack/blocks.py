@@ -11,8 +11,8 @@ from typing import Any
 from audit.models import EventType
 from breakpoints.payload import payload_options
 from breakpoints.representation import console_url
+from core import fileformats
 from core.naming import display_name
-from core.rendering import fileformats
 
 APPROVE, REJECT, CONSOLE = "bpm_approve", "bpm_reject", "bpm_console"
 OPTION_PREFIX = "bpm_option_"  # + the option's index in payload.options

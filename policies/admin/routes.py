@@ -13,12 +13,12 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from core.actors import Actor
-from core.console.admin import ServiceAdmin
 from core.exceptions import DomainError
 from core.limits import MAX_PATTERN_LENGTH, MAX_ROUTE_NAME_LENGTH
 from core.storable import NO_LONE_SURROGATE, storable_document, storable_problem
 from policies.models import NotificationRoute
 from policies.routes import EXPERTS, route_add, route_remove, route_update
+from web.console.admin import ServiceAdmin
 
 MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vLargeTextField bpm-mono"}
 CHANNELS_EXAMPLE = (

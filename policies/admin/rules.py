@@ -17,7 +17,6 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from core.actors import Actor
-from core.console.admin import ServiceAdmin, add_service_error
 from core.exceptions import DomainError
 from core.limits import (
     MAX_KEY_LENGTH,
@@ -29,6 +28,7 @@ from core.limits import (
 from policies import autoapproval
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
 from policies.validators import auto_approve_after_n_problem
+from web.console.admin import ServiceAdmin, add_service_error
 
 ACTION_BADGE: dict[str, str] = {
     RuleAction.AUTO_APPROVE: "approved",

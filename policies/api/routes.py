@@ -22,16 +22,6 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import (
-    NoBody,
-    StrictBody,
-    StrictBooleanField,
-    StrictCharField,
-    UtcDateTimeField,
-)
-from core.api.permissions import AdminViewSet
-from core.api.schema import NOT_BLANK
-from core.api.views import error_responses, validated
 from core.choices import Channel, OnTimeout
 from core.exceptions import NotFound
 from policies.api.rules import RulePatternField
@@ -45,6 +35,16 @@ from policies.routes import (
     route_remove,
     route_update,
 )
+from web.api.fields import (
+    NoBody,
+    StrictBody,
+    StrictBooleanField,
+    StrictCharField,
+    UtcDateTimeField,
+)
+from web.api.permissions import AdminViewSet
+from web.api.schema import NOT_BLANK
+from web.api.views import error_responses, validated
 
 # --- the documented shapes -----------------------------------------------------------
 

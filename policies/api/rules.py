@@ -15,22 +15,22 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.api.fields import (
-    NoBody,
-    StrictBody,
-    StrictCharField,
-    StrictIntegerField,
-    UtcDateTimeField,
-)
-from core.api.permissions import AdminViewSet
-from core.api.schema import NOT_BLANK
-from core.api.views import error_responses, validated
 from core.limits import MAX_PATTERN_LENGTH
 from policies import autoapproval
 from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA
 from policies.api.serializers import AutoApprovalSerializer
 from policies.models import AutoApprovalRule, RuleAction
 from policies.validators import auto_approve_after_n_problem
+from web.api.fields import (
+    NoBody,
+    StrictBody,
+    StrictCharField,
+    StrictIntegerField,
+    UtcDateTimeField,
+)
+from web.api.permissions import AdminViewSet
+from web.api.schema import NOT_BLANK
+from web.api.views import error_responses, validated
 
 # --- shapes ------------------------------------------------------------------------
 

@@ -1,19 +1,9 @@
 """The audit trail in the console: delivery events never show a webhook's credentials."""
 
-import pytest
-from django.test import Client
-
 from audit.models import Event
 
 EVENTS_URL = "/admin/audit/event/"
 LEAKS = ("S3cret", "token=abc")
-
-
-@pytest.fixture
-def reviewer_browser(reviewer) -> Client:
-    client = Client()
-    client.force_login(reviewer)
-    return client
 
 
 def test_reviewers_see_delivery_events_with_the_url_redacted(reviewer_browser, make_breakpoint):

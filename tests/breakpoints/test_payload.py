@@ -137,7 +137,7 @@ def test_unknown_file_format_is_refused(fmt):
 
 @pytest.mark.parametrize("file", [{"path": "a.md"}, {"path": "a.md", "format": None}])
 def test_an_omitted_or_null_file_format_is_accepted(file):
-    """Issue 13: the format is then inferred from the path (core.rendering.fileformats)."""
+    """Issue 13: the format is then inferred from the path (core.fileformats)."""
     validate_payload({"context": {"files": [file]}})
 
 

@@ -198,6 +198,23 @@ def test_expire_breakpoints_command_and_task_run_the_sweep(make_breakpoint):
     assert run("expire_breakpoints").strip() == "Expired 0 breakpoint(s)."
 
 
+def test_expire_breakpoints_runs_the_sweep_once(make_breakpoint):
+    due = [make_breakpoint(ttl_seconds=30), make_breakpoint(ttl_seconds=30)]
+    Breakpoint.objects.filter(pk__in=[bp.pk for bp in due]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    waiting = make_breakpoint(ttl_seconds=3600)
+
+    out = run("expire_breakpoints")
+
+    assert out.strip() == "Expired 2 breakpoint(s)."
+    assert set(Breakpoint.objects.filter(status="expired").values_list("pk", flat=True)) == {
+        bp.pk for bp in due
+    }
+    assert Breakpoint.objects.get(pk=waiting.pk).status == "waiting"
+    assert run("expire_breakpoints").strip() == "Expired 0 breakpoint(s)."
+
+
 def test_expire_if_due_leaves_a_not_yet_due_or_finished_breakpoint_alone(
     make_breakpoint, admin_user
 ):

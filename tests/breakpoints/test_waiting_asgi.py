@@ -21,10 +21,10 @@ from accounts.tokens import token_create_for_agent, token_create_for_user, token
 from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.waiting.hub import get_hub
 from config.asgi import application
-from core import openfiles
 from core.actors import Actor
 from tests.aio import run_asgi
 from tests.factories import ReviewerFactory, UserFactory
+from web import openfiles
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -360,7 +360,7 @@ def test_a_web_process_raises_its_open_file_limit_and_warns_when_it_stays_low():
     script = (
         "import logging, resource, sys\n"
         "logging.basicConfig(stream=sys.stdout, format='%(message)s')\n"
-        "from core.openfiles import raise_open_file_limit\n"
+        "from web.openfiles import raise_open_file_limit\n"
         "print(raise_open_file_limit(1000))\n"
     )
 

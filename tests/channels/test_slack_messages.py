@@ -21,7 +21,7 @@ from tests.channels.test_slack_support import (
     deliveries,
     only,
 )
-from tests.reviews.conftest import action_url
+from tests.support.console import action_url
 
 FILES = [
     {"path": f"src/step_{i}.py", "format": "code", "language": "python", "content": body}

@@ -22,7 +22,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 import tests.conftest as api_fixtures
 from accounts.tokens import token_create_for_agent
-from core.api.schema import ERROR_CODES
+from web.api.schema import ERROR_CODES
 
 # SDK model -> its component in the schema.
 MODELS: dict[type[sdk.Model], str] = {

@@ -1,4 +1,4 @@
-"""`python -m config.database` (run by `make migrate`, so by `make run`): a missing PostgreSQL
+"""`python -m devtools.database` (run by `make migrate`, so by `make run`): a missing PostgreSQL
 database is created, or the reason is one line on stderr, never a traceback."""
 
 import contextlib
@@ -38,7 +38,7 @@ def host() -> str:
 def run_check(url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DATABASE_URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "config.database"],
+        [sys.executable, "-m", "devtools.database"],
         cwd=ROOT,
         env=env,
         capture_output=True,

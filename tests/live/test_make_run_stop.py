@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from config.supervisor import GRACE_SECONDS
+from devtools.supervisor import GRACE_SECONDS
 from tests.live.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env, http, manage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

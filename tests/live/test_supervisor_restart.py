@@ -35,7 +35,7 @@ def supervise(
     (folder / "Procfile").write_text(procfile)
     code = (
         "import sys; from pathlib import Path; "
-        "from config.supervisor import Supervisor, parse_procfile; "
+        "from devtools.supervisor import Supervisor, parse_procfile; "
         "sys.exit(Supervisor(parse_procfile(Path('Procfile').read_text()), cwd=Path('.'), "
         f"restart_delays={delays!r}, port={port!r}).run())"
     )

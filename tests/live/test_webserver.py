@@ -1,4 +1,4 @@
-"""The production web worker (core.webserver): workers share a burst of connections.
+"""The production web worker (web.webserver): workers share a burst of connections.
 
 gunicorn is started as the Procfile starts it, with 2 workers, on a tiny app that answers
 with its worker's pid (tests/standins/pid_app.py). (uvicorn's own worker, run the same
@@ -27,7 +27,7 @@ from cryptography.x509.oid import NameOID
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-BALANCED = "core.webserver.BalancedUvicornWorker"
+BALANCED = "web.webserver.BalancedUvicornWorker"
 CONNECTIONS = 16
 
 

@@ -1,5 +1,5 @@
 """The project's own packages, as pyproject.toml's import-linter contracts name them (one
-list for the structure and docs checks; the server's apps, not the agent SDK)."""
+list for the structure and docs checks; the server's packages, not the agent SDK)."""
 
 import tomllib
 from pathlib import Path

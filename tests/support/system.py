@@ -38,8 +38,8 @@ WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"
 
 
 # The test database is PostgreSQL under either name (config.env swaps Django's backend
-# for core.postgres, its subclass).
-POSTGRESQL_ENGINES = {"django.db.backends.postgresql", "core.postgres"}
+# for infra.postgres, its subclass).
+POSTGRESQL_ENGINES = {"django.db.backends.postgresql", "infra.postgres"}
 
 
 def missing_requirement(*, postgres: bool = True) -> str | None:
@@ -320,7 +320,7 @@ class System:
                 str(Path(sys.executable).parent / "gunicorn"),
                 "config.asgi:application",
                 "--worker-class",
-                "core.webserver.BalancedUvicornWorker",
+                "web.webserver.BalancedUvicornWorker",
                 "--workers",
                 "1",
                 "--bind",

@@ -36,11 +36,6 @@ GREEN = {"workflow_run": {"head_sha": "abc123", "conclusion": "success", "html_u
 
 
 @pytest.fixture
-def admin(admin_user) -> Actor:
-    return Actor.for_user(admin_user)
-
-
-@pytest.fixture
 def github(admin) -> EventSource:
     return services.source_add(actor=admin, name="github", kind="github")
 

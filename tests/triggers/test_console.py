@@ -11,9 +11,8 @@ from django.utils import timezone
 
 from breakpoints.models import Breakpoint
 from core.actors import Actor
-from tests.factories import AdminFactory, ReviewerFactory
-from tests.reviews.conftest import SECTIONS_URL, XSS, review_url
-from tests.support.console import messages, session_client
+from tests.factories import AdminFactory
+from tests.support.console import SECTIONS_URL, XSS, messages, review_url
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule
 
@@ -23,21 +22,6 @@ EVENTS_URL = "/admin/triggers/externalevent/"
 SELECTOR = {"key": "wait-for-ci", "runId": "{{ workflow_run.head_sha }}"}
 CI_PARAMS = {"selector": SELECTOR, "feedback": "CI passed: {{ workflow_run.html_url }}"}
 CI_CONDITIONS = ["workflow_run.conclusion == 'success'"]
-
-
-@pytest.fixture
-def console_admin(db):
-    return AdminFactory(username="adam")
-
-
-@pytest.fixture
-def admin_browser(console_admin):
-    return session_client(console_admin)
-
-
-@pytest.fixture
-def reviewer_browser(db):
-    return session_client(ReviewerFactory(username="rita"))
 
 
 @pytest.fixture

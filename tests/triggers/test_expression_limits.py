@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from breakpoints.models import Breakpoint
 from config.celery import app
-from core.actors import Actor
 from core.limits import (
     MAX_EXPRESSION_DEPTH,
     MAX_EXPRESSION_FANOUT,
@@ -40,11 +39,6 @@ OUT_OF_TIME = f"Stopped after {TIME_BUDGET} s (the time limit per rule and event
 def nested(numbers: int) -> dict:
     """An event the nested filters walk whole: `numbers` values in one `d`."""
     return {"a": [{"b": [{"d": [1] * numbers}]}]}
-
-
-@pytest.fixture
-def admin(admin_user) -> Actor:
-    return Actor.for_user(admin_user)
 
 
 @pytest.fixture(autouse=True)

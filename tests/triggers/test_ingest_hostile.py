@@ -20,7 +20,6 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import Event, EventType
 from breakpoints.models import Breakpoint
-from core.actors import Actor
 from core.limits import MAX_COMMENT_LENGTH, MAX_PAYLOAD_VALUES, MAX_REASON_LENGTH
 from triggers import services
 from triggers.models import EventSource, ExternalEvent
@@ -342,11 +341,6 @@ def test_the_same_delivery_id_from_two_sources_is_two_events(sources):
 
 
 # --- rules that fail on an event -------------------------------------------------------------
-
-
-@pytest.fixture
-def admin(admin_user) -> Actor:
-    return Actor.for_user(admin_user)
 
 
 def deliver_generic(payload: dict) -> ExternalEvent:

@@ -16,15 +16,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api.fields import StrictCharField
-from core.api.pagination import BreakpointCursorPagination
-from core.api.permissions import IsAdmin
-from core.api.views import error_responses
 from core.exceptions import NotFound
 from core.limits import MAX_EVENT_TYPE_LENGTH, MAX_SOURCE_NAME_LENGTH
 from triggers.api.ingest import ACCEPTED, EventIngestView
 from triggers.api.serializers import ExternalEventDetailSerializer, ExternalEventSerializer
 from triggers.models import EventStatus, ExternalEvent
+from web.api.fields import StrictCharField
+from web.api.pagination import BreakpointCursorPagination
+from web.api.permissions import IsAdmin
+from web.api.views import error_responses
 
 INGESTING = "POST"
 

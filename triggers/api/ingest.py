@@ -13,9 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api.views import error_responses
-from core.ratelimits import client_address
+from infra.ratelimits import client_address
 from triggers import services
+from web.api.views import error_responses
 
 ACCEPTED = inline_serializer(
     "EventAccepted",

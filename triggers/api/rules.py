@@ -11,9 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.actors import actor_for_request_user
-from core.api.fields import NoBody
-from core.api.permissions import AdminViewSet
-from core.api.views import error_responses, validated
 from core.exceptions import InvalidInput, NotFound
 from triggers.api.serializers import (
     DryRunResultSerializer,
@@ -33,6 +30,9 @@ from triggers.api.shapes import (
 from triggers.api.sources import NAME_LOOKUP
 from triggers.models import EventSource, ExternalEvent, SourceKind, TriggerRule
 from triggers.services import evaluate_rule, rule_add, rule_remove
+from web.api.fields import NoBody
+from web.api.permissions import AdminViewSet
+from web.api.views import error_responses, validated
 
 RULE_NAME = OpenApiParameter(
     "name", NAME_SCHEMA, OpenApiParameter.PATH, description="The rule's name."

@@ -7,7 +7,6 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.api.fields import UtcDateTimeField
 from triggers.models import (
     EventSource,
     EventStatus,
@@ -16,6 +15,7 @@ from triggers.models import (
     TriggerAction,
     TriggerRule,
 )
+from web.api.fields import UtcDateTimeField
 
 
 class EnumField(serializers.CharField):

@@ -15,8 +15,6 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.api.fields import StrictBody, StrictBooleanField, StrictCharField, unknown_keys
-from core.api.schema import EnvelopedListSchema
 from core.limits import (
     MAX_CONDITIONS,
     MAX_EVENT_TYPE_LENGTH,
@@ -30,6 +28,8 @@ from core.limits import (
 )
 from core.storable import storable_problem
 from triggers.models import SourceKind, TriggerAction
+from web.api.fields import StrictBody, StrictBooleanField, StrictCharField, unknown_keys
+from web.api.schema import EnvelopedListSchema
 
 # A slug as the services take it; fullmatch (a trailing newline is no slug).
 NAME_PATTERN = r"^[a-z0-9]+([-_][a-z0-9]+)*$"

@@ -8,8 +8,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.actors import actor_for_request_user
-from core.api.permissions import AdminViewSet
-from core.api.views import error_responses, validated
 from core.exceptions import NotFound
 from triggers.api.serializers import (
     EventSourceCreatedSerializer,
@@ -27,6 +25,8 @@ from triggers.api.shapes import (
 )
 from triggers.models import EventSource
 from triggers.services import source_add, source_set_enabled
+from web.api.permissions import AdminViewSet
+from web.api.views import error_responses, validated
 
 NAME_LOOKUP = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 SOURCE_NAME = OpenApiParameter(

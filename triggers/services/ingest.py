@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidInput, NotAuthenticated, NotFound
-from core.publishing import publish, publish_soon
-from core.ratelimits import rate_limit
 from core.storable import storable_problem
+from infra.publishing import publish, publish_soon
+from infra.ratelimits import rate_limit
 from triggers.models import EventSource, ExternalEvent
 from triggers.verification import verify
 

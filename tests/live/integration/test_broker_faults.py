@@ -145,7 +145,7 @@ def test_broker_killed_mid_delivery_leaves_the_worker_running_and_delivers_all_o
 
     The worker runs as the Procfile's does (two pool processes, remote control and gossip on):
     one process is sending (its message unacknowledged: acks_late) while the consumer waits
-    on Redis for the next message. Before config/broker.py the worker exited here with
+    on Redis for the next message. Before infra/broker.py the worker exited here with
     "Unrecoverable error: AttributeError('NoneType' object has no attribute 'hostname')".
     """
     receiver = make_receiver(hold_first=1, hold_seconds=60)  # until release_held()

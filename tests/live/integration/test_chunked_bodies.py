@@ -1,7 +1,7 @@
 """Chunked request bodies over real HTTP, against the production web server (gunicorn + uvicorn).
 
 httpx sends a generator body as `Transfer-Encoding: chunked` with no Content-Length;
-before core/asgi_body.py Django (WSGI behind a2wsgi) read such a body as empty.
+before web/asgi_body.py Django (WSGI behind a2wsgi) read such a body as empty.
 """
 
 import json

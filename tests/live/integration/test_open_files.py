@@ -1,7 +1,7 @@
 """One token's long-polls cannot run a web process out of open files (issue 32, defect 4).
 
 The web process runs under an open-file limit of 400 (soft and hard, as `ulimit -n 400`
-would set): room for 144 waiters (core.openfiles keeps 256 for everything else), 72 per
+would set): room for 144 waiters (web.openfiles keeps 256 for everything else), 72 per
 token. One agent opens 300 long-polls at once: the first 72 wait, the others are answered
 429 at once with their connections closed, and a plain request from someone else is
 still served. Before, the caps (20,000 waiters, 1,000 per token) never applied: the

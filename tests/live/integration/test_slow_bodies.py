@@ -3,7 +3,7 @@
 Connections that send their headers and 2 bytes of a 1,000-byte body, then nothing, used
 to hold every one of the web process's Django threads (each waited in wsgi.input for the
 rest): /healthz, the console login and the API timed out for as long as they stayed open.
-Bodies are now read in the async layer first (core/asgi_body.py), with a deadline and a
+Bodies are now read in the async layer first (web/asgi_body.py), with a deadline and a
 cap per client address, so the threads stay free for everyone else.
 """
 

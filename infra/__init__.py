@@ -1,0 +1,4 @@
+"""What the service runs on, adapted: PostgreSQL (postgres/, Django's backend), the broker
+(broker and embedded_broker, kombu's transports; publishing, an outbox's rows to the
+workers), the cache's rate-limit counters, outbound HTTP (net: the SSRF guard) and logs.
+Above the kernel (core), below the web plumbing and the apps; no HTTP serving here."""
