@@ -1,5 +1,6 @@
-"""The answer to a breakpoint's form on the review page: fields built from payload.form,
-prefilled with payload.proposal, and what the reviewer changed.
+"""The answer to a breakpoint's form, as the console's review page and the email decision
+page show it: fields built from payload.form, prefilled with payload.proposal, and what the
+reviewer changed. Slack's modal reads the same kinds (field_kind, form_fields).
 
 Each top-level property is one field: labelled with its `title` (else its name), its
 `description` as help text; an enum is a select, a boolean a checkbox, an integer or a
@@ -56,25 +57,58 @@ class LinesField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _field(schema: Mapping[str, Any], required: bool) -> forms.Field:
-    """The form field of one property's schema."""
-    kind = schema.get("type")
-    enum = schema.get("enum")
+def field_kind(schema: Mapping[str, Any]) -> str:
+    """How a property is answered: choice (an enum of texts), boolean, integer, number,
+    text, lines (an array of texts) or json (whatever a form field cannot show)."""
+    kind, enum = schema.get("type"), schema.get("enum")
     if isinstance(enum, list) and 0 < len(enum) <= MAX_SELECT_CHOICES:
         if all(isinstance(item, str) for item in enum):
-            choices = [("", "—")] * (not required) + [(item, item) for item in enum]
-            return forms.ChoiceField(choices=choices, required=required)
-    if kind == "boolean":
-        return forms.BooleanField(required=False)
-    if kind in ("integer", "number"):
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if kind == "integer":
-            return forms.IntegerField(required=required, min_value=low, max_value=high)
-        return forms.FloatField(required=required, min_value=low, max_value=high)
+            return "choice"
+    if kind in ("boolean", "integer", "number"):
+        return str(kind)
     if kind == "string" and enum is None:
-        return forms.CharField(required=required, strip=False, max_length=schema.get("maxLength"))
+        return "text"
     items = schema.get("items")
     if kind == "array" and isinstance(items, Mapping) and items.get("type") == "string":
+        return "lines"
+    return "json"
+
+
+def form_fields(form: Any) -> list[tuple[str, Mapping[str, Any], bool]]:
+    """(name, schema, required) of each top-level property of a form, in its order."""
+    if not isinstance(form, Mapping):
+        return []
+    required = set(form.get("required") or [])
+    properties = form.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    return [
+        (str(name), schema if isinstance(schema, Mapping) else {}, name in required)
+        for name, schema in properties.items()
+    ]
+
+
+def label_of(name: str, schema: Mapping[str, Any]) -> str:
+    return str(schema.get("title") or name)
+
+
+def _field(schema: Mapping[str, Any], required: bool) -> forms.Field:
+    """The form field of one property's schema."""
+    kind = field_kind(schema)
+    if kind == "choice":
+        enum = schema["enum"]
+        choices = [("", "—")] * (not required) + [(item, item) for item in enum]
+        return forms.ChoiceField(choices=choices, required=required)
+    if kind == "boolean":
+        return forms.BooleanField(required=False)
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if kind == "integer":
+        return forms.IntegerField(required=required, min_value=low, max_value=high)
+    if kind == "number":
+        return forms.FloatField(required=required, min_value=low, max_value=high)
+    if kind == "text":
+        return forms.CharField(required=required, strip=False, max_length=schema.get("maxLength"))
+    if kind == "lines":
         return LinesField(required=required)
     return JSONField(required=required)
 
@@ -91,12 +125,9 @@ class AnswerForm(forms.Form):
             self.fields[WHOLE] = JSONField(required=True, label="Values (JSON)")
             self.fields[WHOLE].initial = self.proposal
             return
-        required = set(self.form_schema.get("required") or [])
-        properties = self.form_schema.get("properties") or {}
-        for name, schema in properties.items():
-            schema = schema if isinstance(schema, Mapping) else {}
-            field = _field(schema, name in required)
-            field.label = str(schema.get("title") or name)
+        for name, schema, required in form_fields(self.form_schema):
+            field = _field(schema, required)
+            field.label = label_of(name, schema)
             field.help_text = str(schema.get("description") or "")
             if isinstance(self.proposal, Mapping) and name in self.proposal:
                 field.initial = self.proposal[name]
