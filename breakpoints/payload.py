@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils.text import slugify
 
+from breakpoints.forms import check_form_payload
 from core.choices import FileFormat, Strategy
 from core.exceptions import InvalidInput
 from core.ijson import number_problems
@@ -54,7 +55,7 @@ PAYLOAD_KEYS = frozenset(
         "question", "title", "context", "expert", "tags", "strategy", "previousFeedback",
         "attempt", "breakpointId", "autoApproveAfterN", "presentAlwaysApprove", "options",
         "onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds",
-        "preventSelfReview",
+        "preventSelfReview", "form", "proposal",
     }
 )  # fmt: skip
 CONTEXT_KEYS = frozenset({"runId", "files"})
@@ -272,6 +273,8 @@ def validate_payload(payload: Any) -> None:
         _check_options(errors, payload["options"])
     check_timeout_policy(errors, payload)
     check_prevent_self_review(errors, payload)
+    if "payload" not in errors:  # a form too deep to re-encode is refused above
+        check_form_payload(errors, payload)
     if errors:
         first_path, first_messages = next(iter(errors.items()))
         raise InvalidInput(f"{first_path}: {first_messages[0]}", errors)

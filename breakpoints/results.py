@@ -1,7 +1,8 @@
 """The BreakpointResult an agent receives, for every way a breakpoint ends.
 
-babysitter's shape: approved, response/feedback, option, respondedBy, allResponses. Each
-ending has one builder here; services pick the builder, never the keys.
+babysitter's shape: approved, response/feedback, option, respondedBy, allResponses; and
+the answer to a form (values, edited: breakpoints.forms). Each ending has one builder
+here; services pick the builder, never the keys.
 """
 
 from collections import Counter
@@ -10,7 +11,9 @@ from typing import Any
 
 from django.template.defaultfilters import pluralize
 
+from breakpoints.forms import edited
 from core import receipt_keys, receipts
+from core.digests import values_digest
 from core.timestamps import timestamp
 
 # Where a decision came from, in a receipt: a channel (core.choices.Via), or these.
@@ -26,8 +29,10 @@ def vote(
     responder: str,
     at: datetime,
     seat: str | None = None,
+    values: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One response, as listed in result.allResponses (and Breakpoint.votes)."""
+    """One response, as listed in result.allResponses (and Breakpoint.votes); an approving
+    one of a breakpoint with a form carries its values."""
     response: dict[str, Any] = {
         "respondedBy": responder,
         "approved": approved,
@@ -38,6 +43,8 @@ def vote(
         response["option"] = option
     if seat is not None:
         response["seat"] = seat
+    if values is not None:
+        response["values"] = values
     return response
 
 
@@ -51,15 +58,22 @@ def result_released(deciding_vote: dict[str, Any]) -> dict[str, Any]:
     }
     if "option" in deciding_vote:
         result["option"] = deciding_vote["option"]
+    if "values" in deciding_vote:
+        result["values"] = deciding_vote["values"]
     result["allResponses"] = [deciding_vote]
     return result
 
 
-def result_auto_approved(*, responder: str, reason: str, at: datetime) -> dict[str, Any]:
-    """A rule approved at birth: the same shape as a reviewer's release, the rule responding."""
+def result_auto_approved(
+    *, responder: str, reason: str, at: datetime, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A rule approved at birth: the same shape as a reviewer's release, the rule responding
+    (with the proposal as it is, when there is a form)."""
     feedback = f"Auto-approved: {reason}"
     return result_released(
-        vote(approved=True, comment=feedback, option=None, responder=responder, at=at)
+        vote(
+            approved=True, comment=feedback, option=None, responder=responder, at=at, values=values
+        )
     )
 
 
@@ -82,6 +96,9 @@ def result_voted(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
     options = [response["option"] for response in winning if response.get("option")]
     if options:
         result["option"] = Counter(options).most_common(1)[0][0]
+    # The vote that completed the decision is the last; approving, it carries the values.
+    if approved and "values" in votes[-1]:
+        result["values"] = votes[-1]["values"]
     result["respondedBy"] = list(dict.fromkeys(response["respondedBy"] for response in votes))
     result["allResponses"] = votes
     return result
@@ -110,11 +127,17 @@ TIMEOUT_POLICY_RESPONDER = "timeout-policy"
 
 
 def result_timeout_policy(
-    *, approved: bool, ttl_seconds: int | None, at: datetime, votes: list[dict[str, Any]]
+    *,
+    approved: bool,
+    ttl_seconds: int | None,
+    at: datetime,
+    votes: list[dict[str, Any]],
+    values: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """payload.onTimeout approve/reject released it: the policy is the responder.
 
-    Votes already cast (collect-all, quorum) stay in allResponses, before the policy's.
+    Votes already cast (collect-all, quorum) stay in allResponses, before the policy's. An
+    approval approves the proposal as it is (`values`, when there is a form).
     """
     policy = "approve" if approved else "reject"
     verb = "Approved" if approved else "Rejected"
@@ -129,6 +152,7 @@ def result_timeout_policy(
             option=None,
             responder=TIMEOUT_POLICY_RESPONDER,
             at=at,
+            values=values if approved else None,
         )
     )
     result["allResponses"] = [*votes, *result["allResponses"]]
@@ -156,9 +180,14 @@ def result_sealed(
     via: str,
     at: datetime,
     payload_digest: str | None,
+    proposal: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A final result with what binds it: payloadDigest (what the reviewer was shown) and
-    receipt, the service's signed statement of the decision (core.receipts)."""
+    """A final result with what binds it: payloadDigest (what the reviewer was shown),
+    values (the approved answer to its form, null otherwise), edited (they differ from the
+    `proposal`), valuesDigest, and receipt, the service's signed statement of the decision
+    (core.receipts)."""
+    values = result.get("values") if result["approved"] else None
+    digest = values_digest(values)
     claims = {
         "breakpointId": breakpoint_id,
         "agentId": agent_id,
@@ -170,6 +199,14 @@ def result_sealed(
         "via": via,
         "decidedAt": timestamp(at),
         "payloadDigest": payload_digest,
+        "valuesDigest": digest,
     }
     receipt = receipts.sign(claims, receipt_keys.signing_key())
-    return {**result, "payloadDigest": payload_digest, "receipt": receipt}
+    return {
+        **result,
+        "values": values,
+        "edited": edited(values, proposal),
+        "payloadDigest": payload_digest,
+        "valuesDigest": digest,
+        "receipt": receipt,
+    }

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from accounts import experts as routing
 from breakpoints import selectors, services
+from breakpoints.answers import AnswerForm, answer_form
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from console import presenters
@@ -130,6 +131,7 @@ class _Screen:
         *,
         form: DecisionForm | None = None,
         already: str | None = ALREADY_SENT,
+        answer: AnswerForm | None = None,
     ) -> HttpResponse:
         """The answer to a write the service refused. With a `form`, refused input shows
         the review page again, the reviewer's choices kept, with why (an approve/reject
@@ -137,8 +139,12 @@ class _Screen:
         told by `already` (a format, see ALREADY_SENT); the rest (a seat that voted
         already, InvalidState when `already` is None) by the service's message."""
         if form is not None and isinstance(exc, InvalidInput):
+            if answer is not None and not set(exc.details) & {"option", "approved"}:
+                answer.show_problems(exc.details)  # the form's answer, on its fields
             form.add_error(None, exc.message)
-            return review_view(self.model_admin, self.request, self.object_id, form=form)
+            return review_view(
+                self.model_admin, self.request, self.object_id, form=form, answer=answer
+            )
         if (
             already is not None
             and isinstance(exc, InvalidState)
@@ -179,8 +185,10 @@ def review_view(
     request: HttpRequest,
     object_id: str,
     form: DecisionForm | None = None,
+    answer: AnswerForm | None = None,
 ) -> HttpResponse:
-    """The detail page: question first, context files, result, feedback, timeline, actions."""
+    """The detail page: question first, context files, result, feedback, timeline, actions;
+    with a form (payload.form/proposal), its fields prefilled with the proposal."""
     screen = _Screen(model_admin, request, object_id)
     bp = screen.load()
     if isinstance(bp, HttpResponse):
@@ -189,6 +197,8 @@ def review_view(
     can_release = bp.is_waiting and model_admin.has_release_permission(request)
     if form is None and can_release:
         form = _decision_form(request, payload)
+    if answer is None and can_release:  # "Back to edit" posts the answer here
+        answer = answer_form(payload, request.POST if request.method == "POST" else None)
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
     release_note = services.release_refusal(bp, screen.actor, resolved) if can_release else None
     can_decide = can_release and release_note is None
@@ -198,6 +208,7 @@ def review_view(
         "review.html",
         **presenters.review_page(bp, events, resolved, now),
         form=form if can_release else None,
+        answer=answer if can_release else None,
         can_release=can_release,
         can_decide=can_decide,
         can_always_approve=can_decide and autoapproval.always_approve_refusal(bp) is None,
@@ -255,8 +266,28 @@ def _releasable(screen: _Screen) -> Breakpoint | HttpResponse:
         return screen.failed(exc)
 
 
-def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> HttpResponse:
-    """Step one of a release: what the agent will receive, or the vote to be recorded."""
+def _answer(
+    screen: _Screen, bp: Breakpoint, form: DecisionForm
+) -> tuple[AnswerForm | None, dict[str, Any] | None] | HttpResponse:
+    """The reviewer's answer to the breakpoint's form (an approval's only), or the review
+    page again with the fields' errors."""
+    answer = answer_form(bp.payload, screen.request.POST)
+    chosen = form.cleaned_data.get("option")
+    verdict = form.approved if form.approved is not None else getattr(chosen, "approved", None)
+    if answer is None or verdict is False:  # a rejection carries no values
+        return answer, None
+    if not answer.is_valid():
+        return review_view(
+            screen.model_admin, screen.request, screen.object_id, form=form, answer=answer
+        )
+    return answer, answer.values()
+
+
+def _release_confirm(
+    screen: _Screen, bp: Breakpoint, form: DecisionForm, answer: AnswerForm | None, values: Any
+) -> HttpResponse:
+    """Step one of a release: what the agent will receive, or the vote to be recorded; with
+    a form, what the reviewer changed against the proposal."""
     try:
         outcome = services.release_preview(
             bp=bp,
@@ -264,9 +295,11 @@ def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> Htt
             approved=form.approved,
             comment=form.cleaned_data["comment"],
             option=form.option_label,
+            values=values,
         )
     except DomainError as exc:
-        return screen.failed(exc, form=form, already=None)
+        return screen.failed(exc, form=form, already=None, answer=answer)
+    answered = outcome.votes[-1].get("values")
     approved = bool(outcome.votes[-1]["approved"])  # the verdict, as the service set it
     return screen.confirm(
         "release_confirm.html",
@@ -279,6 +312,8 @@ def _release_confirm(screen: _Screen, bp: Breakpoint, form: DecisionForm) -> Htt
         # A vote that does not decide yet is recorded; anything else is sent.
         confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
         release_url=screen.url("release", bp.pk),
+        answer=answer,
+        changes=answer.changes(answered) if answer is not None and answered is not None else [],
     )
 
 
@@ -291,8 +326,12 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
     form = DecisionForm(request.POST, options=options_of(bp.payload))
     if not form.is_valid():
         return review_view(model_admin, request, object_id, form=form)
+    answered = _answer(screen, bp, form)
+    if isinstance(answered, HttpResponse):
+        return answered
+    answer, values = answered
     if request.POST.get("confirm") != "yes":
-        return _release_confirm(screen, bp, form)
+        return _release_confirm(screen, bp, form, answer, values)
     try:
         feedback, bp = services.feedback_add(
             via=Via.CONSOLE,
@@ -302,9 +341,10 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             release=True,
             approved=form.approved,
             option=form.option_label,
+            values=values,
         )
     except DomainError as exc:  # a refusal is recorded by the service
-        return screen.failed(exc, form=form)
+        return screen.failed(exc, form=form, answer=answer)
     return screen.released(
         bp,
         recorded="Your decision was recorded; other reviewers still have to respond.",

@@ -43,6 +43,22 @@ NO_AUTO_APPROVE_THRESHOLD = -1
 MIN_AUTO_APPROVE_AFTER_N = 1
 MAX_AUTO_APPROVE_AFTER_N = 1_000
 
+# A form the agent declares (payload.form, a JSON Schema) and the values answering it
+# (payload.proposal, a release's values): small, shallow, and cheap to check, so one
+# agent's schema cannot slow the service for the others (breakpoints.forms).
+MAX_FORM_BYTES = 64 * 1024  # the schema as compact JSON
+MAX_FORM_DEPTH = 32
+MAX_VALUES_BYTES = 64 * 1024  # a proposal, or a release's values, as compact JSON
+MAX_VALUES_DEPTH = 16
+MAX_VALUES_COUNT = 1_000  # values in all (uniqueItems compares items pairwise)
+MAX_FORM_PATTERN_LENGTH = 200
+# A pattern is matched only against texts this long (a longer text fails the field), and
+# may hold this many unbounded repetitions (none of them nested): Python's regular
+# expressions backtrack, so both bound the time one match may take.
+MAX_PATTERN_SUBJECT_LENGTH = 1_000
+MAX_PATTERN_REPEATS = 2
+MAX_FORM_PROBLEMS = 50  # problems reported in one answer
+
 # Nudges while a breakpoint waits (payload.remindEverySeconds): never more often than
 # this, never more of them than this.
 MIN_REMIND_EVERY_SECONDS = 300

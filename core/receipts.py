@@ -28,6 +28,7 @@ RECEIPT_CLAIMS = (
     "via",
     "decidedAt",
     "payloadDigest",
+    "valuesDigest",
 )
 
 

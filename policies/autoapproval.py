@@ -10,8 +10,9 @@ Precedence, highest first (babysitter's table):
    reusing a key does not inherit those approvals;
 5. otherwise prompt.
 
-Above them all, four eyes (policies.foureyes): a breakpoint under it is never approved
-automatically, whatever the rules, tags or history say.
+Above them all, four eyes (policies.foureyes), then a form only a person can answer
+(policies.answers): a breakpoint under either is never approved automatically, whatever
+the rules, tags or history say.
 """
 
 import logging
@@ -31,6 +32,7 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
     NO_AUTO_APPROVE_THRESHOLD,
 )
+from policies.answers import NEEDS_ANSWER_REASON
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
 from policies.patterns import PatternError, parse_pattern, stored_pattern
@@ -212,11 +214,13 @@ def evaluate(
     agent_id: str | None = None,
     explicit_key: bool = True,
     prevent_self_review: bool = False,
+    needs_answer: bool = False,
 ) -> Verdict:
     """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
 
     `prevent_self_review`: the breakpoint's own; under four eyes (it, or the service's
-    setting) nothing approves it automatically and the verdict says so.
+    setting) nothing approves it automatically and the verdict says so; nor when it
+    `needs_answer` (a form with required fields and no proposal: policies.answers).
 
     `agent_id` scopes the consecutive approvals to that agent's breakpoints; creation always
     passes it. Without it (admins asking about a key) they are counted across all agents.
@@ -238,6 +242,8 @@ def evaluate(
     )
     if under_four_eyes(prevent_self_review):
         return Verdict(False, FOUR_EYES_REASON, None, streak)
+    if needs_answer:
+        return Verdict(False, NEEDS_ANSWER_REASON, None, streak)
     never, auto = _matching_rules(key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
@@ -284,15 +290,23 @@ def _blocking_tag(tags: list[str]) -> str | None:
 
 
 def forbidding_reason(
-    *, key: str, tags: Iterable[str], experts: Iterable[str], prevent_self_review: bool = False
+    *,
+    key: str,
+    tags: Iterable[str],
+    experts: Iterable[str],
+    prevent_self_review: bool = False,
+    needs_answer: bool = False,
 ) -> str | None:
     """Why no automatic approval may release this breakpoint now, or None if one may.
 
-    Four eyes, and the rules above auto-approve rules in the precedence (never-auto-approve,
-    always-break-on tags); a timeout policy of `approve` obeys them too.
+    Four eyes, a form only a person can answer, and the rules above auto-approve rules in
+    the precedence (never-auto-approve, always-break-on tags); a timeout policy of
+    `approve` obeys them too.
     """
     if under_four_eyes(prevent_self_review):
         return FOUR_EYES_REASON
+    if needs_answer:
+        return NEEDS_ANSWER_REASON
     tags, experts = list(tags), list(experts)
     never, _ = _matching_rules(key, tags, experts)
     if never is not None:

@@ -124,6 +124,24 @@ PAYLOAD_SCHEMA = {
                 },
             }
         ),
+        "form": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": True,
+            "description": "The answer the reviewer gives: a JSON Schema (draft 2020-12) of "
+            f"type object, at most {limits.MAX_FORM_BYTES} bytes and {limits.MAX_FORM_DEPTH} "
+            "levels; $ref only to its own $defs (nothing is fetched), no patternProperties, "
+            f"each pattern at most {limits.MAX_FORM_PATTERN_LENGTH} characters without nested "
+            "repetition; format is not asserted. A reviewer's values are validated against it.",
+        },
+        "proposal": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": True,
+            "description": "The values the agent proposes (validated against form; without a "
+            "form, any JSON object, edited as JSON). An approval without values, and every "
+            "automatic approval, approves it as it is.",
+        },
         "context": _nullable(
             {
                 "type": "object",

@@ -25,6 +25,11 @@ from web.api.schema import NOT_BLANK
 # --- documentation-only shapes ------------------------------------------------
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class AnswerField(serializers.JSONField):
+    """An answer to a breakpoint's form: an object of values (breakpoints.forms)."""
+
+
 class ResponseVoteSerializer(serializers.Serializer):
     respondedBy = serializers.CharField()
     approved = serializers.BooleanField()
@@ -33,6 +38,11 @@ class ResponseVoteSerializer(serializers.Serializer):
     respondedAt = UtcDateTimeField()
     seat = serializers.CharField(
         required=False, help_text="The expert (payload.expert) this response answered for."
+    )
+    values = AnswerField(
+        required=False,
+        help_text="An approving response's answer to payload.form (the proposal as it is "
+        "when the reviewer sent none).",
     )
 
 
@@ -69,18 +79,36 @@ class BreakpointResultSerializer(serializers.Serializer):
     timeoutPolicy = TimeoutPolicySerializer(
         required=False, help_text="Present when payload.onTimeout decided at the TTL."
     )
+    values = AnswerField(
+        required=False,
+        allow_null=True,
+        help_text="The approved answer to payload.form / payload.proposal: the reviewer's "
+        "values, or the proposal as it is (an approval without values, an automatic "
+        "approval). For collect-all and quorum, the values of the vote that completed the "
+        "decision. Null when rejected, expired or cancelled, or without a form.",
+    )
+    edited = serializers.BooleanField(
+        required=False,
+        help_text="True when `values` differ from payload.proposal (compared as JSON).",
+    )
     payloadDigest = serializers.CharField(
         required=False,
         allow_null=True,
         help_text="The breakpoint's payloadDigest: what this decision was made on (null for "
         "breakpoints created before digests).",
     )
+    valuesDigest = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text='"sha256:" + the hex SHA-256 of the RFC 8785 canonical JSON of `values` '
+        "(as payloadDigest is computed); null when there are none.",
+    )
     receipt = serializers.CharField(
         required=False,
         help_text="The service's signed statement of this decision: a compact JWS (EdDSA, "
         "Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, "
-        "status, approved, option, respondedBy, via, decidedAt and payloadDigest. Verify it "
-        "with the keys of GET /.well-known/jwks.json.",
+        "status, approved, option, respondedBy, via, decidedAt, payloadDigest and "
+        "valuesDigest. Verify it with the keys of GET /.well-known/jwks.json.",
     )
 
 
@@ -285,6 +313,11 @@ class TagInputField(TagListField):
     pass
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
+class ValuesInputField(JSONObjectField):
+    pass
+
+
 class BreakpointCreateSerializer(StrictBody):
     """Unknown top-level keys are refused (a misspelt ttlSeconds must not mean "never
     expires"); the payload stays free-form."""
@@ -342,6 +375,16 @@ class FeedbackCreateSerializer(StrictBody):
         max_length=limits.MAX_RELEASE_OPTION_LENGTH,
         help_text="The label of one of payload.options (any text when there are none); "
         "result.option. An option object's `approved` is the release's verdict.",
+    )
+    values = ValuesInputField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="With an approving release of a breakpoint that has payload.form or "
+        "payload.proposal: the answer, validated against the form (400 with one entry per "
+        "problem in details, keyed by the field's JSON pointer, e.g. /replicas). Left out, "
+        "the proposal is approved as it is (a 400 when the form has required fields and "
+        "there is no proposal). Refused with a rejection, a comment, or no form.",
     )
 
 

@@ -211,7 +211,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
                 404,
                 409,
                 invalid="comment is blank and release is not true, option is not one of "
-                "payload.options, or approved disagrees with the option's verdict.",
+                "payload.options, approved disagrees with the option's verdict, or values "
+                "do not answer payload.form (details keyed by JSON pointer).",
             ),
         },
     )
@@ -229,6 +230,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             release=data["release"],
             approved=data["approved"],
             option=data["option"],
+            values=data["values"],
         )
         body = {
             "feedback": FeedbackSerializer(feedback).data,

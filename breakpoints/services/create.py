@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
+from breakpoints import forms
 from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.results import VIA_RULE, result_auto_approved
@@ -22,7 +23,7 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
-from policies import autoapproval, foureyes
+from policies import answers, autoapproval, foureyes
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
@@ -150,6 +151,8 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             defaults.get("preventSelfReview") or bp.payload.get("preventSelfReview")
         )
         _check_four_eyes_timeout(bp, policy, defaults)
+        needs_answer = forms.needs_answer(bp.payload)
+        _check_answer_timeout(bp, policy, needs_answer=needs_answer)
         verdict = autoapproval.evaluate(
             key=bp.key,
             tags=bp.tags,
@@ -160,6 +163,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             agent_id=bp.agent_id,
             explicit_key=bp.key_is_explicit,
             prevent_self_review=bp.prevent_self_review,
+            needs_answer=needs_answer,
         )
         bp.payload_digest = content_digest(question=bp.question, title=bp.title, payload=bp.payload)
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
@@ -190,6 +194,17 @@ def _check_four_eyes_timeout(
     raise InvalidInput(f"payload.onTimeout: {problem}", {"payload.onTimeout": [problem]})
 
 
+def _check_answer_timeout(bp: Breakpoint, policy: dict[str, Any], *, needs_answer: bool) -> None:
+    """Refuse (400) an onTimeout of approve, the payload's or a route's, for a form only a
+    person can answer (policies.answers)."""
+    problem = answers.timeout_approve_problem(policy, needs_answer=needs_answer)
+    if problem is None:
+        return
+    if _timeout_keys(bp.payload).get("onTimeout") is None:
+        problem += " (onTimeout: approve is a default of a route it matches: send another.)"
+    raise InvalidInput(f"payload.onTimeout: {problem}", {"payload.onTimeout": [problem]})
+
+
 def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
     """Release a just-created breakpoint on a rule's say-so; the rule is the responder."""
     responder = verdict.responder or f"rule:{verdict.matched_rule}"
@@ -199,7 +214,12 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         bp,
         to=Status.RELEASED,
         actor=rule_actor,
-        result=result_auto_approved(responder=responder, reason=verdict.reason, at=timezone.now()),
+        result=result_auto_approved(
+            responder=responder,
+            reason=verdict.reason,
+            at=timezone.now(),
+            values=forms.as_proposed(bp.payload),
+        ),
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
         via=VIA_RULE,

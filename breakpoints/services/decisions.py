@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts import experts as routing
 from audit.models import EventType
+from breakpoints import forms
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
@@ -145,10 +146,12 @@ def _release(
     approved: bool,
     comment: str,
     option: str | None,
-    at: datetime,
+    at: datetime | None = None,
+    values: dict[str, Any] | None = None,
 ) -> Release:
     """Work out a release without writing anything (raises if the actor may not release:
-    the requester of a breakpoint that prevents self-review, a reviewer without a seat)."""
+    the requester of a breakpoint that prevents self-review, a reviewer without a seat).
+    `values`: the answer to its form (forms.release_values), carried by the vote."""
     require_other_reviewer(bp, actor)
     seat: routing.Seat | None = None
     seat_count = 0
@@ -161,8 +164,9 @@ def _release(
         comment=comment,
         option=option,
         responder=actor.name,
-        at=at,
+        at=at or timezone.now(),
         seat=seat.name if seat else None,
+        values=values,
     )
     votes = [*bp.votes, response]
     if seat is not None and bp.strategy in VOTING_STRATEGIES:
@@ -173,17 +177,31 @@ def _release(
 
 
 def release_preview(
-    *, bp: Breakpoint, actor: Actor, approved: bool | None, comment: str, option: str | None
+    *,
+    bp: Breakpoint,
+    actor: Actor,
+    approved: bool | None,
+    comment: str,
+    option: str | None,
+    values: Any = None,
 ) -> Release:
     """What a release would send the agent, for the console's confirmation step.
 
     `approved` None means the reviewer did not say: the option's verdict, else approve.
-    Refused, like feedback_add, unless the actor is a reviewer or an admin.
+    `values` are checked as feedback_add checks them (a 400's InvalidInput names each
+    field's problem). Refused, like feedback_add, unless the actor is a reviewer or an admin.
     """
     require_reviewer(actor)
     verdict = _check_release(bp, option, approved)
+    answer = forms.release_values(bp.payload, values=values, release=True, approved=verdict)
     return _release(
-        bp, actor=actor, approved=verdict, comment=comment, option=option, at=timezone.now()
+        bp,
+        actor=actor,
+        approved=verdict,
+        comment=comment,
+        option=option,
+        at=timezone.now(),
+        values=answer,
     )
 
 
@@ -195,10 +213,15 @@ def feedback_add(
     release: bool = False,
     approved: bool | None = None,
     option: str | None = None,
+    values: Any = None,
     via: str = Via.API,
     within: Callable[[], None] | None = None,
 ) -> tuple[Feedback, Breakpoint]:
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
+
+    `values` answer the breakpoint's form (payload.form/proposal), checked here for every
+    channel (breakpoints.forms.release_values): an approval without them approves the
+    proposal as it is; a rejection, a comment, or a breakpoint without a form takes none.
 
     The release approves unless `approved` is false or the chosen option carries the
     verdict false (payload.options [{"label": "Hold", "approved": false}]); an `approved`
@@ -221,6 +244,7 @@ def feedback_add(
             release=release,
             approved=approved,
             option=option,
+            values=values,
             via=via,
             within=within,
         )
@@ -235,6 +259,7 @@ def _feedback_add(
     approved: bool | None,
     option: str | None,
     via: str,
+    values: Any = None,
     within: Callable[[], None] | None = None,
 ) -> tuple[Feedback, Breakpoint]:
     """feedback_add without recording its refusal (its callers do)."""
@@ -252,12 +277,12 @@ def _feedback_add(
             within()
         bp = lock(breakpoint_id)
         verdict = _check_release(bp, option, approved)
-        now = timezone.now()
-        outcome = (
-            _release(bp, actor=actor, approved=verdict, comment=comment, option=option, at=now)
-            if release
-            else None
-        )
+        answer = forms.release_values(bp.payload, values=values, release=release, approved=verdict)
+        outcome = None
+        if release:
+            outcome = _release(
+                bp, actor=actor, approved=verdict, comment=comment, option=option, values=answer
+            )
         feedback = _feedback_record(
             bp, actor, comment, outcome, verdict=verdict, option=option, via=via
         )

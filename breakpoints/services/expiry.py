@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from audit.models import EventType
 from audit.services import event_record_bulk
+from breakpoints import forms
 from breakpoints.models import Breakpoint
 from breakpoints.representation import represented
 from breakpoints.results import (
@@ -107,6 +108,7 @@ def _time_out_locked(bp: Breakpoint) -> Breakpoint:
             tags=bp.tags,
             experts=bp.experts,
             prevent_self_review=bp.prevent_self_review,
+            needs_answer=forms.needs_answer(bp.payload),
         )
         if approved
         else None
@@ -131,7 +133,11 @@ def _time_out_locked(bp: Breakpoint) -> Breakpoint:
         to=Status.RELEASED,
         actor=TIMEOUT_POLICY_ACTOR,
         result=result_timeout_policy(
-            approved=approved, ttl_seconds=bp.ttl_seconds, at=timezone.now(), votes=bp.votes
+            approved=approved,
+            ttl_seconds=bp.ttl_seconds,
+            at=timezone.now(),
+            votes=bp.votes,
+            values=forms.as_proposed(bp.payload),
         ),
         event_type=EventType.RELEASED,
         metadata={"approved": approved, "timeoutPolicy": policy},

@@ -60,8 +60,9 @@ def move(
 ) -> Breakpoint:
     """Apply one allowed transition to a locked row and record it (`also`: more columns).
 
-    The result is sealed (results.result_sealed): it carries the payloadDigest and a
-    receipt naming `via`, where the decision came from (unset: the API, or `system`).
+    The result is sealed (results.result_sealed): it carries the payloadDigest, the
+    values approved (and whether they differ from the proposal) and a receipt naming
+    `via`, where the decision came from (unset: the API, or `system`).
     """
     if to not in ALLOWED_TRANSITIONS[bp.status]:
         raise InvalidState(
@@ -78,6 +79,7 @@ def move(
         via=via or (VIA_SYSTEM if is_system(actor) else Via.API),
         at=now,
         payload_digest=bp.payload_digest,
+        proposal=(bp.payload or {}).get("proposal"),
     )
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})

@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from audit.services import refusal_record
+from breakpoints.answers import AnswerForm, answer_form
 from breakpoints.models import Breakpoint
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
@@ -113,17 +114,25 @@ def _answer(request: HttpRequest, token: str) -> HttpResponse:
     refusal = release_refusal(bp, Actor.for_user(user))  # told instead of the form
     if refusal is not None:
         return _message(request, "forbidden", status=403, detail=refusal)
-    return _form_page(request, link, bp, user, DecisionForm(initial={"decision": link.verdict}))
+    form = DecisionForm(initial={"decision": link.verdict})
+    return _form_page(request, link, bp, user, form, answer_form(bp.payload))
 
 
 def _decide(request: HttpRequest, link: Link, bp: Breakpoint, user: Any) -> HttpResponse:
-    form = DecisionForm(request.POST)
-    if not form.is_valid():
-        return _form_page(request, link, bp, user, form, status=400)
-    approved = form.cleaned_data["decision"] == APPROVE
+    """Decide with the page's comment and, for an approval of a form, its values (the
+    service validates them: its problems land on the fields)."""
+    form, answer = DecisionForm(request.POST), answer_form(bp.payload, request.POST)
+    approving = form.data.get("decision") == APPROVE
+    if not form.is_valid() or (answer is not None and approving and not answer.is_valid()):
+        return _form_page(request, link, bp, user, form, answer, status=400)
+    values = answer.values() if answer is not None and approving else None
     try:
         decided = link_decide(
-            link, user=user, approved=approved, comment=form.cleaned_data["comment"]
+            link,
+            user=user,
+            approved=approving,
+            comment=form.cleaned_data["comment"],
+            values=values,
         )
     except LinkUsed:
         _refuse(link, user, "used", "The link was already used.")
@@ -138,12 +147,16 @@ def _decide(request: HttpRequest, link: Link, bp: Breakpoint, user: Any) -> Http
             return _message(request, "refused", status=409, detail=exc.message)
         return _decided(request, current)
     except InvalidInput as exc:
+        if answer is not None:
+            answer.show_problems(exc.details)
         form.add_error(None, exc.message)
-        return _form_page(request, link, bp, user, form, status=400)
+        return _form_page(request, link, bp, user, form, answer, status=400)
     return _message(request, "done", detail=_summary(decided), bp=decided)
 
 
-def link_decide(link: Link, *, user: Any, approved: bool, comment: str) -> Breakpoint:
+def link_decide(
+    link: Link, *, user: Any, approved: bool, comment: str, values: Any = None
+) -> Breakpoint:
     """Decide through the link, once: its use and the decision commit together.
 
     Raises LinkUsed when the nonce was spent (also by a concurrent request: the unique
@@ -169,6 +182,7 @@ def link_decide(link: Link, *, user: Any, approved: bool, comment: str) -> Break
         comment=comment,
         release=True,
         approved=approved,
+        values=values,
         via=Via.EMAIL,
         within=use,
     )
@@ -285,6 +299,7 @@ def _form_page(
     bp: Breakpoint,
     user: Any,
     form: DecisionForm,
+    answer: AnswerForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     context = {
@@ -295,6 +310,7 @@ def _form_page(
         "time_left": time_left(bp.expires_at.isoformat() if bp.expires_at else None),
         "files": rendering.context_files(bp.payload),
         "form": form,
+        "answer": answer,
         "verdict": link.verdict,
         "reviewer": user.get_username(),
         "console_url": console_url(bp.pk),

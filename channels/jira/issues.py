@@ -23,6 +23,7 @@ import httpx
 from django.conf import settings
 
 from audit.models import EventType
+from breakpoints.forms import has_form
 from breakpoints.models import Feedback
 from breakpoints.representation import console_url
 from core.choices import Channel, Via
@@ -301,6 +302,12 @@ def _labels(tags: list[Any], id_label: str) -> list[str]:
     return list(dict.fromkeys(label for label in [*labels, id_label] if label))
 
 
+FORM_NOTE = (
+    "The agent asks for values (a form): approving here approves its proposal as it is. "
+    "To edit the values, decide in the console."
+)
+
+
 def _description(data: dict[str, Any]) -> str:
     payload = _mapping(data.get("payload"))
     tags = ", ".join(str(tag) for tag in data.get("tags") or []) or "(none)"
@@ -322,6 +329,8 @@ def _description(data: dict[str, Any]) -> str:
         "",
         _block(details),
     ]
+    if has_form(payload):
+        parts[2:2] = [FORM_NOTE]
     parts += _excerpts(payload)
     return "\n".join(parts)
 

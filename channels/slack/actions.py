@@ -25,6 +25,7 @@ from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from breakpoints.services import feedback_add, release_check
 from channels.slack import blocks as slack_blocks
+from channels.slack import modals
 from channels.slack.messages import NETWORK_ERRORS, web_client
 from core import limits
 from core.actors import Actor
@@ -93,9 +94,8 @@ def block_actions(payload: dict[str, Any]) -> HttpResponse:
     if clicked is None:
         return JsonResponse({"error": "Malformed block_actions payload."}, status=400)
     action = clicked.action_id
-    if action not in (slack_blocks.APPROVE, slack_blocks.REJECT) and not action.startswith(
-        slack_blocks.OPTION_PREFIX
-    ):
+    ours = (slack_blocks.APPROVE, slack_blocks.REJECT, slack_blocks.EDIT)
+    if action not in ours and not action.startswith(slack_blocks.OPTION_PREFIX):
         return HttpResponse(status=200)  # the console link, or nothing of ours
     client = web_client(SLACK_TIMEOUT_SECONDS)
     bp = (
@@ -110,6 +110,8 @@ def block_actions(payload: dict[str, Any]) -> HttpResponse:
         user = reviewer_for(client, clicked)
         if action == slack_blocks.REJECT:
             _open_reject(client, clicked, user, bp)
+        elif action == slack_blocks.EDIT:
+            _open_edit(client, clicked, user, bp)
         elif _decide(clicked, user, bp, comment="", approved=True):
             ephemeral(client, clicked, DECIDED_VOTE)
     except DomainError as exc:  # a refusal is on the record: the service's, or reviewer_for's
@@ -167,7 +169,13 @@ def _actor(interaction: Interaction, user: Any) -> Actor:
 
 
 def _decide(
-    interaction: Interaction, user: Any, bp: Breakpoint, *, comment: str, approved: bool | None
+    interaction: Interaction,
+    user: Any,
+    bp: Breakpoint,
+    *,
+    comment: str,
+    approved: bool | None,
+    values: dict[str, Any] | None = None,
 ) -> bool:
     """Release through the service; True when it was a vote that decided nothing yet."""
     option = None
@@ -185,6 +193,7 @@ def _decide(
         release=True,
         approved=approved,
         option=option,
+        values=values,
         via=Via.SLACK,
     )
     return bp.status == Status.WAITING
@@ -205,8 +214,30 @@ def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpo
         ephemeral(client, clicked, "The reject form could not be opened; try again.")
 
 
+def _open_edit(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
+    """The "Edit and approve" modal of a form that fits one (asked again on submit)."""
+    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=Via.SLACK)
+    if modals.editable_fields(bp.payload) is None:
+        raise InvalidInput("This form cannot be edited in Slack: edit it in the console.")
+    metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}
+    view = slack_blocks.edit_modal(
+        {"title": bp.title, "key": bp.key, "question": bp.question, "breakpointId": bp.pk},
+        bp.payload,
+        private_metadata=json.dumps(metadata),
+    )
+    try:
+        client.views_open(trigger_id=clicked.trigger_id, view=view)
+    except (SlackClientError, *NETWORK_ERRORS) as exc:
+        logger.warning("Slack views.open failed for %s: %s", bp.pk, type(exc).__name__)
+        ephemeral(client, clicked, "The form could not be opened; try again.")
+
+
 def view_submission(payload: dict[str, Any]) -> HttpResponse:
-    """The reject modal sent: reject with its feedback, or show what is wrong in it."""
+    """The reject modal sent: reject with its feedback, or show what is wrong in it. The
+    edit modal sent: approve with its values (edit_submission)."""
+    view = payload.get("view")
+    if isinstance(view, dict) and view.get("callback_id") == modals.EDIT_MODAL:
+        return edit_submission(payload, view)
     submitted = _submitted(payload)
     if submitted is None:
         return HttpResponse(status=200)  # not our modal
@@ -226,6 +257,55 @@ def view_submission(payload: dict[str, Any]) -> HttpResponse:
     except DomainError as exc:  # a refusal is on the record: the service's, or reviewer_for's
         return _modal_error(exc.message)
     return HttpResponse(status=200)  # closes the modal
+
+
+def edit_submission(payload: dict[str, Any], view: dict[str, Any]) -> HttpResponse:
+    """Approve with the modal's values through the service, or answer each problem on the
+    block of its field (Slack keeps the modal open)."""
+    metadata = _metadata(view)
+    user = payload.get("user")
+    interaction = Interaction(
+        user_id=_text(user.get("id")) if isinstance(user, dict) else "",
+        breakpoint_id=_text(metadata.get("bp"), limits.BREAKPOINT_ID_LENGTH),
+        action_id=slack_blocks.EDIT,
+        channel=_text(metadata.get("channel")),
+        message_ts=_text(metadata.get("ts")),
+    )
+    if not SLACK_ID.fullmatch(interaction.user_id):
+        return JsonResponse({"error": "Malformed view_submission payload."}, status=400)
+    first = modals.block_id(0)
+    bp = Breakpoint.objects.filter(pk=interaction.breakpoint_id).first()
+    if bp is None:
+        return _errors({first: "This breakpoint does not exist (any more)."})
+    state = _object(view.get("state")).get("values")
+    values, problems = modals.submitted_values(bp.payload, state)
+    if problems:
+        return _errors(problems)
+    client = web_client(SLACK_TIMEOUT_SECONDS)
+    try:
+        user = reviewer_for(client, interaction)
+        if _decide(interaction, user, bp, comment="", approved=True, values=values):
+            ephemeral(client, interaction, DECIDED_VOTE)
+    except InvalidInput as exc:
+        return _errors(modals.problems_by_block(bp.payload, exc.details) or {first: exc.message})
+    except DomainError as exc:  # a refusal is on the record: the service's, or reviewer_for's
+        return _errors({first: exc.message})
+    return HttpResponse(status=200)  # closes the modal
+
+
+def _metadata(view: dict[str, Any]) -> dict[str, Any]:
+    """Our modal's private_metadata (the breakpoint, the message), or {}."""
+    try:
+        metadata = json.loads(_text(view.get("private_metadata"), 3000) or "{}")
+    except ValueError:
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _errors(by_block: dict[str, str]) -> JsonResponse:
+    """Slack shows each message under its block, and keeps the modal open."""
+    errors = {block: message[:2000] for block, message in by_block.items()}
+    return JsonResponse({"response_action": "errors", "errors": errors})
 
 
 def _submitted(payload: dict[str, Any]) -> tuple[Interaction, str] | None:

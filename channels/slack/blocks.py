@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from audit.models import EventType
+from breakpoints.forms import has_form
 from breakpoints.payload import payload_options
 from breakpoints.representation import console_url
+from channels.slack import modals
 from core import fileformats
 from core.naming import display_name
 
-APPROVE, REJECT, CONSOLE = "bpm_approve", "bpm_reject", "bpm_console"
+APPROVE, REJECT, CONSOLE, EDIT = "bpm_approve", "bpm_reject", "bpm_console", "bpm_edit"
 OPTION_PREFIX = "bpm_option_"  # + the option's index in payload.options
 REJECT_MODAL, FEEDBACK_BLOCK, FEEDBACK_INPUT = "bpm_reject", "bpm_feedback", "text"
 SECTION_MAX = 3000  # characters of a section's text
@@ -166,12 +168,18 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
 
 
 def _actions(data: dict[str, Any]) -> list[Block]:
-    pk = str(data.get("breakpointId"))
+    """Approve (as proposed, with a form), Edit and approve (a form that fits a modal),
+    Reject, the console; then the agent's options."""
+    pk, payload = str(data.get("breakpointId")), data.get("payload") or {}
+    answered = has_form(payload)
+    buttons = [_button("Approve as proposed" if answered else "Approve", APPROVE, pk, "primary")]
+    if answered and modals.editable_fields(payload) is not None:
+        buttons.append(_button("Edit and approve…", EDIT, pk))
     decide = {
         "type": "actions",
         "block_id": "bpm_decide",
         "elements": [
-            _button("Approve", APPROVE, pk, "primary"),
+            *buttons,
             _button("Reject…", REJECT, pk, "danger"),
             {
                 "type": "button",
@@ -181,9 +189,16 @@ def _actions(data: dict[str, Any]) -> list[Block]:
             },
         ],
     }
-    labels = payload_options(data.get("payload") or {})
+    labels = payload_options(payload)
+    if answered and len(buttons) == 1:
+        note = _context("The agent's form cannot be edited here: edit it in the console.")
+        return [note, decide, *_options(pk, labels)]
+    return [decide, *_options(pk, labels)]
+
+
+def _options(pk: str, labels: list[str]) -> list[Block]:
     if not labels:
-        return [decide]
+        return []
     options = {
         "type": "actions",
         "block_id": "bpm_options",
@@ -191,7 +206,7 @@ def _actions(data: dict[str, Any]) -> list[Block]:
             _button(label, f"{OPTION_PREFIX}{index}", pk) for index, label in enumerate(labels)
         ],
     }
-    return [decide, _context("Or choose one of the agent's options:"), options]
+    return [_context("Or choose one of the agent's options:"), options]
 
 
 def _fallback(prefix: str, data: dict[str, Any]) -> str:
@@ -286,4 +301,20 @@ def reject_modal(data: dict[str, Any], *, private_metadata: str) -> Block:
                 },
             },
         ],
+    }
+
+
+def edit_modal(data: dict[str, Any], payload: dict[str, Any], *, private_metadata: str) -> Block:
+    """The modal "Edit and approve" opens: the form's fields prefilled with the proposal
+    (channels.slack.modals); submitting approves with the values as left."""
+    title = mrkdwn(display_name(data), 300)
+    question = mrkdwn(data.get("question") or "", 1500)
+    return {
+        "type": "modal",
+        "callback_id": modals.EDIT_MODAL,
+        "title": {"type": "plain_text", "text": "Edit and approve"},
+        "submit": {"type": "plain_text", "text": "Approve"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "private_metadata": private_metadata,
+        "blocks": [_section(f"*{title}*\n{question}"), *modals.field_blocks(payload)],
     }

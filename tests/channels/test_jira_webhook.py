@@ -399,3 +399,30 @@ def test_a_repeated_webhook_never_casts_a_second_seat_s_vote(
     bp.refresh_from_db()
     assert bp.status == "waiting"
     assert [vote["seat"] for vote in bp.votes] == ["tech-lead"]
+
+
+# --- a form (issue 36): JIRA approves as proposed ------------------------------------------
+
+
+def test_approved_in_jira_approves_the_proposal_as_it_is(client, hook, audited, alice):
+    form = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+    bp = audited(payload={"question": "Deploy?", "form": form, "proposal": {"replicas": 3}})
+    key = created_issue(bp)
+    assert "approves its proposal as it is" in hook.issues[key].fields["description"]
+
+    response = post(client, move(hook, key, "Approved"))
+
+    assert response.json()["outcome"] == "released"
+    bp.refresh_from_db()
+    assert (bp.result["values"], bp.result["edited"]) == ({"replicas": 3}, False)
+
+
+def test_a_form_only_a_person_can_fill_is_refused_in_jira(client, hook, audited, alice):
+    form = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    bp = audited(payload={"question": "Which x?", "form": form})
+    key = created_issue(bp)
+
+    response = post(client, move(hook, key, "Approved"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)

@@ -110,3 +110,20 @@ def test_an_expiry_or_cancellation_is_a_rejection_that_says_why():
     assert cancelled["feedback"] == "The breakpoint was cancelled in Breakpoint Manager."
     gone = run_answer(entry(None, error=NotVisible(code="not_found", message="gone")))
     assert gone["approved"] is False and gone["status"] == "deleted"
+
+
+FORM = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+
+
+def test_a_processs_form_and_proposal_pass_through_from_the_payload_or_its_options(tmp_path):
+    in_payload = {"question": "Scale?", "form": FORM, "proposal": {"replicas": 3}}
+    from_options = effect(tmp_path, {"question": "Scale?"}, form=FORM, proposal={"replicas": 3})
+
+    assert breakpoint_request(effect(tmp_path, in_payload), tmp_path)["payload"] == in_payload
+    assert breakpoint_request(from_options, tmp_path)["payload"] == in_payload
+
+
+def test_the_approved_values_are_posted_to_the_run():
+    result = BreakpointResult(approved=True, responded_by="al", values={"replicas": 2}, edited=True)
+    answer = run_answer(entry("released", result))
+    assert (answer["values"], answer["edited"]) == ({"replicas": 2}, True)

@@ -4,6 +4,7 @@ OTHER_KEY is a second key, for rotation and for "signed by someone else"."""
 import json
 
 from core import receipts
+from core.digests import values_digest
 
 TEST_KEY = {
     "kid": "test-1",
@@ -36,18 +37,24 @@ def suite_jwks() -> dict:
 
 def unsealed(result: dict, *, via: str | None = None) -> dict:
     """A final result without its seal, once the seal is checked: the receipt verifies with
-    the suite's key and states this result (approved, option, respondedBy, payloadDigest;
-    `via` when given). Tests compare what remains with the result they expect."""
+    the suite's key and states this result (approved, option, respondedBy, payloadDigest,
+    valuesDigest; `via` when given). Tests compare what remains with the result they
+    expect; `values` and `edited` stay in it only when there are values."""
     rest = dict(result)
     digest, receipt = rest.pop("payloadDigest"), rest.pop("receipt")
     claims = receipts.verify(receipt, suite_jwks())
-    stated = {key: claims[key] for key in ("approved", "option", "respondedBy", "payloadDigest")}
+    keys = ("approved", "option", "respondedBy", "payloadDigest", "valuesDigest")
+    stated = {key: claims[key] for key in keys}
     assert stated == {
         "approved": result["approved"],
         "option": result.get("option"),
         "respondedBy": result.get("respondedBy"),
         "payloadDigest": digest,
+        "valuesDigest": values_digest(result.get("values")),
     }
+    assert rest.pop("valuesDigest") == claims["valuesDigest"]
+    if rest.get("values") is None:
+        assert (rest.pop("values"), rest.pop("edited")) == (None, False)
     if via is not None:
         assert claims["via"] == via
     return rest

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -106,8 +106,9 @@ class AsyncClient:
         *,
         approved: bool = True,
         option: str | None = None,
+        values: Mapping[str, Any] | None = None,
     ) -> models.FeedbackCreated:
-        body = feedback_body(comment, release=True, approved=approved, option=option)
+        body = feedback_body(comment, release=True, approved=approved, option=option, values=values)
         return await self._run(self._ops.feedback(breakpoint_id, body))
 
     async def expire(self, breakpoint_id: str) -> str:

@@ -28,6 +28,8 @@ class BreakpointFields(TypedDict, total=False):
     key: str | None
     on_timeout: str | None
     agent_id: str | None
+    form: Mapping[str, Any] | None
+    proposal: Mapping[str, Any] | None
 
 
 class ListFilters(TypedDict, total=False):
@@ -113,8 +115,13 @@ def breakpoint_body(
     key: str | None = None,
     on_timeout: str | None = None,
     agent_id: str | None = None,
+    form: Mapping[str, Any] | None = None,
+    proposal: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of `POST /api/breakpoints`. Explicit arguments win over `payload`'s keys."""
+    """The body of `POST /api/breakpoints`. Explicit arguments win over `payload`'s keys.
+
+    `form`: a JSON Schema (draft 2020-12, type object) of the answer; `proposal`: the
+    values proposed (the reviewer approves them as they are or edits them first)."""
     content: dict[str, Any] = dict(payload or {})
     given = {
         "question": question,
@@ -124,6 +131,8 @@ def breakpoint_body(
         "options": None if options is None else list(options),
         "breakpointId": key,
         "onTimeout": on_timeout,
+        "form": None if form is None else dict(form),
+        "proposal": None if proposal is None else dict(proposal),
     }
     content.update({name: value for name, value in given.items() if value is not None})
     file_list = [context_file(item) for item in files]
@@ -175,11 +184,18 @@ def _when(value: datetime | str | None) -> str | None:
 
 
 def feedback_body(
-    comment: str, *, release: bool, approved: bool = True, option: str | None = None
+    comment: str,
+    *,
+    release: bool,
+    approved: bool = True,
+    option: str | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"comment": comment, "release": release}
     if release:
         body["approved"] = approved
     if option is not None:
         body["option"] = option
+    if values is not None:
+        body["values"] = dict(values)
     return body

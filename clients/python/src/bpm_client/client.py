@@ -54,17 +54,22 @@ class Client:
     # --- receipts ---------------------------------------------------------------------
 
     def verify(
-        self, result: models.BreakpointResult, *, breakpoint_id: str | None = None
+        self,
+        result: models.BreakpointResult,
+        *,
+        breakpoint_id: str | None = None,
+        values: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The claims of `result.receipt` once it verifies (pinned JWKS, else the
         server's) and states this result of this breakpoint (`breakpoint_id`, else the
-        result's own: one of them is required); raises ReceiptInvalid otherwise."""
+        result's own: one of them is required) and these values (`values`, else the
+        result's: its valuesDigest); raises ReceiptInvalid otherwise."""
         receipts.expected_breakpoint(result, breakpoint_id)  # before any JWKS is fetched
         if self._pinned_jwks is not None:
             jwks = self._pinned_jwks
         else:
             jwks = self._server_jwks.get(kid=receipts.receipt_kid(result.receipt or ""))
-        return receipts.check_result(result, jwks, breakpoint_id=breakpoint_id)
+        return receipts.check_result(result, jwks, breakpoint_id=breakpoint_id, values=values)
 
     def _verified(self, result: models.BreakpointResult) -> models.BreakpointResult:
         """`result` with `verified` set (None without a receipt or when no JWKS is at hand)."""
@@ -93,7 +98,8 @@ class Client:
         """Ask a human and wait for the answer (babysitter's `ctx.breakpoint()`).
 
         Returns the BreakpointResult (`approved`, `response`, `feedback`, `option`,
-        `responded_by`, `all_responses`, `payload_digest`, `receipt`, plus `status`,
+        `responded_by`, `all_responses`, `values` and `edited` (the answer to `form=` /
+        `proposal=`), `payload_digest`, `values_digest`, `receipt`, plus `status`,
         `breakpoint_id` and `verified`: whether its receipt checked out); raises
         WaitTimeout when `timeout` seconds pass first (the breakpoint keeps waiting).
         """
@@ -163,9 +169,10 @@ class Client:
         *,
         approved: bool = True,
         option: str | None = None,
+        values: Mapping[str, Any] | None = None,
     ) -> models.FeedbackCreated:
         """Decide: approve (default), reject with `approved=False`, or pick an `option`."""
-        body = feedback_body(comment, release=True, approved=approved, option=option)
+        body = feedback_body(comment, release=True, approved=approved, option=option, values=values)
         return self._run(self._ops.feedback(breakpoint_id, body))
 
     def expire(self, breakpoint_id: str) -> str:

@@ -64,9 +64,23 @@ class Decision(TypedDict):
     respondedBy: str | list[str] | None
     allResponses: list[dict[str, Any]]
     timeoutPolicy: dict[str, Any] | None
+    values: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="The approved answer to `form` / `proposal`: use these values, not "
+            "the ones you proposed (the reviewer may have edited them). null without a form, "
+            "or when not approved."
+        ),
+    ]
+    edited: Annotated[
+        bool | None, Field(description="true when the reviewer changed your proposal.")
+    ]
     payloadDigest: Annotated[
         str | None,
         Field(description="What was decided on: sha256 of the question, title and payload."),
+    ]
+    valuesDigest: Annotated[
+        str | None, Field(description="sha256 of the approved values, signed in the receipt.")
     ]
     receipt: Annotated[
         str | None,
@@ -127,6 +141,22 @@ TtlSeconds = Annotated[
         ge=1,
         description="Give up after this many seconds without an answer: status 'expired', "
         "approved false. Omit to wait until someone answers.",
+    ),
+]
+Form = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="A JSON Schema (draft 2020-12, type object) of the answer you need, e.g. "
+        "{'type': 'object', 'properties': {'replicas': {'type': 'integer', 'minimum': 1}}, "
+        "'required': ['replicas']}. The reviewer fills it in; the answer comes back in "
+        "`values`, validated."
+    ),
+]
+Proposal = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="The values you propose (the arguments of the action, e.g. {'replicas': "
+        "3}): the reviewer approves them as they are or edits them; `values` is what to run."
     ),
 ]
 BreakpointId = Annotated[
@@ -207,9 +237,11 @@ class Tools:
         expert: Expert = None,
         options: Options = None,
         ttl_seconds: TtlSeconds = None,
+        form: Form = None,
+        proposal: Proposal = None,
     ) -> Decision:
         created, noticed = await self._create(
-            question, title, files, tags, expert, options, ttl_seconds
+            question, title, files, tags, expert, options, ttl_seconds, form, proposal
         )
         if created.done:  # an auto-approval rule answered at once
             return await self._decision(created.breakpoint_id, created, noticed)
@@ -226,9 +258,11 @@ class Tools:
         expert: Expert = None,
         options: Options = None,
         ttl_seconds: TtlSeconds = None,
+        form: Form = None,
+        proposal: Proposal = None,
     ) -> Decision:
         created, noticed = await self._create(
-            question, title, files, tags, expert, options, ttl_seconds
+            question, title, files, tags, expert, options, ttl_seconds, form, proposal
         )
         return await self._decision(created.breakpoint_id, created, noticed)
 
@@ -278,6 +312,8 @@ class Tools:
         expert: list[str] | None,
         options: list[str] | None,
         ttl_seconds: int | None,
+        form: dict[str, Any] | None = None,
+        proposal: dict[str, Any] | None = None,
     ) -> tuple[models.Breakpoint, list[str]]:
         """The breakpoint created, and the warnings for the model: files cut, keys the
         server thinks misspelt."""
@@ -291,6 +327,8 @@ class Tools:
                 expert=expert or None,
                 options=options or None,
                 ttl=ttl_seconds,
+                form=form,
+                proposal=proposal,
             )
         if len(self._console_urls) >= CONSOLE_URLS_KEPT:
             self._console_urls.pop(next(iter(self._console_urls)))  # the oldest
@@ -354,7 +392,9 @@ Use it BEFORE any risky, irreversible or costly action: deploying, deleting data
 migrating a database, force-pushing, sending messages or emails to people, spending money,
 changing permissions or production settings; and whenever the user asked you to check with a
 human first. Attach what the reviewer needs (files: the plan, the diff) and, for a choice,
-`options`.
+`options`. To have the reviewer check or correct the arguments of the action, pass them as
+`proposal` (with a `form`, a JSON Schema of them); to ask for a typed answer, pass a `form`.
+Then run what comes back in `values` (it may differ from your proposal: `edited`).
 
 The call blocks until a reviewer answers (that can take minutes or hours; progress
 notifications are sent while it waits) or until ttl_seconds pass. Then check `approved`:

@@ -169,6 +169,8 @@ class ResponseVote(Model):
     feedback: str | None = None
     option: str | None = None
     seat: str | None = None
+    # An approving response's answer to the breakpoint's form.
+    values: dict[str, Any] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 
@@ -201,7 +203,13 @@ class BreakpointResult(Model):
     responded_by: str | list[str] | None = None
     all_responses: list[ResponseVote] = dataclasses.field(default_factory=list)
     timeout_policy: TimeoutPolicy | None = None
+    # The approved answer to the form (payload.form / payload.proposal): the reviewer's
+    # values, or the proposal as it was; None when rejected, expired, cancelled, or no form.
+    values: dict[str, Any] | None = None
+    # True when `values` differ from the proposal (the reviewer edited it).
+    edited: bool | None = None
     payload_digest: str | None = None
+    values_digest: str | None = None
     receipt: str | None = None
     status: StatusName | None = None
     breakpoint_id: str | None = None

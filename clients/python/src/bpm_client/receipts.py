@@ -2,7 +2,8 @@
 
 A final result carries `receipt`: a compact JWS (EdDSA over Ed25519, header typ
 `bpm-receipt+jws`) whose claims state the decision: breakpointId, agentId, runId, status,
-approved, option, respondedBy, via, decidedAt and payloadDigest. It verifies with a key of
+approved, option, respondedBy, via, decidedAt, payloadDigest and valuesDigest (the digest
+of the values approved, a form's answer). It verifies with a key of
 the service's JWKS (`GET /.well-known/jwks.json`), found by the header's kid: pin a copy
 (a file, a URL) or let the client fetch the server's (cached).
 """
@@ -10,6 +11,7 @@ the service's JWKS (`GET /.well-known/jwks.json`), found by the header's kid: pi
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +20,7 @@ from typing import Any
 
 import httpx
 import jwt
+import rfc8785
 
 from .errors import BpmError
 from .models import BreakpointResult
@@ -37,8 +40,20 @@ RECEIPT_CLAIMS = frozenset(
         "via",
         "decidedAt",
         "payloadDigest",
+        "valuesDigest",
     }
 )
+# Receipts signed before forms existed state no valuesDigest (they approved no values).
+RECEIPT_CLAIMS_BEFORE_FORMS = RECEIPT_CLAIMS - {"valuesDigest"}
+DIGEST_PREFIX = "sha256:"
+
+
+def values_digest(values: Any) -> str | None:
+    """A result's valuesDigest: "sha256:" + the hex SHA-256 of the RFC 8785 JSON of the
+    values (as the server computes payloadDigest); None when there are none."""
+    if values is None:
+        return None
+    return DIGEST_PREFIX + hashlib.sha256(rfc8785.dumps(values)).hexdigest()
 
 
 class ReceiptInvalid(BpmError):
@@ -90,17 +105,22 @@ def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
         claims = jwt.decode(receipt, key.key, algorithms=[ALGORITHM])
     except jwt.PyJWTError as exc:
         raise ReceiptInvalid(f"the receipt does not verify: {exc}") from exc
-    if set(claims) != RECEIPT_CLAIMS:
+    if set(claims) not in (RECEIPT_CLAIMS, RECEIPT_CLAIMS_BEFORE_FORMS):
         raise ReceiptInvalid(f"a receipt's claims are exactly: {', '.join(sorted(RECEIPT_CLAIMS))}")
     return claims
 
 
 def check_result(
-    result: BreakpointResult, jwks: Mapping[str, Any], *, breakpoint_id: str | None = None
+    result: BreakpointResult,
+    jwks: Mapping[str, Any],
+    *,
+    breakpoint_id: str | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The receipt's claims, once it verifies and states this very result of this very
     breakpoint (breakpointId, approved, option, respondedBy, payloadDigest; status when the
-    result has it); else raise ReceiptInvalid.
+    result has it) and these values (`values`, else the result's own: valuesDigest); else
+    raise ReceiptInvalid. An executor handed the values checks those it will run.
 
     The breakpoint is `breakpoint_id`, else the result's own: a result without one (built
     from a webhook body, a stored result) needs it given, or any breakpoint's receipt with
@@ -116,10 +136,11 @@ def check_result(
         "option": result.option,
         "respondedBy": result.responded_by,
         "payloadDigest": result.payload_digest,
+        "valuesDigest": values_digest(values if values is not None else result.values),
     }
     if result.status is not None:
         stated["status"] = result.status
-    differing = sorted(name for name, value in stated.items() if claims[name] != value)
+    differing = sorted(name for name, value in stated.items() if claims.get(name) != value)
     if differing:
         raise ReceiptInvalid(f"the receipt does not state this result: {', '.join(differing)}")
     return claims

@@ -3,7 +3,8 @@ to the `BreakpointResult` value the run's process receives.
 
 The effect's task.json holds the `ctx.breakpoint(payload, options)` call:
 `metadata.payload` is the payload as the process wrote it; `metadata.label`, and
-`metadata.expert`/`tags`/`strategy` when the process passed them in `options`. The payload
+`metadata.expert`/`tags`/`strategy`/`form`/`proposal` when the process passed them in
+`options` (a form the reviewer answers: the approved `values` come back in the result). The payload
 is sent as it is (its other keys, `autoApproveAfterN`, `onTimeout`, `previousFeedback`...,
 keep their meaning here), with the fields below filled in or made acceptable.
 """
@@ -38,7 +39,7 @@ def breakpoint_request(effect: Effect, project_dir: Path) -> dict[str, Any]:
     title = payload.get("title") if isinstance(payload.get("title"), str) else named
     if not isinstance(payload.get("question"), str) or not payload["question"].strip():
         payload["question"] = title or f"babysitter breakpoint {effect.effect_id}"
-    for field in ("expert", "strategy"):
+    for field in ("expert", "strategy", "form", "proposal"):
         if payload.get(field) is None and meta.get(field) is not None:
             payload[field] = meta[field]
     if "breakpointId" in payload:
@@ -94,7 +95,8 @@ def run_answer(entry: StatusEntry) -> dict[str, Any]:
     """The value posted to the run for a decided (or vanished) breakpoint.
 
     A release is the service's BreakpointResult as it is: `approved`, `response`,
-    `feedback`, `option`, `respondedBy`, `allResponses`. An expiry or a cancellation is a
+    `feedback`, `option`, `respondedBy`, `allResponses`, and the answer to a form:
+    `values` (what the process should run) and `edited`. An expiry or a cancellation is a
     rejection whose `feedback` says why, so the process's own retry pattern takes over.
     `status` and `breakpointId` say which it was and where.
     """

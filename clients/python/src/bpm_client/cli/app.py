@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 import warnings
 from collections.abc import Callable, Mapping
@@ -114,6 +115,16 @@ def breakpoint_options(command: F) -> F:
             "--on-timeout", type=click.Choice(ON_TIMEOUT), help="What happens at the TTL."
         ),
         click.option(
+            "--form",
+            metavar="FILE",
+            help="A JSON Schema (type object) of the answer the reviewer fills in.",
+        ),
+        click.option(
+            "--proposal",
+            metavar="FILE",
+            help="A JSON object of proposed values: approved as they are, or edited first.",
+        ),
+        click.option(
             "--idempotency-key",
             metavar="KEY",
             help="Ask once per KEY: the same KEY and question again (a retry, a restarted "
@@ -139,7 +150,23 @@ def breakpoint_fields(given: Mapping[str, Any]) -> BreakpointFields:
         key=given["key"],
         strategy=given["strategy"],
         on_timeout=given["on_timeout"],
+        form=read_json_object(given["form"]) if given.get("form") else None,
+        proposal=read_json_object(given["proposal"]) if given.get("proposal") else None,
     )
+
+
+def read_json_object(path: str) -> dict[str, Any]:
+    """A JSON object read from a file (`--form`, `--proposal`)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        raise CliError(f"no such file: {path}") from None
+    except (OSError, ValueError) as error:
+        raise CliError(f"cannot read JSON from {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: expected a JSON object")
+    return data
 
 
 def read_file(path: str) -> dict[str, Any]:

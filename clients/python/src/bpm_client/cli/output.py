@@ -48,7 +48,11 @@ def summary(result: BreakpointResult) -> str:
     line = f"{verb} by {names}" if names else verb
     if result.option:
         line += f" (option {quoted(result.option)})"
-    return f"{line}: {quoted(text)}" if text else line
+    line = f"{line}: {quoted(text)}" if text else line
+    if result.values is not None:  # the answer to the form, on a line of its own
+        edited = " (edited)" if result.edited else ""
+        line += f"\nvalues{edited}: {json.dumps(result.values, ensure_ascii=False)}"
+    return line
 
 
 def quoted(text: str) -> str:
