@@ -326,3 +326,50 @@ def test_the_bridge_survives_a_server_restart_while_waiting(
     assert output["deploy"]["feedback"] == "After the restart"
     assert output["drop"]["approved"] is False
     assert len(list(reviewer.list(tags=["babysitter"]))) == 2
+
+
+# A form and a proposal in the payload: the SDK's breakpoint task keeps the payload whole
+# (its `options` reach the task only as label/expert/tags/strategy).
+FORM_PROCESS = """\
+export async function process(inputs, ctx) {
+  const scale = await ctx.breakpoint({
+    question: "Scale the web tier?",
+    form: {
+      type: "object",
+      properties: {
+        replicas: { type: "integer", title: "Replicas", minimum: 1, maximum: 10 },
+        region: { type: "string", enum: ["eu-west-1", "us-east-1"] },
+      },
+      required: ["replicas", "region"],
+    },
+    proposal: { replicas: 3, region: "eu-west-1" },
+  }, { label: "scale" });
+  return { scale };
+}
+"""
+
+
+def test_a_form_is_asked_and_the_edited_values_reach_the_run(
+    live, project, babysitter_bin, start_watch, reviewer
+):
+    """The process's form and proposal reach the breakpoint; the reviewer approves with
+    edited values; the run's process receives them (`values`, `edited`) in its result."""
+    (project / "process.mjs").write_text(FORM_PROCESS)
+    run = Run(babysitter_bin, project)
+    watch = start_watch("--drive")
+    scale = asked(reviewer, 1, live, watch)["scale"]
+    assert scale.payload["proposal"] == {"replicas": 3, "region": "eu-west-1"}
+    assert scale.payload["form"]["required"] == ["replicas", "region"]
+
+    edited = {"replicas": 5, "region": "eu-west-1"}
+    reviewer.release(scale.breakpoint_id, "Five, not three", values=edited)
+    assert watch.finish() == 0, watch.notes()
+
+    output = run.output()["scale"]
+    assert (output["approved"], output["values"], output["edited"]) == (True, edited, True)
+    decided = reviewer.get(scale.breakpoint_id)
+    assert output == expected_value(decided)
+    claims = reviewer.verify(decided.result, breakpoint_id=scale.breakpoint_id)
+    digest = claims["valuesDigest"]  # the receipt binds the edited values
+    assert digest and output["valuesDigest"] == digest
+    assert run.iterate()["status"] == "completed"

@@ -132,3 +132,69 @@ def test_a_generated_client_creates_lists_approves_rejects_and_waits(
         hold.breakpoint_id,
         waited.breakpoint_id,
     }
+
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+        "environment": {"type": "string", "enum": ["staging", "prod"]},
+    },
+    "required": ["replicas", "environment"],
+}
+
+
+def test_a_generated_client_asks_with_a_form_and_reads_the_edited_values_back(
+    generated, live, agent_token, reviewer_token
+):
+    """payload.form / payload.proposal go out through the generated models; a value out of
+    the form's bounds is the 400 the generated Error parses (keyed by its JSON pointer); the
+    edited values come back as result.values with edited: true."""
+    package, _ = generated
+    api = importlib.import_module(f"{PACKAGE}.api.breakpoints")
+    models = importlib.import_module(f"{PACKAGE}.models")
+    create, feedback, status = (
+        importlib.import_module(f"{api.__name__}.{name}")
+        for name in (
+            "breakpoints_create",
+            "breakpoints_feedback_create",
+            "breakpoints_status_retrieve",
+        )
+    )
+    agent = package.AuthenticatedClient(base_url=live.base_url, token=agent_token)
+    reviewer = package.AuthenticatedClient(base_url=live.base_url, token=reviewer_token)
+
+    payload = models.BreakpointCreateRequestPayload(
+        question="Scale the web tier?",
+        form=models.BreakpointCreateRequestPayloadFormType0.from_dict(FORM),
+        proposal=models.BreakpointCreateRequestPayloadProposalType0.from_dict(
+            {"replicas": 3, "environment": "prod"}
+        ),
+    )
+    body = models.BreakpointCreateRequest(payload=payload, title="Scale")
+    created = create.sync_detailed(client=agent, body=body)
+    assert created.status_code == 201, created.content
+    breakpoint_id = created.parsed.breakpoint_id
+    assert created.parsed.payload["form"] == FORM
+
+    def answer(values: dict):
+        body = models.FeedbackCreateRequest(
+            release=True,
+            approved=True,
+            comment="Five",
+            values=models.FeedbackCreateRequestValuesType0.from_dict(values),
+        )
+        return feedback.sync_detailed(breakpoint_id, client=reviewer, body=body)
+
+    refused = answer({"replicas": 11, "environment": "prod"})
+    assert refused.status_code == 400, refused.content
+    assert str(refused.parsed.error.code) == "validation_error"
+    assert list(refused.parsed.error.details.to_dict()) == ["/replicas"]
+
+    approved = answer({"replicas": 5, "environment": "prod"})
+    assert approved.status_code == 201, approved.content
+    read = status.sync(breakpoint_id, client=agent)
+    assert (str(read.status), read.result.approved) == ("released", True)
+    assert read.result.values.to_dict() == {"replicas": 5, "environment": "prod"}
+    assert read.result.edited is True
+    assert read.result.values_digest.startswith("sha256:")
