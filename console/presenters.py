@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from accounts import experts as routing
 from audit.models import Event, EventType
+from breakpoints.forms import edited
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.selectors import decided_via_text
@@ -190,10 +191,15 @@ def short_digest(digest: str | None) -> str:
     return f"{algorithm}:{hexdigits[:12]}…"
 
 
-def preview_of(outcome: "Release") -> dict[str, Any]:
-    """What a confirmation page shows as sent: the result, or, for a vote that does not
-    decide yet (nothing is sent), the vote being recorded."""
-    return outcome.result if outcome.result is not None else outcome.votes[-1]
+def preview_of(outcome: "Release", proposal: Any = None) -> dict[str, Any]:
+    """What a confirmation page shows as sent: the result (with `edited` when it answers a
+    form, as the sealed result will say), or, for a vote that does not decide yet (nothing
+    is sent), the vote being recorded."""
+    if outcome.result is None:
+        return outcome.votes[-1]
+    if outcome.result.get("values") is None:
+        return outcome.result
+    return {**outcome.result, "edited": edited(outcome.result["values"], proposal)}
 
 
 def preview_page(bp: Breakpoint, outcome: "Release") -> dict[str, Any]:
@@ -201,5 +207,5 @@ def preview_page(bp: Breakpoint, outcome: "Release") -> dict[str, Any]:
     pending release."""
     return {
         "is_vote": bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
-        "result_html": rendering.render_json(preview_of(outcome)),
+        "result_html": rendering.render_json(preview_of(outcome, payload_of(bp).get("proposal"))),
     }

@@ -2,6 +2,9 @@
 with the proposal, the confirm step shows what changed, the service's errors land on the
 fields, and the agent gets the edited values. Agent-sent schema text is escaped."""
 
+import html
+import re
+
 from breakpoints.models import Breakpoint
 from tests.support.console import XSS, action_url, review_url
 
@@ -74,6 +77,10 @@ def test_an_edit_shows_on_the_confirm_step_and_the_agent_gets_the_edited_values(
     assert 'data-bpm-change="Notify the team"' in confirm
     assert 'data-bpm-change="Environment"' not in confirm
     assert 'type="hidden" name="value__replicas" value="5"' in confirm
+    # The preview of what the agent receives says the answer was edited, as the result will.
+    preview = confirm.split("The agent will receive this result", 1)[1]
+    shown = html.unescape(re.sub(r"<[^>]+>", "", preview))
+    assert '"edited": true' in shown, shown[:2000]
     reviewer_browser.post(action_url("release", bp.pk), {**edited, "confirm": "yes"})
     result = Breakpoint.objects.get(pk=bp.pk).result
     expected = {"environment": "prod", "replicas": 5, "notify": False, "hosts": ["a", "b"]}

@@ -3,8 +3,10 @@ to the `BreakpointResult` value the run's process receives.
 
 The effect's task.json holds the `ctx.breakpoint(payload, options)` call:
 `metadata.payload` is the payload as the process wrote it; `metadata.label`, and
-`metadata.expert`/`tags`/`strategy`/`form`/`proposal` when the process passed them in
-`options` (a form the reviewer answers: the approved `values` come back in the result). The payload
+`metadata.expert`/`tags`/`strategy` when the process passed them in `options`. A form the
+reviewer answers goes in the payload (`payload.form`, `payload.proposal`): babysitter's SDK
+(0.0.187) copies no other option into the metadata; a metadata `form`/`proposal` is read
+too, should a later SDK copy them. The approved `values` come back in the result. The payload
 is sent as it is (its other keys, `autoApproveAfterN`, `onTimeout`, `previousFeedback`...,
 keep their meaning here), with the fields below filled in or made acceptable.
 """
