@@ -249,3 +249,9 @@ def test_starting_sign_ins_is_bounded_per_address(sso_on, new_browser, settings)
 
     assert answer.status_code == 429
     assert int(answer["Retry-After"]) > 0
+
+
+def test_a_next_page_elsewhere_is_not_followed(sso_on, new_browser):
+    sso_on.person("rita", groups=["bpm-reviewers"])
+    answer = new_browser().sign_in("rita", next_path="https://evil.example/admin/")
+    assert answer.status_code == 302 and answer["Location"] == "/"
