@@ -12,6 +12,9 @@ manages only people who hold no more than a reviewer does (never a superuser, an
 admin, or someone with permissions granted by hand). The rule lives here, in
 `people_manageable_by`; the console's people screen (accounts/admin/people.py) and
 the services below both apply it.
+
+An identity provider's groups set the roles and expert groups of the people who sign in
+through it (`person_groups_follow`, called by sso/ at each sign-in and re-check).
 """
 
 from collections.abc import Iterable

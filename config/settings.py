@@ -263,8 +263,8 @@ JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
 BPM_OIDC_ISSUER = env_str("BPM_OIDC_ISSUER")  # empty: single sign-on is off
 BPM_OIDC_CLIENT_ID = env_str("BPM_OIDC_CLIENT_ID")
 BPM_OIDC_CLIENT_SECRET = env_str("BPM_OIDC_CLIENT_SECRET")
-BPM_OIDC_SCOPES = env_str("BPM_OIDC_SCOPES", "openid email profile groups")
-BPM_OIDC_GROUPS_CLAIM = env_str("BPM_OIDC_GROUPS_CLAIM", "groups")  # ID token, else userinfo
+BPM_OIDC_SCOPES = env_str("BPM_OIDC_SCOPES") or "openid email profile groups"
+BPM_OIDC_GROUPS_CLAIM = env_str("BPM_OIDC_GROUPS_CLAIM") or "groups"  # ID token, else userinfo
 # The identity provider's groups that make a person a reviewer, an admin; and those mirrored
 # as expert groups of the same name ("*": all of them).
 BPM_OIDC_REVIEWER_GROUPS = env_list("BPM_OIDC_REVIEWER_GROUPS")
@@ -272,9 +272,9 @@ BPM_OIDC_ADMIN_GROUPS = env_list("BPM_OIDC_ADMIN_GROUPS")
 BPM_OIDC_EXPERT_GROUPS = env_list("BPM_OIDC_EXPERT_GROUPS")
 BPM_OIDC_ONLY = env_bool("BPM_OIDC_ONLY", default=False)  # passwords for superusers alone
 BPM_OIDC_RECHECK_SECONDS = env_int("BPM_OIDC_RECHECK_SECONDS", 900)
-BPM_OIDC_NAME = env_str("BPM_OIDC_NAME", "SSO")  # "Sign in with <name>"
+BPM_OIDC_NAME = env_str("BPM_OIDC_NAME") or "SSO"  # "Sign in with <name>"
 BPM_OIDC_ACCESS_CONTACT = env_str("BPM_OIDC_ACCESS_CONTACT")  # whom people without access ask
-BPM_OIDC_SIGN_ALGO = env_str("BPM_OIDC_SIGN_ALGO", "RS256")
+BPM_OIDC_SIGN_ALGO = env_str("BPM_OIDC_SIGN_ALGO") or "RS256"
 BPM_OIDC_TIMEOUT_SECONDS = env_float("BPM_OIDC_TIMEOUT_SECONDS", 10.0)
 if BPM_OIDC_ISSUER and not (
     BPM_OIDC_CLIENT_ID and (BPM_OIDC_REVIEWER_GROUPS or BPM_OIDC_ADMIN_GROUPS)

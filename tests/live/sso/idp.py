@@ -53,12 +53,20 @@ def install_provider() -> None:
 class IdentityProvider:
     """node-oidc-provider on 127.0.0.1, its accounts in a file the test writes."""
 
-    def __init__(self, workdir: Path, public_urls: list[str], *, groups_in_id_token: bool = False):
+    def __init__(self, workdir: Path, *, groups_in_id_token: bool = False):
+        self.workdir = workdir
+        self.groups_in_id_token = groups_in_id_token
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.state_file = workdir / "idp-state.json"
         self.state: dict[str, Any] = {"accounts": {}, "jwks": "own"}
         self.save()
+        self.process: Process | None = None
+
+    def start(self, public_urls: list[str]) -> "IdentityProvider":
+        """Serve, with one client whose redirect URIs are those of `public_urls` (the
+        service's addresses as browsers reach it)."""
+        install_provider()
         clients = [
             {
                 "client_id": CLIENT_ID,
@@ -72,15 +80,10 @@ class IdentityProvider:
             "PORT": str(self.port),
             "CLIENTS": json.dumps(clients),
             "STATE_FILE": str(self.state_file),
-            "GROUPS_IN_ID_TOKEN": "1" if groups_in_id_token else "0",
+            "GROUPS_IN_ID_TOKEN": "1" if self.groups_in_id_token else "0",
         }
-        self.process = Process(
-            "oidc-provider", ["node", str(PROVIDER_DIR / "provider.mjs")], env, workdir
-        )
-
-    def start(self) -> "IdentityProvider":
-        install_provider()
-        self.process.start()
+        node = ["node", str(PROVIDER_DIR / "provider.mjs")]
+        self.process = Process("oidc-provider", node, env, self.workdir).start()
         wait_until(self._answers, what="oidc-provider's discovery document", logs=[self.process])
         return self
 
@@ -92,7 +95,8 @@ class IdentityProvider:
             return False
 
     def stop(self) -> None:
-        self.process.stop()
+        if self.process is not None:
+            self.process.stop()
 
     def save(self) -> None:
         self.state_file.write_text(json.dumps(self.state))
@@ -106,6 +110,14 @@ class IdentityProvider:
     def publish_other_key(self, other: bool = True) -> None:
         self.state["jwks"] = "other-key" if other else "own"
         self.save()
+
+    def environment(self, **overrides: str) -> dict[str, str]:
+        """The same settings as environment variables, for the service's own processes."""
+        values = self.settings()
+        return {
+            name: ",".join(value) if isinstance(value, list) else str(value)
+            for name, value in values.items()
+        } | overrides
 
     def settings(self, **overrides: Any) -> dict[str, Any]:
         """The service's settings for this provider (OIDC on)."""
@@ -124,7 +136,7 @@ class IdentityProvider:
 def running_provider(
     workdir: Path, public_urls: list[str], **options: Any
 ) -> Iterator[IdentityProvider]:
-    provider = IdentityProvider(workdir, public_urls, **options).start()
+    provider = IdentityProvider(workdir, **options).start(public_urls)
     try:
         yield provider
     finally:
@@ -135,9 +147,10 @@ class Browser:
     """One person's browser: the service through Django's test client, the provider
     through httpx; redirects between the two followed by hand."""
 
-    SERVICE = "http://testserver"
+    SERVICE = "http://testserver"  # Django's test client's address
 
-    def __init__(self) -> None:
+    def __init__(self, service: str = SERVICE) -> None:
+        self.service = service
         self.client = Client()
         self.idp = httpx.Client(timeout=10, follow_redirects=False)
 
@@ -155,7 +168,7 @@ class Browser:
         """Follow the provider's pages from `url` (signing in as `login` when it asks) to
         the redirect back to the service; returns that callback URL."""
         for _ in range(20):
-            if url.startswith(self.SERVICE):
+            if url.startswith(self.service):
                 return url
             response = self.idp.get(url)
             if response.is_redirect:

@@ -143,3 +143,16 @@ def test_a_password_session_signs_out_as_before(sso_on, db):
     assert answer.status_code == 200 and b"Logged out" in answer.content
     assert "_auth_user_id" not in client.session
     assert not AccessEvent.objects.exists()
+
+
+def test_the_sign_out_path_takes_a_post_only(sso_on, new_browser):
+    sso_on.person("rita", groups=["bpm-reviewers"])
+    person = new_browser()
+    person.sign_in("rita")
+
+    assert person.client.get("/oidc/logout/").status_code == 405
+    assert person.signed_in_user_id() is not None
+    leaving = person.client.post("/oidc/logout/")
+
+    assert leaving.status_code == 200 and b"bpm-sso-sign-out" in leaving.content
+    assert person.signed_in_user_id() is None

@@ -2,17 +2,26 @@
 provider's groups, recomputed at every sign-in; a person in no mapped group refused with a
 page that says whom to ask; accounts matched on the provider's subject."""
 
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.urls import reverse
 
 from accounts.tokens import token_create_for_user
 from audit.models import AccessEvent
 from breakpoints.models import Breakpoint
 from sso.models import Identity
 from tests.conftest import bearer_client
-from tests.reviews.conftest import action_url, review_url
 
 QUEUE = "/admin/breakpoints/breakpoint/?status__exact=waiting"
+
+
+def review_url(breakpoint_id: str) -> str:
+    return reverse("admin:breakpoints_breakpoint_change", args=[quote(breakpoint_id)])
+
+
+def action_url(name: str, breakpoint_id: str) -> str:
+    return reverse(f"admin:breakpoints_breakpoint_{name}", args=[quote(breakpoint_id)])
 
 
 def user_of(person):
@@ -249,3 +258,9 @@ def test_starting_sign_ins_is_bounded_per_address(sso_on, new_browser, settings)
 
     assert answer.status_code == 429
     assert int(answer["Retry-After"]) > 0
+
+
+def test_a_next_page_elsewhere_is_not_followed(sso_on, new_browser):
+    sso_on.person("rita", groups=["bpm-reviewers"])
+    answer = new_browser().sign_in("rita", next_path="https://evil.example/admin/")
+    assert answer.status_code == 302 and answer["Location"] == "/"
