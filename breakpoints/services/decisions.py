@@ -284,7 +284,7 @@ def _feedback_add(
                 bp, actor=actor, approved=verdict, comment=comment, option=option, values=answer
             )
         feedback = _feedback_record(
-            bp, actor, comment, outcome, verdict=verdict, option=option, via=via
+            bp, actor, comment, outcome, verdict=verdict, option=option, via=via, values=answer
         )
         if outcome is None:
             return feedback, bp
@@ -313,8 +313,10 @@ def _feedback_record(
     verdict: bool,
     option: str | None,
     via: str,
+    values: Any = None,
 ) -> Feedback:
-    """The comment and its event; a release (outcome) also stores its verdict and option."""
+    """The comment and its event; a release (outcome) also stores its verdict and option,
+    and its event the values it approves (the history shows each vote's)."""
     releasing = outcome is not None
     feedback = Feedback.objects.create(
         breakpoint=bp,
@@ -329,6 +331,8 @@ def _feedback_record(
     metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing, "via": via}
     if outcome is not None and outcome.seat is not None:
         metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}
+    if releasing and verdict and values is not None:
+        metadata["values"] = values
     record(bp, type=EventType.FEEDBACK, actor=actor, metadata=metadata)
     return feedback
 

@@ -6,6 +6,9 @@ import html
 import re
 
 from breakpoints.models import Breakpoint
+from breakpoints.services import feedback_add
+from core.actors import Actor
+from core.choices import Via
 from tests.support.console import XSS, action_url, review_url
 
 FORM = {
@@ -144,3 +147,54 @@ def test_agent_sent_titles_and_descriptions_are_escaped(reviewer_browser, make_b
 
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_the_history_shows_the_values_of_each_vote_escaped(
+    reviewer_browser, make_breakpoint, three_experts
+):
+    """Collect-all: each seat approves its own values; the history line of each vote says
+    which, as text (an agent's strings are escaped), and a rejection shows none."""
+    form = {"type": "object", "properties": {"note": {"type": "string"}}}
+    bp = with_form(
+        make_breakpoint,
+        form=form,
+        proposal={"note": "as proposed"},
+        expert=["tech-lead", "ops-lead"],
+        strategy="collect-all",
+    )
+    for seat, note in (("tech-lead", "<b>tina's</b>"), ("ops-lead", "oscar's")):
+        feedback_add(
+            breakpoint_id=bp.pk,
+            actor=Actor.for_user(three_experts[seat]),
+            comment="",
+            release=True,
+            approved=True,
+            values={"note": note},
+            via=Via.CONSOLE,
+        )
+
+    page = reviewer_browser.get(review_url(bp.pk)).content.decode()
+    history = page.split('id="bpm-timeline"', 1)[1]
+    shown = re.findall(r'bpm-ev__values">approved values: <code>(.*?)</code>', history)
+
+    assert shown == [
+        "{&quot;note&quot;: &quot;&lt;b&gt;tina&#x27;s&lt;/b&gt;&quot;}",
+        "{&quot;note&quot;: &quot;oscar&#x27;s&quot;}",
+    ]
+    assert Breakpoint.objects.get(pk=bp.pk).result["values"] == {"note": "oscar's"}
+
+
+def test_a_rejecting_vote_shows_no_values(reviewer_browser, make_breakpoint, reviewer):
+    bp = with_form(make_breakpoint, form=FORM, proposal=PROPOSAL)
+    feedback_add(
+        breakpoint_id=bp.pk,
+        actor=Actor.for_user(reviewer),
+        comment="no",
+        release=True,
+        approved=False,
+        via=Via.CONSOLE,
+    )
+
+    page = reviewer_browser.get(review_url(bp.pk)).content.decode()
+
+    assert "approved values:" not in page.split('id="bpm-timeline"', 1)[1]
