@@ -6,13 +6,12 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.models import AccessEvent, Event, EventType
 from infra.net import redacted_url
-from web.console.admin import AdminOnly, ReviewerReadOnly
+from web.console.admin import AdminOnly, ReadOnly, ReviewerReadOnly
 
 
 def shown_metadata(event: Event) -> dict[str, Any]:
@@ -57,7 +56,7 @@ class EventAdmin(ReviewerReadOnly, admin.ModelAdmin):
 
 
 @admin.register(AccessEvent)
-class AccessEventAdmin(AdminOnly, admin.ModelAdmin):
+class AccessEventAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
     """Sign-ins, refusals, role changes and ended sessions: who, with which identity
     provider groups, when. Admins read them; nobody edits them."""
 
@@ -70,15 +69,6 @@ class AccessEventAdmin(AdminOnly, admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 100
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Groups (identity provider)")
     def groups_shown(self, event: AccessEvent) -> str:

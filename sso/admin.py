@@ -1,17 +1,14 @@
 """Who signs in through the identity provider: each account's issuer, subject and last
 groups, for admins to read (the provider writes them, nobody edits them here)."""
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from sso.models import Identity
-from web.console.admin import AdminOnly
+from web.console.admin import AdminOnly, ReadOnly
 
 
 @admin.register(Identity)
-class IdentityAdmin(AdminOnly, admin.ModelAdmin):
+class IdentityAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
     list_display = ("user", "subject", "groups_shown", "signed_in_at", "checked_at")
     list_select_related = ("user",)
     search_fields = ("user__username", "user__email", "=subject")
@@ -27,15 +24,6 @@ class IdentityAdmin(AdminOnly, admin.ModelAdmin):
     readonly_fields = fields
     ordering = ("-signed_in_at", "-id")
     show_facets = admin.ShowFacets.NEVER
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Groups at the provider (last sign-in or re-check)")
     def groups_shown(self, identity: Identity) -> str:

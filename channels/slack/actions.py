@@ -207,11 +207,7 @@ def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpo
         {"title": bp.title, "key": bp.key, "question": bp.question, "breakpointId": bp.pk},
         private_metadata=json.dumps(metadata),
     )
-    try:
-        client.views_open(trigger_id=clicked.trigger_id, view=view)
-    except (SlackClientError, *NETWORK_ERRORS) as exc:
-        logger.warning("Slack views.open failed for %s: %s", bp.pk, type(exc).__name__)
-        ephemeral(client, clicked, "The reject form could not be opened; try again.")
+    _modal_open(client, clicked, bp, view, "The reject form could not be opened; try again.")
 
 
 def _open_edit(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
@@ -225,11 +221,18 @@ def _open_edit(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoin
         bp.payload,
         private_metadata=json.dumps(metadata),
     )
+    _modal_open(client, clicked, bp, view, "The form could not be opened; try again.")
+
+
+def _modal_open(
+    client: WebClient, clicked: Interaction, bp: Breakpoint, view: dict[str, Any], failed: str
+) -> None:
+    """Open `view` for the person who clicked; if Slack will not, tell them (`failed`)."""
     try:
         client.views_open(trigger_id=clicked.trigger_id, view=view)
     except (SlackClientError, *NETWORK_ERRORS) as exc:
         logger.warning("Slack views.open failed for %s: %s", bp.pk, type(exc).__name__)
-        ephemeral(client, clicked, "The form could not be opened; try again.")
+        ephemeral(client, clicked, failed)
 
 
 def view_submission(payload: dict[str, Any]) -> HttpResponse:
