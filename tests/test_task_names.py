@@ -33,6 +33,7 @@ def test_every_task_is_named_in_core_tasknames_and_nothing_else_is_registered():
     """One module names the tasks: each project task is registered under one of its names,
     and it names no task that is not registered (a module would have dropped one)."""
     app.loader.import_default_modules()
-    registered = {name for name in app.tasks if not name.startswith("celery.")}
+    # Celery's own, and the suite's (tests.live.embedded_broker_tasks, once a test imported it).
+    registered = {name for name in app.tasks if not name.startswith(("celery.", "tests."))}
     assert tasknames.PUBLISHED == PUBLISHED
     assert registered == set(tasknames.PUBLISHED)
