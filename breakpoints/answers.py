@@ -75,17 +75,29 @@ def field_kind(schema: Mapping[str, Any]) -> str:
 
 
 def form_fields(form: Any) -> list[tuple[str, Mapping[str, Any], bool]]:
-    """(name, schema, required) of each top-level property of a form, in its order."""
+    """(name, schema, required) of each top-level property of a form: the required ones
+    first, in the order of `required`, then the others by name.
+
+    Not the order of `properties`: PostgreSQL's jsonb keeps an object's keys in an order of
+    its own, so every page and channel would show the fields differently on SQLite and
+    PostgreSQL. An array keeps its order everywhere."""
     if not isinstance(form, Mapping):
         return []
-    required = set(form.get("required") or [])
     properties = form.get("properties")
     if not isinstance(properties, Mapping):
         return []
+    listed = form.get("required") if isinstance(form.get("required"), list) else []
+    names = dict.fromkeys(name for name in listed if isinstance(name, str))
+    required = [name for name in names if name in properties]
+    others = sorted(str(name) for name in properties if name not in set(required))
     return [
-        (str(name), schema if isinstance(schema, Mapping) else {}, name in required)
-        for name, schema in properties.items()
+        (str(name), _schema(properties[name]), index < len(required))
+        for index, name in enumerate([*required, *others])
     ]
+
+
+def _schema(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def label_of(name: str, schema: Mapping[str, Any]) -> str:

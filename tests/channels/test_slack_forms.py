@@ -79,7 +79,8 @@ def test_the_modal_holds_the_simple_fields_prefilled(standin, slack_route, make_
     _, view = open_edit_modal(client, standin, bp)
 
     fields = entries(view)
-    assert list(fields) == ["Environment", "replicas", "ratio", "Notify the team", "reason"]
+    # Required first, in the order of `required`, then by name (jsonb keeps no key order).
+    assert list(fields) == ["Environment", "replicas", "Notify the team", "ratio", "reason"]
     assert fields["Environment"]["element"]["initial_option"]["value"] == "prod"
     replicas = fields["replicas"]["element"]
     assert (replicas["type"], replicas["initial_value"]) == ("number_input", "3")
