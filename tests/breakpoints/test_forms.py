@@ -16,23 +16,16 @@ from core.digests import values_digest
 from core.receipts import verify
 from policies.autoapproval import rule_create
 from tests.support.api import assert_error
+from tests.support.forms import DEPLOY_FORM as OPEN_DEPLOY_FORM
+from tests.support.forms import DEPLOY_PROPOSAL
 from tests.support.receipts import suite_jwks
 from tests.support.records import backdate_expiry
 
 URL = "/api/breakpoints"
 SYSTEM = Actor.system("test")
 
-DEPLOY_FORM = {
-    "type": "object",
-    "properties": {
-        "environment": {"type": "string", "title": "Environment", "enum": ["staging", "prod"]},
-        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
-        "notify": {"type": "boolean"},
-    },
-    "required": ["environment", "replicas"],
-    "additionalProperties": False,
-}
-PROPOSAL = {"environment": "prod", "replicas": 3, "notify": True}
+DEPLOY_FORM = {**OPEN_DEPLOY_FORM, "additionalProperties": False}
+PROPOSAL = DEPLOY_PROPOSAL
 
 
 def create(client, **payload):

@@ -6,17 +6,9 @@ import pytest
 
 from breakpoints.models import Breakpoint
 from tests.channels.test_email import link_path, parts, routed, send_all, text_links
+from tests.support.forms import DEPLOY_FORM, DEPLOY_PROPOSAL
 
-FORM = {
-    "type": "object",
-    "properties": {
-        "environment": {"type": "string", "title": "Environment", "enum": ["staging", "prod"]},
-        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
-        "notify": {"type": "boolean"},
-    },
-    "required": ["environment", "replicas"],
-}
-PROPOSAL = {"environment": "prod", "replicas": 3, "notify": True}
+FORM, PROPOSAL = DEPLOY_FORM, DEPLOY_PROPOSAL
 
 
 @pytest.fixture
