@@ -86,7 +86,9 @@ def form_fields(form: Any) -> list[tuple[str, Mapping[str, Any], bool]]:
     properties = form.get("properties")
     if not isinstance(properties, Mapping):
         return []
-    listed = form.get("required") if isinstance(form.get("required"), list) else []
+    listed = form.get("required")
+    if not isinstance(listed, list):
+        listed = []
     names = dict.fromkeys(name for name in listed if isinstance(name, str))
     required = [name for name in names if name in properties]
     others = sorted(str(name) for name in properties if name not in set(required))
