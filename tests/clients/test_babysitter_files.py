@@ -213,3 +213,40 @@ def test_a_path_holding_a_nul_is_left_out_in_words_the_service_stores(project):
         "content": "[bpm babysitter left out plan\\x00.md: it is not a valid path. Nothing of "
         "it was sent.]",
     }
+
+
+def secret(kind: str) -> str:
+    return f"its name says it holds secrets ({kind}); rename it or name another file"
+
+
+def test_files_that_hold_secrets_by_name_are_left_out_unread(project):
+    """A run that names `.env` (or a key, or a file under .git/) sends none of it, even
+    inside the project; a template of it, a public key and a plain file are read."""
+    for name in (".env", ".env.production", "deploy/id_ed25519", "certs/server.pem", ".git/config"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("TOKEN=s3cr3t\n")
+    (project / ".env.example").write_text("TOKEN=\n")
+    (project / "deploy" / "id_ed25519.pub").write_text("ssh-ed25519 AAAA\n")
+    (project / "docs" / "env.md").symlink_to(project / ".env")  # a link to it: the target counts
+    files = sent(
+        project,
+        ".env",
+        ".env.production",
+        "deploy/id_ed25519",
+        "certs/server.pem",
+        ".git/config",
+        "docs/env.md",
+        ".env.example",
+        "deploy/id_ed25519.pub",
+    )
+    assert not any("s3cr3t" in item["content"] for item in files)
+    assert files == [
+        left_out(".env", secret("an environment file")),
+        left_out(".env.production", secret("an environment file")),
+        left_out("deploy/id_ed25519", secret("a private key")),
+        left_out("certs/server.pem", secret("a key or certificate file")),
+        left_out(".git/config", secret("a git folder")),
+        left_out("docs/env.md", secret("an environment file")),
+        {"path": ".env.example", "content": "TOKEN=\n"},
+        {"path": "deploy/id_ed25519.pub", "content": "ssh-ed25519 AAAA\n"},
+    ]

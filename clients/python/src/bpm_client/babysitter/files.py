@@ -4,8 +4,10 @@ A run's process writes the paths; the bridge sends each file's text to the servi
 reviewers (and Slack, email, JIRA) read it. So a path is read only when, its symlinks
 resolved, it lies inside the project directory (the folder `bpm babysitter watch` runs
 for) and names a regular file, and only its first 1,000,000 characters are read (the SDK's
-cut, bodies.MAX_FILE_CHARS; the service takes at most 5,000,000). Anything else is left
-out: its entry says which file and why, in place of the text.
+cut, bodies.MAX_FILE_CHARS; the service takes at most 5,000,000). A file that holds
+secrets by its name (`.env`, a private key, `.git/`, `.ssh/`: `secret_kind`) is never
+read, wherever in the project it is. Anything else is left out: its entry says which
+file and why, in place of the text.
 
 The check holds while the tree changes: the resolved path is opened one folder at a time
 from the project's own, never following a symlink (the resolved path has none), and the
@@ -27,6 +29,35 @@ NOTE = "[bpm babysitter left out {path}: {reason}. Nothing of it was sent.]"
 OUTSIDE = "it is outside the project directory (symlinks followed)"
 CHANGED = "it changed while it was being read"
 BINARY = "it is a binary file (it holds NUL bytes)"
+SECRET = "its name says it holds secrets ({kind}); rename it or name another file"
+# Files that hold credentials by convention, matched on every part of the resolved path:
+# what lies in them would go to reviewers, Slack, email and JIRA.
+_SECRET_FILES = {
+    ".env": "an environment file",
+    ".netrc": "a login file",
+    ".pgpass": "a password file",
+    ".pypirc": "a package index login",
+    ".npmrc": "a package registry login",
+    ".git-credentials": "a login file",
+    "id_rsa": "a private key",
+    "id_dsa": "a private key",
+    "id_ecdsa": "a private key",
+    "id_ed25519": "a private key",
+}
+_SECRET_FOLDERS = {
+    ".git": "a git folder",
+    ".ssh": "an SSH folder",
+    ".gnupg": "a GnuPG folder",
+    ".aws": "an AWS credentials folder",
+}
+_SECRET_SUFFIXES = {
+    ".pem": "a key or certificate file",
+    ".key": "a key file",
+    ".p12": "a key store",
+    ".pfx": "a key store",
+}
+# Templates of an environment file hold no secrets by convention: they are read.
+_ENV_TEMPLATES = {".example", ".sample", ".template", ".dist"}
 # Absent where the OS has no such flag (Windows): the checks before and after still hold.
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -66,9 +97,29 @@ def inside(project_dir: Path, given: str) -> PurePath:
     except ValueError:  # a NUL in the path
         raise LeftOut("it is not a valid path") from None
     try:
-        return target.relative_to(root)
+        relative = target.relative_to(root)
     except ValueError:
         raise LeftOut(OUTSIDE) from None
+    kind = secret_kind(relative)
+    if kind is not None:
+        raise LeftOut(SECRET.format(kind=kind))
+    return relative
+
+
+def secret_kind(relative: PurePath) -> str | None:
+    """What kind of secret `relative`'s name says it holds, or None: `.env` and
+    `.env.<anything>` but its templates (`.env.example`), login files, private keys and
+    key stores, and anything under `.git/`, `.ssh/`, `.gnupg/` or `.aws/`."""
+    *folders, name = relative.parts or ("",)
+    for folder in folders:
+        if folder.lower() in _SECRET_FOLDERS:
+            return _SECRET_FOLDERS[folder.lower()]
+    lowered = name.lower()
+    if lowered.startswith(".env.") and lowered[4:] not in _ENV_TEMPLATES:
+        return _SECRET_FILES[".env"]
+    if lowered in _SECRET_FILES:  # id_rsa, not id_rsa.pub
+        return _SECRET_FILES[lowered]
+    return _SECRET_SUFFIXES.get(PurePosixPath(lowered).suffix)
 
 
 def read_inside(project_dir: Path, relative: PurePath) -> str:
