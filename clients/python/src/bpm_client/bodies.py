@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import warnings
@@ -51,6 +52,13 @@ class ListFilters(TypedDict, total=False):
 MAX_FILE_CHARS = 1_000_000
 
 
+# The files the client reads itself share this many bytes of the request body (as JSON):
+# the service takes 5 MiB (BPM_MAX_BODY_BYTES) in all, so five files of 1,000,000
+# characters would each pass the cut above and be refused (413) together.
+FILES_BUDGET_BYTES = 4_000_000
+CUT_NOTE = "\n[... cut by bpm: {size:,} characters in all; only the first {kept:,} are sent, to keep the request under its size limit ...]"
+
+
 class ContextFileCut(UserWarning):
     """A file given by path was longer than MAX_FILE_CHARS: only its start is sent."""
 
@@ -75,6 +83,52 @@ def context_file(item: FileArg, *, root: Path | None = None) -> dict[str, Any]:
             )
             warnings.warn(ContextFileCut(message), stacklevel=2)
     return {"path": _relative(path, root or Path.cwd()), "content": content}
+
+
+def within_budget(files: list[Any], budget: int = FILES_BUDGET_BYTES) -> list[Any]:
+    """`files` whose contents, as JSON, take at most `budget` bytes together: when they take
+    more, the longest are cut to one share each (the shorter keep theirs whole and leave
+    what they do not use to the others), with a note saying so and a ContextFileCut."""
+    sizes = [_json_size(_content(item)) for item in files]
+    if sum(sizes) <= budget:
+        return files
+    left = len(files)
+    for size in sorted(sizes):
+        if size > budget // left:
+            break
+        budget, left = budget - size, left - 1
+    share = budget // max(left, 1)
+    fitted = []
+    for item, size in zip(files, sizes, strict=True):
+        if size > share and isinstance(_content(item), str):
+            item = {**item, "content": _cut_to(item["content"], share)}
+            warnings.warn(
+                ContextFileCut(f"{item.get('path')}: cut to about {share:,} bytes"), stacklevel=3
+            )
+        fitted.append(item)
+    return fitted
+
+
+def _content(item: Any) -> Any:
+    return item.get("content") if isinstance(item, Mapping) else None
+
+
+def _json_size(content: Any) -> int:
+    """Bytes `content` takes in a JSON body (escaped as ASCII: the most any encoder uses)."""
+    return len(json.dumps(content)) if isinstance(content, str) else 0
+
+
+def _cut_to(content: str, size: int) -> str:
+    """The longest start of `content` that, with the note, takes at most `size` bytes."""
+    low, high = 0, len(content)
+    while low < high:  # the longest start that fits (sizes grow with the start's length)
+        middle = (low + high + 1) // 2
+        note = CUT_NOTE.format(size=len(content), kept=middle)
+        if _json_size(content[:middle] + note) <= size:
+            low = middle
+        else:
+            high = middle - 1
+    return content[:low] + CUT_NOTE.format(size=len(content), kept=low)
 
 
 def file_text(fd: int) -> str:
@@ -135,7 +189,7 @@ def breakpoint_body(
         "proposal": None if proposal is None else dict(proposal),
     }
     content.update({name: value for name, value in given.items() if value is not None})
-    file_list = [context_file(item) for item in files]
+    file_list = within_budget([context_file(item) for item in files])
     if file_list:
         context = dict(content.get("context") or {})
         context["files"] = [*(context.get("files") or []), *file_list]

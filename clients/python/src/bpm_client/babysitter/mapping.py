@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..bodies import within_budget
 from ..models import BreakpointResult, StatusEntry
 from .files import project_file
 from .runs import Effect
@@ -52,7 +53,7 @@ def breakpoint_request(effect: Effect, project_dir: Path) -> dict[str, Any]:
             del payload["breakpointId"]
     context = payload.get("context")
     if isinstance(context, Mapping) and isinstance(context.get("files"), list):
-        files = [with_content(item, project_dir) for item in context["files"]]
+        files = within_budget([with_content(item, project_dir) for item in context["files"]])
         payload["context"] = {**context, "files": files}
     return {
         "payload": payload,
