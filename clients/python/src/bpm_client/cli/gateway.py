@@ -9,9 +9,7 @@ from .failures import CliError
 from .reviewer import MCP_MISSING
 
 
-@click.command(
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
-)
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
     "--config",
     "config_file",

@@ -140,7 +140,9 @@ def _known(table: Mapping[str, Any], keys: frozenset[str], where: str) -> None:
     for key in table:
         if key not in keys:
             close = difflib.get_close_matches(key, sorted(keys), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(sorted(keys))})"
+            hint = (
+                f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(sorted(keys))})"
+            )
             raise GatewayConfigError(f"{where}{key}: unknown key{hint}")
 
 

@@ -25,7 +25,9 @@ from mcp.types import (
 )
 
 
-def passthrough_handlers(upstream: ClientSession, capabilities: ServerCapabilities) -> dict[str, Any]:
+def passthrough_handlers(
+    upstream: ClientSession, capabilities: ServerCapabilities
+) -> dict[str, Any]:
     """The Server's on_* keyword arguments that pass each request to `upstream`."""
     handlers: dict[str, Any] = {}
     if capabilities.resources is not None:
@@ -34,7 +36,9 @@ def passthrough_handlers(upstream: ClientSession, capabilities: ServerCapabiliti
         handlers.update(_prompts(upstream))
     if capabilities.completions is not None:
 
-        async def complete(ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> CompleteResult:
+        async def complete(
+            ctx: ServerRequestContext[Any], params: CompleteRequestParams
+        ) -> CompleteResult:
             context = params.context.arguments if params.context else None
             argument = params.argument.model_dump()
             return await upstream.complete(params.ref, argument, context)

@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import os
 import uuid
-from urllib.parse import urlsplit
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -157,7 +157,9 @@ class Gateway:
             return decisions.refusal(tool.name, f"the approval's receipt is refused: {error}")
         return await self.upstream.call_tool(tool.name, approved)
 
-    async def _decision(self, ctx: ServerRequestContext[Any], created: Breakpoint) -> BreakpointResult:
+    async def _decision(
+        self, ctx: ServerRequestContext[Any], created: Breakpoint
+    ) -> BreakpointResult:
         """The breakpoint's result: at once when decided at creation (an auto-approval),
         else once a human decides; a cancelled call cancels the breakpoint."""
         if created.done:
