@@ -269,3 +269,29 @@ def test_with_the_service_stopped_a_gated_call_fails_closed(live, gate: Gate):
 def stop_web(live) -> None:
     live.web.expected_alive = False
     live.web.stop()
+
+
+def test_after_n_approvals_of_a_tool_the_service_approves_it_and_the_call_runs_at_once(
+    gate: Gate, reviewer: Client
+):
+    """`auto_approve_after` sends payload.autoApproveAfterN on the tool's key: after that
+    many approvals of mcp.billing-db.drop-database the next call is approved at creation
+    (the proposal as it is), still with a receipt the gateway checks."""
+    gate.config.write_text(CONFIG.replace("ttl = 600", "ttl = 600\nauto_approve_after = 1"))
+
+    async def scenario():
+        async with through_gateway(gate) as session:
+            call, _ = await waiting(session, "drop_database", {"name": "a"})
+            await in_thread(lambda: reviewer.release(waiting_on(reviewer, "drop_database"), "ok"))
+            first = await asyncio.wait_for(call, HANG_GUARD_SECONDS)
+            second = await session.call_tool("drop_database", {"name": "b"})
+            return first, second
+
+    first, second = run(scenario())
+    assert not first.is_error and not second.is_error
+    assert gate.calls() == [
+        {"tool": "drop_database", "arguments": {"name": "a"}},
+        {"tool": "drop_database", "arguments": {"name": "b"}},
+    ]
+    automatic = [bp for bp in reviewer.list() if bp.payload["proposal"] == {"name": "b"}]
+    assert automatic[0].result.responded_by == "auto:after-1"
