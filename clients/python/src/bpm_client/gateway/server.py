@@ -114,7 +114,7 @@ class Gateway:
         tool, arguments = params.name, dict(params.arguments or {})
         rule = decide(self.rules, tool, arguments)
         if rule is None or rule.action == "allow":
-            return await self.upstream.call_tool(tool, arguments)
+            return await self.upstream.call_tool(tool, params.arguments)
         if rule.action == "deny":
             return decisions.refusal(tool, f"the gateway's {rule.name} denies it")
         described = await self._tool(tool)
@@ -143,7 +143,7 @@ class Gateway:
             return decisions.refusal(tool.name, f"could not ask for approval: {_line(error)}")
         try:
             result = await self._decision(ctx, created)
-        except BpmError as error:
+        except Exception as error:  # fail closed, whatever went wrong while waiting
             return decisions.refusal(
                 tool.name,
                 f"lost the approval service while waiting on {created.breakpoint_id}: "

@@ -62,7 +62,7 @@ class Waiter:
                 entries = poll.result()
             except WaitTimeout:
                 continue
-            except BpmError as error:
+            except Exception as error:  # the service failed (or an answer made no sense)
                 self._fail(error)
                 continue
             self._hand_over(entries)
