@@ -51,6 +51,7 @@ from .waiting import Waiter
 PROGRESS_SECONDS = 10.0
 # After the client cancels, how long to wait for its notifications/cancelled (the reason).
 REASON_GRACE_SECONDS = 0.5
+CANCEL_REASONS_KEPT = 1000
 DISCONNECTED = "the MCP client disconnected (or the gateway stopped) before a decision"
 
 
@@ -138,7 +139,10 @@ class Gateway:
         key = f"bpm-gateway-{uuid.uuid4()}"  # one per call: the SDK's resends ask once
         try:
             client = self._service()
-            created = await client.create(question, idempotency_key=key, **fields)
+            # Shielded: a call cancelled while its breakpoint is being created still learns
+            # the breakpoint's id, and withdraws it at its next step.
+            with anyio.CancelScope(shield=True):
+                created = await client.create(question, idempotency_key=key, **fields)
         except BpmError as error:
             return decisions.refusal(tool.name, f"could not ask for approval: {_line(error)}")
         try:
@@ -181,7 +185,7 @@ class Gateway:
     async def _report(self, ctx: ServerRequestContext[Any], created: Breakpoint) -> None:
         """Progress notifications while the call waits: the breakpoint and where to answer."""
         message = (
-            f"waiting for a human to approve {created.title or 'this call'}: approval request "
+            f"waiting for a human to approve this call: approval request "
             f"{created.breakpoint_id}, answer at {created.console_url}"
         )
         count = 0
@@ -210,6 +214,8 @@ class Gateway:
     ) -> None:
         """notifications/cancelled: keep the client's reason for the call's breakpoint."""
         if params.request_id is not None:
+            if len(self._cancel_reasons) >= CANCEL_REASONS_KEPT:  # calls that never asked
+                self._cancel_reasons.pop(next(iter(self._cancel_reasons)))
             self._cancel_reasons[str(params.request_id)] = params.reason or ""
             self._cancelled.set()
 
