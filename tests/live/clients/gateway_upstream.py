@@ -4,11 +4,13 @@ The official SDK's MCPServer (FastMCP in mcp 1.x) with a few tools; each call ap
 JSON line `{"tool", "arguments"}` to the file named by GATEWAY_TEST_LOG, so the test sees
 exactly what reached the tool. A resource and a prompt show the gateway passes them through.
 
-    python gateway_upstream.py      (stdio, the way an MCP client starts it)
+    python gateway_upstream.py        (stdio, the way an MCP client starts it)
+    python gateway_upstream.py PORT   (streamable HTTP on 127.0.0.1:PORT, path /mcp)
 """
 
 import json
 import os
+import sys
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -59,4 +61,7 @@ def audit(table: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) > 1:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    else:
+        server.run("stdio")

@@ -9,6 +9,8 @@ system of conftest.py. Reviewers decide through the API (the SDK) while calls wa
 import asyncio
 import contextlib
 import json
+import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -23,6 +25,8 @@ from mcp.types import CallToolResult, TextContent
 
 from tests.live.clients.conftest import BPM
 from tests.live.clients.test_mcp import HANG_GUARD_SECONDS, Progress, run
+from tests.support.net import free_port
+from tests.support.system import wait_until
 
 UPSTREAM = str(Path(__file__).with_name("gateway_upstream.py"))
 CONFIG = """
@@ -295,3 +299,33 @@ def test_after_n_approvals_of_a_tool_the_service_approves_it_and_the_call_runs_a
     ]
     automatic = [bp for bp in reviewer.list() if bp.payload["proposal"] == {"name": "b"}]
     assert automatic[0].result.responded_by == "auto:after-1"
+
+
+def test_an_upstream_over_streamable_http(gate: Gate, agent: Client):
+    """--upstream-url: the same gateway in front of a server the MCP client does not start."""
+    port = free_port()
+    upstream = subprocess.Popen([sys.executable, UPSTREAM, str(port)], env=gate.env)
+    try:
+        wait_until(lambda: listing(port), what=f"the upstream listening on {port}")
+        args = ["gateway", "--config", str(gate.config)]
+        args += ["--upstream-url", f"http://127.0.0.1:{port}/mcp"]
+
+        async def scenario():
+            async with connect(BPM, args, gate.env) as session:
+                listed = (await session.list_tools()).tools
+                read = await session.call_tool("read_rows", {"table": "invoices"})
+                denied = await session.call_tool("shutdown", {})
+                return listed, read, denied
+
+        listed, read, denied = run(scenario())
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+    assert [tool.name for tool in listed] == ["read_rows", "delete_rows", "drop_database"]
+    assert not read.is_error and denied.is_error
+    assert [call["tool"] for call in gate.calls()] == ["read_rows"]
+
+
+def listing(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
