@@ -12,6 +12,7 @@ from bpm_client.gateway.config import (
     load_config,
     parse_config,
 )
+from bpm_client.gateway.server import server_name
 
 ISSUE_EXAMPLE = """
 [defaults]
@@ -137,3 +138,25 @@ def test_bpm_gateway_needs_exactly_one_upstream(capsys):
     assert bpm(["gateway"]) == 4
     assert "either -- COMMAND [ARGS...] or --upstream-url" in capsys.readouterr().err
     assert bpm(["gateway", "--upstream-url", "http://127.0.0.1:1/mcp", "--", "srv"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("command", "url", "name"),
+    [
+        (["billing-mcp", "--db", "x"], None, "billing-mcp"),
+        (["/usr/bin/python3", "servers/billing_db.py"], None, "billing_db"),
+        (["python", "-u", "-m", "billing"], None, "billing"),
+        (
+            ["npx", "-y", "@modelcontextprotocol/server-postgres", "postgres://h/db"],
+            None,
+            "server-postgres",
+        ),
+        (["uv", "run", "server.py"], None, "server"),
+        (["python"], None, "python"),
+        ([], "http://billing.internal:9000/mcp", "billing.internal"),
+    ],
+)
+def test_the_servers_default_name(command, url, name):
+    assert server_name(parse_config({}), command, url) == name
+    configured = parse_config({"defaults": {"server": "billing-db"}})
+    assert server_name(configured, command, url) == "billing-db"

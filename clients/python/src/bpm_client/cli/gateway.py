@@ -6,6 +6,7 @@ import click
 
 from .app import Settings
 from .failures import CliError
+from .output import warn
 from .reviewer import MCP_MISSING
 
 
@@ -47,4 +48,6 @@ def gateway(
         config = load_config(config_file)
     except GatewayConfigError as error:
         raise CliError(str(error)) from None
+    if config_file is None:
+        warn("no --config: every tool call is allowed (nothing asks a human)")
     main(config, command, upstream_url=upstream_url, url=settings.url, token=settings.token)

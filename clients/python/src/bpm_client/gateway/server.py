@@ -287,14 +287,28 @@ async def upstream_session(
         yield session, await session.initialize()
 
 
+# Commands that run the server named by their first argument (`python billing.py`,
+# `npx -y @scope/server-postgres`, `uv run server.py`): that argument names the server.
+LAUNCHERS = frozenset(
+    {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "deno", "pipx"}
+)
+LAUNCHER_WORDS = frozenset({"run", "exec", "x"})
+
+
 def server_name(config: GatewayConfig, command: Sequence[str], url: str | None) -> str:
-    """The upstream's name in titles and keys: the config's, else the command's (or the
-    URL's host)."""
+    """The upstream's name in titles and keys: the config's, else the command's (for an
+    interpreter or a package runner, the script or package it runs), else the URL's host."""
     if config.defaults.server:
         return config.defaults.server
     if url is not None:
         return urlsplit(url).hostname or "upstream"
-    return Path(command[0]).name
+    program = Path(command[0]).name
+    if program in LAUNCHERS:
+        named = [arg for arg in command[1:] if not arg.startswith("-")]
+        named = [arg for arg in named if arg not in LAUNCHER_WORDS]
+        if named:
+            return Path(named[0]).stem if named[0].endswith(".py") else Path(named[0]).name
+    return program
 
 
 async def serve(
