@@ -132,3 +132,10 @@ def test_approved_arguments_checks_signature_breakpoint_and_values(answered):
         approved_arguments(dataclasses.replace(result, approved=False), suite_jwks(), breakpoint_id)
     with pytest.raises(ReceiptInvalid, match="no key of the JWKS"):
         approved_arguments(result, {"keys": [OTHER_PUBLIC]}, breakpoint_id)
+
+
+def test_an_approval_without_a_receipt_is_refused(scripted, answered):
+    breakpoint_id, result = answered
+    answer, calls, _ = gated_call(scripted, breakpoint_id, {**result, "receipt": None})
+    assert answer.is_error and calls == []
+    assert "the approval's receipt is refused: the result carries no receipt" in text(answer)

@@ -72,7 +72,6 @@ class Gateway:
         self.server_name = server_name
         self.url = url
         self.token = token
-        self.tools: dict[str, Tool] = {}
         self._client: AsyncClient | None = None
         self._waiter: Waiter | None = None
         self._jwks: JwksCache | None = None
@@ -90,22 +89,21 @@ class Gateway:
     ) -> ListToolsResult:
         """The upstream's tools unchanged, less those every call of which is denied."""
         listed = await self.upstream.list_tools(params=params)
-        self.tools.update({tool.name: tool for tool in listed.tools})
         kept = [tool for tool in listed.tools if not hidden(self.rules, tool.name)]
         return listed.model_copy(update={"tools": kept})
 
     async def _tool(self, name: str) -> Tool | None:
-        if name not in self.tools:
-            cursor: str | None = None
-            while True:
-                page = await self.upstream.list_tools(
-                    params=PaginatedRequestParams(cursor=cursor) if cursor else None
-                )
-                self.tools.update({tool.name: tool for tool in page.tools})
-                cursor = page.next_cursor
-                if not cursor or name in self.tools:
-                    break
-        return self.tools.get(name)
+        """The tool as the upstream describes it now (its schema becomes the form): listed
+        afresh for each call that asks, page by page until it is found."""
+        cursor: str | None = None
+        while True:
+            page = await self.upstream.list_tools(
+                params=PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            found = next((tool for tool in page.tools if tool.name == name), None)
+            cursor = page.next_cursor
+            if found is not None or not cursor:
+                return found
 
     # --- tools/call ----------------------------------------------------------------------
 
@@ -232,8 +230,9 @@ class Gateway:
         return self._client
 
     async def _checked(self, result: BreakpointResult, breakpoint_id: str) -> dict[str, Any]:
-        assert self._jwks is not None and result.receipt
-        jwks = await asyncio.to_thread(self._jwks.get, kid=receipt_kid(result.receipt))
+        assert self._jwks is not None
+        kid = receipt_kid(result.receipt) if result.receipt else None
+        jwks = await asyncio.to_thread(self._jwks.get, kid=kid)
         return decisions.approved_arguments(result, jwks, breakpoint_id)
 
     async def aclose(self) -> None:
