@@ -1,0 +1,75 @@
+"""Which rule decides a tool call: the first whose globs match the tool's name and whose
+`when` (JMESPath on {"tool": name, "arguments": {...}}) holds. No rule: allowed.
+
+A `when` that fails on these arguments (a function given the wrong type) errs on the safe
+side: it holds for an `ask` or `deny` rule and does not for an `allow` rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+from jmespath.parser import ParsedResult
+
+from .config import Rule
+
+MAX_KEY_LENGTH = 255
+
+
+def matches_tool(rule: Rule, tool: str) -> bool:
+    return any(fnmatchcase(tool, pattern) for pattern in rule.tools)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(expression: str) -> ParsedResult:
+    return jmespath.compile(expression)
+
+
+def holds(rule: Rule, tool: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether the rule's `when` holds for this call (JMESPath truth: not false, null, or
+    empty); a rule without one always holds."""
+    if rule.when is None:
+        return True
+    try:
+        value = _compiled(rule.when).search({"tool": tool, "arguments": dict(arguments)})
+    except JMESPathError:
+        return rule.action != "allow"
+    return not (value is None or value is False or value in ("", [], {}))
+
+
+def decide(rules: Sequence[Rule], tool: str, arguments: Mapping[str, Any]) -> Rule | None:
+    """The rule that decides this call; None: no rule matches (the call is allowed)."""
+    for rule in rules:
+        if matches_tool(rule, tool) and holds(rule, tool, arguments):
+            return rule
+    return None
+
+
+def hidden(rules: Sequence[Rule], tool: str) -> bool:
+    """Whether `tools/list` leaves the tool out: every call of it is denied whatever its
+    arguments, i.e. the first rule matching it without a `when` is a `deny`, and no rule
+    before that could let a call through."""
+    for rule in rules:
+        if not matches_tool(rule, tool):
+            continue
+        if rule.when is None:
+            return rule.action == "deny"
+        if rule.action != "deny":
+            return False
+    return False
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
+
+
+def breakpoint_key(server: str, tool: str) -> str:
+    """`mcp.<server>.<tool>` in the service's key form (dotted kebab-case): so that
+    auto-approval rules and autoApproveAfterN count per tool."""
+    return f"mcp.{_kebab(server)}.{_kebab(tool)}"[:MAX_KEY_LENGTH].rstrip("-.")

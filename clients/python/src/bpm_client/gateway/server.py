@@ -1,0 +1,345 @@
+"""`bpm gateway`: an MCP server on stdio in front of another MCP server (the upstream).
+
+It lists the upstream's tools (less those always denied), passes resources and prompts
+through, and sends each `tools/call` through the rules: allowed calls go on as they are,
+denied ones are refused, and `ask` calls wait for a human on a breakpoint whose form is the
+tool's input schema and whose proposal the arguments. An approved call runs with the
+approved values (maybe edited), once the signed receipt says so; anything else, including
+any failure to ask, is an error result and nothing is forwarded (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    CancelledNotificationParams,
+    InitializeResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Tool,
+)
+
+from ..aio import AsyncClient
+from ..config import TOKEN_VARIABLE
+from ..errors import BpmError
+from ..models import Breakpoint, BreakpointResult
+from ..operations import result_of
+from ..receipts import JWKS_PATH, JwksCache, ReceiptInvalid, load_jwks, receipt_kid
+from . import decisions
+from .config import GatewayConfig, Rule
+from .passthrough import passthrough_handlers
+from .rules import decide, hidden
+from .waiting import Waiter
+
+# While a call waits, a progress notification every this many seconds (and one at once).
+PROGRESS_SECONDS = 10.0
+# After the client cancels, how long to wait for its notifications/cancelled (the reason).
+REASON_GRACE_SECONDS = 0.5
+CANCEL_REASONS_KEPT = 1000
+DISCONNECTED = "the MCP client disconnected (or the gateway stopped) before a decision"
+
+
+class Gateway:
+    """The handlers of one gateway: the upstream session, the rules, the service."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        upstream: ClientSession,
+        server_name: str,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+    ):
+        self.config = config
+        self.upstream = upstream
+        self.server_name = server_name
+        self.url = url
+        self.token = token
+        self._client: AsyncClient | None = None
+        self._waiter: Waiter | None = None
+        self._jwks: JwksCache | None = None
+        self._cancel_reasons: dict[str, str] = {}
+        self._cancelled = asyncio.Event()
+
+    @property
+    def rules(self) -> Sequence[Rule]:
+        return self.config.rules
+
+    # --- tools/list ----------------------------------------------------------------------
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """The upstream's tools unchanged, less those every call of which is denied."""
+        listed = await self.upstream.list_tools(params=params)
+        kept = [tool for tool in listed.tools if not hidden(self.rules, tool.name)]
+        return listed.model_copy(update={"tools": kept})
+
+    async def _tool(self, name: str) -> Tool | None:
+        """The tool as the upstream describes it now (its schema becomes the form): listed
+        afresh for each call that asks, page by page until it is found."""
+        cursor: str | None = None
+        while True:
+            page = await self.upstream.list_tools(
+                params=PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            found = next((tool for tool in page.tools if tool.name == name), None)
+            cursor = page.next_cursor
+            if found is not None or not cursor:
+                return found
+
+    # --- tools/call ----------------------------------------------------------------------
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        tool, arguments = params.name, dict(params.arguments or {})
+        rule = decide(self.rules, tool, arguments)
+        if rule is None or rule.action == "allow":
+            return await self.upstream.call_tool(tool, params.arguments)
+        if rule.action == "deny":
+            return decisions.refusal(tool, f"the gateway's {rule.name} denies it")
+        described = await self._tool(tool)
+        if described is None:
+            return decisions.refusal(tool, f"the server {self.server_name} has no such tool")
+        return await self._ask(ctx, rule, described, arguments)
+
+    async def _ask(
+        self, ctx: ServerRequestContext[Any], rule: Rule, tool: Tool, arguments: dict[str, Any]
+    ) -> CallToolResult:
+        """Ask a human; on an approval whose receipt checks out, call with its values."""
+        question, fields = decisions.breakpoint_fields(
+            server=self.server_name,
+            tool=tool.name,
+            description=tool.description,
+            schema=tool.input_schema,
+            arguments=arguments,
+            rule=rule,
+            defaults=self.config.defaults,
+        )
+        key = f"bpm-gateway-{uuid.uuid4()}"  # one per call: the SDK's resends ask once
+        try:
+            client = self._service()
+            # Shielded: a call cancelled while its breakpoint is being created still learns
+            # the breakpoint's id, and withdraws it at its next step.
+            with anyio.CancelScope(shield=True):
+                created = await client.create(question, idempotency_key=key, **fields)
+        except BpmError as error:
+            return decisions.refusal(tool.name, f"could not ask for approval: {_line(error)}")
+        try:
+            result = await self._decision(ctx, created)
+        except Exception as error:  # fail closed, whatever went wrong while waiting
+            return decisions.refusal(
+                tool.name,
+                f"lost the approval service while waiting on {created.breakpoint_id}: "
+                f"{_line(error)}",
+            )
+        if not result.approved:
+            return decisions.not_approved(tool.name, result, created.breakpoint_id)
+        try:
+            approved = await self._checked(result, created.breakpoint_id)
+        except (ReceiptInvalid, BpmError) as error:
+            return decisions.refusal(tool.name, f"the approval's receipt is refused: {error}")
+        return await self.upstream.call_tool(tool.name, approved)
+
+    async def _decision(
+        self, ctx: ServerRequestContext[Any], created: Breakpoint
+    ) -> BreakpointResult:
+        """The breakpoint's result: at once when decided at creation (an auto-approval),
+        else once a human decides; a cancelled call cancels the breakpoint."""
+        if created.done:
+            return result_of(created.breakpoint_id, created)
+        assert self._waiter is not None
+        progress = asyncio.create_task(self._report(ctx, created))
+        try:
+            entry = await self._waiter.wait(created.breakpoint_id)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._withdraw(ctx, created.breakpoint_id)
+            raise
+        finally:
+            progress.cancel()
+        if entry.error is not None:
+            raise BpmError(f"{created.breakpoint_id}: {entry.error.message}")
+        return result_of(created.breakpoint_id, entry)
+
+    async def _report(self, ctx: ServerRequestContext[Any], created: Breakpoint) -> None:
+        """Progress notifications while the call waits: the breakpoint and where to answer."""
+        message = (
+            f"waiting for a human to approve this call: approval request "
+            f"{created.breakpoint_id}, answer at {created.console_url}"
+        )
+        count = 0
+        while True:
+            count += 1
+            with contextlib.suppress(Exception):  # a closed stream: the call ends anyway
+                await ctx.session.report_progress(count, message=message)
+            await asyncio.sleep(PROGRESS_SECONDS)
+
+    async def _withdraw(self, ctx: ServerRequestContext[Any], breakpoint_id: str) -> None:
+        """The client cancelled the call or went away: cancel the breakpoint, saying which."""
+        request = str(ctx.request_id)
+        with anyio.move_on_after(REASON_GRACE_SECONDS):
+            while request not in self._cancel_reasons:
+                self._cancelled.clear()
+                await self._cancelled.wait()
+        given = self._cancel_reasons.pop(request, None)
+        reason = DISCONNECTED
+        if given is not None:
+            reason = "the MCP client cancelled the call" + (f": {given}" if given else "")
+        with contextlib.suppress(BpmError):
+            await self._service().cancel(breakpoint_id, reason)
+
+    async def on_cancelled(
+        self, ctx: ServerRequestContext[Any], params: CancelledNotificationParams
+    ) -> None:
+        """notifications/cancelled: keep the client's reason for the call's breakpoint."""
+        if params.request_id is not None:
+            if len(self._cancel_reasons) >= CANCEL_REASONS_KEPT:  # calls that never asked
+                self._cancel_reasons.pop(next(iter(self._cancel_reasons)))
+            self._cancel_reasons[str(params.request_id)] = params.reason or ""
+            self._cancelled.set()
+
+    # --- the service ---------------------------------------------------------------------
+
+    def _service(self) -> AsyncClient:
+        """The client of the service, made at the first gated call (so a missing token is
+        an error result the agent reads, not a gateway that fails to start)."""
+        if self._client is None:
+            self._client = AsyncClient(self.url, self.token)
+            self._waiter = Waiter(self._client)
+            base = self._client.base_url
+            self._jwks = JwksCache(lambda: load_jwks(base + JWKS_PATH))
+        return self._client
+
+    async def _checked(self, result: BreakpointResult, breakpoint_id: str) -> dict[str, Any]:
+        assert self._jwks is not None
+        kid = receipt_kid(result.receipt) if result.receipt else None
+        jwks = await asyncio.to_thread(self._jwks.get, kid=kid)
+        return decisions.approved_arguments(result, jwks, breakpoint_id)
+
+    async def aclose(self) -> None:
+        if self._waiter is not None:
+            await self._waiter.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+
+
+def _line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def build_server(gateway: Gateway, initialized: InitializeResult) -> Server[Any]:
+    """The MCP server: the gateway's tools/list and tools/call; resources, prompts and
+    completions passed through when the upstream has them."""
+    info = initialized.server_info
+    server: Server[Any] = Server(
+        info.name,
+        version=info.version,
+        title=info.title,
+        instructions=initialized.instructions,
+        on_list_tools=gateway.list_tools,
+        on_call_tool=gateway.call_tool,
+        **passthrough_handlers(gateway.upstream, initialized.capabilities),
+    )
+    server.add_notification_handler(
+        "notifications/cancelled", CancelledNotificationParams, gateway.on_cancelled
+    )
+    return server
+
+
+def upstream_environment() -> dict[str, str]:
+    """The gateway's environment, less its API token: the upstream has no use for it."""
+    return {name: value for name, value in os.environ.items() if name != TOKEN_VARIABLE}
+
+
+@contextlib.asynccontextmanager
+async def upstream_session(
+    command: Sequence[str], url: str | None
+) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+    """The upstream: `command` started over stdio, or the streamable-HTTP server at `url`."""
+    async with contextlib.AsyncExitStack() as stack:
+        if url is not None:
+            read, write = await stack.enter_async_context(streamable_http_client(url))
+        else:
+            program, *args = command
+            params = StdioServerParameters(command=program, args=args, env=upstream_environment())
+            read, write = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        yield session, await session.initialize()
+
+
+# Commands that run the server named by their first argument (`python billing.py`,
+# `npx -y @scope/server-postgres`, `uv run server.py`): that argument names the server.
+LAUNCHERS = frozenset(
+    {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "deno", "pipx"}
+)
+LAUNCHER_WORDS = frozenset({"run", "exec", "x"})
+
+
+def server_name(config: GatewayConfig, command: Sequence[str], url: str | None) -> str:
+    """The upstream's name in titles and keys: the config's, else the command's (for an
+    interpreter or a package runner, the script or package it runs), else the URL's host."""
+    if config.defaults.server:
+        return config.defaults.server
+    if url is not None:
+        return urlsplit(url).hostname or "upstream"
+    program = Path(command[0]).name
+    if program in LAUNCHERS:
+        named = [arg for arg in command[1:] if not arg.startswith("-")]
+        named = [arg for arg in named if arg not in LAUNCHER_WORDS]
+        if named:
+            return Path(named[0]).stem if named[0].endswith(".py") else Path(named[0]).name
+    return program
+
+
+async def serve(
+    config: GatewayConfig,
+    command: Sequence[str],
+    *,
+    upstream_url: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+) -> None:
+    """Run the gateway until the MCP client closes stdin."""
+    async with upstream_session(command, upstream_url) as (session, initialized):
+        name = server_name(config, command, upstream_url)
+        gateway = Gateway(config, session, name, url=url, token=token)
+        server = build_server(gateway, initialized)
+        try:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            with anyio.CancelScope(shield=True):
+                await gateway.aclose()
+
+
+def main(
+    config: GatewayConfig,
+    command: Sequence[str],
+    *,
+    upstream_url: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+) -> None:
+    anyio.run(lambda: serve(config, command, upstream_url=upstream_url, url=url, token=token))
+
+
+__all__ = ["Gateway", "build_server", "main", "serve"]

@@ -1,0 +1,331 @@
+"""`bpm gateway` (issue 37) between the official MCP client and an MCP server of its own.
+
+The upstream is tests/live/clients/gateway_upstream.py (the SDK's MCPServer, each call
+appended to a log file), started by the gateway over stdio; the gateway is `bpm gateway`
+started by the SDK's stdio client, the way an MCP client starts it, against the live
+system of conftest.py. Reviewers decide through the API (the SDK) while calls wait.
+"""
+
+import asyncio
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bpm_client import Client
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+
+from tests.live.clients.conftest import BPM
+from tests.live.clients.test_mcp import HANG_GUARD_SECONDS, Progress, run
+from tests.support.net import free_port
+from tests.support.system import wait_until
+
+UPSTREAM = str(Path(__file__).with_name("gateway_upstream.py"))
+CONFIG = """
+[defaults]
+server = "billing-db"
+tags = ["mcp", "billing"]
+ttl = 600
+
+[[rules]]
+tools = ["delete_*", "drop_database"]
+action = "ask"
+when = "arguments.env != 'dev'"
+
+[[rules]]
+tools = ["shutdown"]
+action = "deny"
+
+[[rules]]
+tools = ["*"]
+action = "allow"
+"""
+
+
+@dataclass
+class Gate:
+    """A gateway's configuration, environment and the upstream's call log."""
+
+    config: Path
+    log: Path
+    env: dict[str, str]
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture
+def gate(tmp_path: Path, bpm_env: dict[str, str]) -> Gate:
+    config, log = tmp_path / "gate.toml", tmp_path / "calls.jsonl"
+    config.write_text(CONFIG)
+    return Gate(config, log, {**bpm_env, "GATEWAY_TEST_LOG": str(log)})
+
+
+@asynccontextmanager
+async def connect(
+    command: str, args: list[str], env: dict[str, str]
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=command, args=args, env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def through_gateway(gate: Gate, **env: str) -> Any:
+    """The official MCP client's session with `bpm gateway --config ... -- python upstream`."""
+    args = ["gateway", "--config", str(gate.config), "--", sys.executable, UPSTREAM]
+    return connect(BPM, args, {**gate.env, **env})
+
+
+async def waiting(
+    session: ClientSession, tool: str, arguments: dict[str, Any]
+) -> tuple["asyncio.Task[CallToolResult]", Progress]:
+    """Start a gated call; return once its progress says it waits for a human."""
+    progress = Progress()
+    call = asyncio.create_task(session.call_tool(tool, arguments, progress_callback=progress))
+    reached = asyncio.create_task(progress.reached(1))
+    await asyncio.wait({call, reached}, return_when=asyncio.FIRST_COMPLETED)
+    reached.cancel()
+    assert not call.done(), f"the call returned before waiting: {call.result()}"
+    return call, progress
+
+
+def in_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    return asyncio.to_thread(function, *args, **kwargs)
+
+
+def text_of(result: CallToolResult) -> str:
+    return " ".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def waiting_on(client: Client, tool: str) -> str:
+    """The id of the waiting breakpoint that asks about `tool`."""
+    (found,) = [
+        bp for bp in client.list(status="waiting") if bp.payload.get("mcp", {}).get("tool") == tool
+    ]
+    return found.breakpoint_id
+
+
+def test_the_tool_list_and_the_calls_that_need_nobody(gate: Gate, agent: Client):
+    """tools/list is the upstream's, less the denied tool; allowed calls pass at once,
+    the denied one never reaches the upstream; resources and prompts pass through."""
+
+    async def scenario():
+        async with connect(sys.executable, [UPSTREAM], gate.env) as upstream:
+            direct = (await upstream.list_tools()).tools
+        async with through_gateway(gate) as session:
+            listed = (await session.list_tools()).tools
+            read = await session.call_tool("read_rows", {"table": "invoices"})
+            dev = await session.call_tool(
+                "delete_rows", {"table": "t", "where": "1=1", "env": "dev"}
+            )
+            denied = await session.call_tool("shutdown", {})
+            schema = await session.read_resource("billing://schema")
+            prompt = await session.get_prompt("audit", {"table": "invoices"})
+            return direct, listed, read, dev, denied, schema, prompt
+
+    direct, listed, read, dev, denied, schema, prompt = run(scenario())
+    assert [tool.name for tool in direct] == [
+        "read_rows",
+        "delete_rows",
+        "drop_database",
+        "shutdown",
+    ]
+    assert listed == direct[:3]  # unchanged, less the tool a deny rule always refuses
+    assert (
+        not read.is_error
+        and text_of(read) == 'read_rows done with {"limit": 10, "table": "invoices"}'
+    )
+    assert not dev.is_error  # the ask rule's `when` does not hold for env dev
+    assert (
+        denied.is_error
+        and "`shutdown` was not run: the gateway's rules[2] denies it" in text_of(denied)
+    )
+    assert [call["tool"] for call in gate.calls()] == ["read_rows", "delete_rows"]
+    assert "CREATE TABLE invoices" in schema.contents[0].text
+    assert prompt.messages[0].content.text == "Audit the table invoices."
+    assert list(agent.list()) == []  # nothing needed a human
+
+
+def test_an_ask_call_waits_the_reviewer_edits_an_argument_and_the_edited_call_runs(
+    gate: Gate, reviewer: Client
+):
+    arguments = {"table": "invoices", "where": "year < 2020", "env": "prod"}
+    edited = {**arguments, "where": "year < 2015"}
+    seen: dict[str, Any] = {}
+
+    def review() -> None:
+        breakpoint_id = waiting_on(reviewer, "delete_rows")
+        seen["breakpoint"] = reviewer.get(breakpoint_id)
+        seen["calls_while_waiting"] = gate.calls()
+        reviewer.release(breakpoint_id, "only the oldest", values=edited)
+
+    async def scenario():
+        async with through_gateway(gate) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            call, progress = await waiting(session, "delete_rows", arguments)
+            await in_thread(review)
+            return tools["delete_rows"], await asyncio.wait_for(call, HANG_GUARD_SECONDS), progress
+
+    tool, result, progress = run(scenario())
+    bp = seen["breakpoint"]
+    assert bp.title == "Call delete_rows on billing-db?"
+    assert "`delete_rows` on the MCP server `billing-db`" in bp.question
+    assert bp.payload["form"] == tool.input_schema  # the tool's schema is the form
+    assert bp.payload["proposal"] == arguments
+    assert bp.payload["mcp"] == {"server": "billing-db", "tool": "delete_rows"}
+    assert bp.key == "mcp.billing-db.delete-rows" and bp.tags == ["mcp", "billing"]
+    assert bp.ttl_seconds == 600
+    assert seen["calls_while_waiting"] == []  # nothing ran before the approval
+    assert all(
+        bp.breakpoint_id in message and bp.console_url in message for message in progress.messages
+    )
+    assert not result.is_error
+    assert text_of(result) == f"delete_rows done with {json.dumps(edited, sort_keys=True)}"
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": edited}]  # the EDITED values
+
+
+def test_calls_wait_at_once_a_rejected_one_returns_the_comment_and_never_runs(
+    gate: Gate, reviewer: Client
+):
+    """Two calls wait together (one wait-for-many poll); the second is answered first."""
+
+    async def scenario():
+        async with through_gateway(gate) as session:
+            delete, _ = await waiting(session, "delete_rows", {"table": "users", "where": "1=1"})
+            drop, _ = await waiting(session, "drop_database", {"name": "billing"})
+            await in_thread(
+                lambda: reviewer.release(
+                    waiting_on(reviewer, "drop_database"), "never", approved=False
+                )
+            )
+            dropped = await asyncio.wait_for(drop, HANG_GUARD_SECONDS)
+            assert not delete.done()
+            await in_thread(lambda: reviewer.release(waiting_on(reviewer, "delete_rows"), "ok"))
+            return dropped, await asyncio.wait_for(delete, HANG_GUARD_SECONDS)
+
+    dropped, deleted = run(scenario())
+    assert dropped.is_error
+    assert text_of(dropped).startswith("`drop_database` was not run: rejected by alice")
+    assert text_of(dropped).endswith("Their feedback: never")
+    assert not deleted.is_error
+    ran = {"table": "users", "where": "1=1", "env": "prod"}  # env: the tool's default
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": ran}]
+
+
+def test_a_cancelled_request_or_a_client_gone_cancels_its_breakpoint(gate: Gate, agent: Client):
+    async def scenario():
+        async with through_gateway(gate) as session:
+            call, _ = await waiting(session, "drop_database", {"name": "billing"})
+            first = await in_thread(waiting_on, agent, "drop_database")
+            call.cancel()  # the MCP client sends notifications/cancelled
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            cancelled = await in_thread(agent.wait, first, 60)
+            await waiting(session, "delete_rows", {"table": "t", "where": "1=1"})
+            second = await in_thread(waiting_on, agent, "delete_rows")
+        # The session is closed: the client went away while the call waited.
+        return cancelled, await in_thread(agent.wait, second, 60)
+
+    cancelled, gone = run(scenario())
+    assert cancelled.status == "cancelled"
+    assert cancelled.result.feedback.startswith("the MCP client cancelled the call")
+    assert gone.status == "cancelled" and "disconnected" in gone.result.feedback
+    assert gate.calls() == []
+
+
+def test_a_bad_token_fails_closed(gate: Gate):
+    async def scenario():
+        async with through_gateway(gate, BPM_TOKEN="bpma_not-a-real-token") as session:
+            return await session.call_tool("drop_database", {"name": "billing"})
+
+    result = run(scenario())
+    assert result.is_error and "could not ask for approval: not_authenticated" in text_of(result)
+    assert text_of(result).endswith("Nothing was sent to the tool.")
+    assert gate.calls() == []
+
+
+@pytest.mark.own_system
+def test_with_the_service_stopped_a_gated_call_fails_closed(live, gate: Gate):
+    async def scenario():
+        async with through_gateway(gate) as session:
+            await in_thread(stop_web, live)
+            gated = await session.call_tool("drop_database", {"name": "billing"})
+            allowed = await session.call_tool("read_rows", {"table": "invoices"})
+            return gated, allowed
+
+    gated, allowed = run(scenario())
+    assert gated.is_error and "could not ask for approval: cannot reach" in text_of(gated)
+    assert not allowed.is_error  # what needs no human still works
+    assert [call["tool"] for call in gate.calls()] == ["read_rows"]
+
+
+def stop_web(live) -> None:
+    live.web.expected_alive = False
+    live.web.stop()
+
+
+def test_after_n_approvals_of_a_tool_the_service_approves_it_and_the_call_runs_at_once(
+    gate: Gate, reviewer: Client
+):
+    """`auto_approve_after` sends payload.autoApproveAfterN on the tool's key: after that
+    many approvals of mcp.billing-db.drop-database the next call is approved at creation
+    (the proposal as it is), still with a receipt the gateway checks."""
+    gate.config.write_text(CONFIG.replace("ttl = 600", "ttl = 600\nauto_approve_after = 1"))
+
+    async def scenario():
+        async with through_gateway(gate) as session:
+            call, _ = await waiting(session, "drop_database", {"name": "a"})
+            await in_thread(lambda: reviewer.release(waiting_on(reviewer, "drop_database"), "ok"))
+            first = await asyncio.wait_for(call, HANG_GUARD_SECONDS)
+            second = await session.call_tool("drop_database", {"name": "b"})
+            return first, second
+
+    first, second = run(scenario())
+    assert not first.is_error and not second.is_error
+    assert gate.calls() == [
+        {"tool": "drop_database", "arguments": {"name": "a"}},
+        {"tool": "drop_database", "arguments": {"name": "b"}},
+    ]
+    automatic = [bp for bp in reviewer.list() if bp.payload["proposal"] == {"name": "b"}]
+    assert automatic[0].result.responded_by == "auto:after-1"
+
+
+def test_an_upstream_over_streamable_http(gate: Gate, agent: Client):
+    """--upstream-url: the same gateway in front of a server the MCP client does not start."""
+    port = free_port()
+    upstream = subprocess.Popen([sys.executable, UPSTREAM, str(port)], env=gate.env)
+    try:
+        wait_until(lambda: listing(port), what=f"the upstream listening on {port}")
+        args = ["gateway", "--config", str(gate.config)]
+        args += ["--upstream-url", f"http://127.0.0.1:{port}/mcp"]
+
+        async def scenario():
+            async with connect(BPM, args, gate.env) as session:
+                listed = (await session.list_tools()).tools
+                read = await session.call_tool("read_rows", {"table": "invoices"})
+                denied = await session.call_tool("shutdown", {})
+                return listed, read, denied
+
+        listed, read, denied = run(scenario())
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+    assert [tool.name for tool in listed] == ["read_rows", "delete_rows", "drop_database"]
+    assert not read.is_error and denied.is_error
+    assert [call["tool"] for call in gate.calls()] == ["read_rows"]
+
+
+def listing(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
