@@ -1,5 +1,7 @@
-"""`bpm mcp`'s tools called in process by the MCP SDK's own client (no subprocess)."""
+"""`bpm mcp`'s tools called in process by the MCP SDK's own client (no subprocess), and
+what the live MCP tests (`bpm mcp`, `bpm gateway`) share."""
 
+import asyncio
 from typing import Any
 
 from bpm_client.mcp_server import build_server
@@ -23,3 +25,31 @@ def text_of(result: CallToolResult) -> str:
     """The result's text content (what a client without structured output reads)."""
     (text,) = [block.text for block in result.content if isinstance(block, TextContent)]
     return text
+
+
+# Guards against a hung call, not timing assertions: a decision normally takes seconds.
+HANG_GUARD_SECONDS = 120
+
+
+class Progress:
+    """A progress_callback that records every notification of one tool call."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+        self.values: list[float] = []
+        self.changed = asyncio.Condition()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        async with self.changed:
+            self.values.append(progress)
+            self.messages.append(message)
+            self.changed.notify_all()
+
+    async def reached(self, count: int) -> None:
+        async with self.changed:
+            await self.changed.wait_for(lambda: len(self.values) >= count)
+
+
+def run(coroutine: Any) -> Any:
+    """On a loop of its own thread (the e2e tests leave one running in the main thread)."""
+    return run_async(asyncio.wait_for(coroutine, HANG_GUARD_SECONDS * 2))

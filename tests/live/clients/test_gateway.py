@@ -24,7 +24,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from tests.live.clients.conftest import BPM
-from tests.live.clients.test_mcp import HANG_GUARD_SECONDS, Progress, run
+from tests.support.mcp import HANG_GUARD_SECONDS, Progress, run
 from tests.support.net import free_port
 from tests.support.system import wait_until
 

@@ -18,8 +18,8 @@ from bpm_client import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.aio import run_async
 from tests.live.clients.conftest import BPM
+from tests.support.mcp import HANG_GUARD_SECONDS, Progress, run
 from tests.support.net import free_port
 
 SERVER_COMMAND = [BPM, "mcp"]  # what an MCP client runs
@@ -30,27 +30,6 @@ TOOLS = {
     "wait_for_breakpoint",
     "cancel_breakpoint",
 }
-# Guards against a hung call, not timing assertions: a decision normally takes seconds.
-HANG_GUARD_SECONDS = 120
-
-
-class Progress:
-    """A progress_callback that records every notification of one tool call."""
-
-    def __init__(self) -> None:
-        self.messages: list[str | None] = []
-        self.values: list[float] = []
-        self.changed = asyncio.Condition()
-
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        async with self.changed:
-            self.values.append(progress)
-            self.messages.append(message)
-            self.changed.notify_all()
-
-    async def reached(self, count: int) -> None:
-        async with self.changed:
-            await self.changed.wait_for(lambda: len(self.values) >= count)
 
 
 @asynccontextmanager
@@ -89,11 +68,6 @@ async def ask_and_decide(
 def in_thread(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
     """A blocking decision (the sync SDK) as a `decide` for ask_and_decide."""
     return lambda: asyncio.to_thread(function)
-
-
-def run(coroutine: Any) -> Any:
-    """On a loop of its own thread (the e2e tests leave one running in the main thread)."""
-    return run_async(asyncio.wait_for(coroutine, HANG_GUARD_SECONDS * 2))
 
 
 def the_waiting_one(client: Client) -> str:
