@@ -409,6 +409,18 @@ def test_the_console_promotes_through_the_button_and_the_list_action(
     assert by_action in admin_browser.get("/admin/audit/ruleevent/").content.decode()
 
 
+def test_the_console_evaluator_names_the_shadow_rules_that_would_approve(
+    admin_client, admin_browser
+):
+    rule_id = shadow_rule(admin_client)
+
+    page = admin_browser.get(f"{RULES_URL}evaluate/", {"key": "deploy.web"})
+
+    assert page.context["verdict"].shadow_rules == (rule_id,)
+    assert "Shadow rules that would approve" in page.content.decode()
+    assert rule_id in page.content.decode()
+
+
 def test_the_console_adds_a_shadow_rule(admin_browser):
     response = admin_browser.post(
         f"{RULES_URL}add/", {"pattern": "deploy.*", "action": "auto-approve", "mode": "shadow"}
