@@ -1,5 +1,5 @@
 """The audit trail in the console: read-only for everyone, superusers included; the sign-ins
-(access events) for admins alone."""
+(access events) and the rules' changes (rule events) for admins alone."""
 
 import json
 from typing import Any
@@ -9,7 +9,7 @@ from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
 
-from audit.models import AccessEvent, Event, EventType
+from audit.models import AccessEvent, Event, EventType, RuleEvent
 from infra.net import redacted_url
 from web.console.admin import AdminOnly, ReadOnly, ReviewerReadOnly
 
@@ -83,4 +83,24 @@ class AccessEventAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="Metadata")
     def metadata_shown(self, event: AccessEvent) -> str:
+        return json.dumps(event.metadata, ensure_ascii=False, sort_keys=True)
+
+
+@admin.register(RuleEvent)
+class RuleEventAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
+    """Changes to auto-approval rules (a shadow rule promoted to live): who, which rule,
+    when. Admins read them; nobody edits them."""
+
+    list_display = ("timestamp", "type", "rule_id", "pattern", "actor")
+    list_filter = ("type", ("timestamp", admin.DateFieldListFilter))
+    search_fields = ("=rule_id", "pattern", "actor")
+    fields = ("timestamp", "type", "rule_id", "pattern", "actor", "metadata_shown")
+    readonly_fields = fields
+    ordering = ("-timestamp", "-id")
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
+
+    @admin.display(description="Metadata")
+    def metadata_shown(self, event: RuleEvent) -> str:
         return json.dumps(event.metadata, ensure_ascii=False, sort_keys=True)

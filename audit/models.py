@@ -1,5 +1,6 @@
 """The append-only audit trail: one Event per transition, comment and notification; one
-AccessEvent per sign-in, refusal and role change that an identity provider brought."""
+AccessEvent per sign-in, refusal and role change that an identity provider brought; one
+RuleEvent per change of an auto-approval rule's standing (a promotion to live)."""
 
 from django.db import models
 
@@ -11,6 +12,8 @@ class EventType(models.TextChoices):
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     AUTO_APPROVED = "auto_approved"
+    # A shadow rule would have approved it (it waits for a person): policies.shadow.
+    AUTO_APPROVAL_SHADOW = "auto_approval.shadow"
     ESCALATED = "escalated"
     REMINDER = "reminder"
     REFUSED = "refused"  # a decision from a channel (Slack, email, JIRA) that was refused
@@ -70,3 +73,28 @@ class AccessEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type}: {self.actor}"
+
+
+class RuleEventType(models.TextChoices):
+    PROMOTED = "promoted"  # a shadow rule made live
+
+
+class RuleEvent(models.Model):
+    """A change to an auto-approval rule that an auditor must find: written only by
+    audit.services, in the transaction of the change.
+
+    `rule_id` and `pattern` are snapshots, not a foreign key: the event outlives the rule.
+    """
+
+    type = models.CharField(max_length=32, choices=RuleEventType.choices)
+    rule_id = models.CharField(max_length=13, db_index=True)
+    pattern = models.CharField(max_length=500)
+    actor = models.CharField(max_length=200)
+    metadata = models.JSONField(default=dict, blank=True)
+    timestamp = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.rule_id} by {self.actor}"

@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from audit.models import AccessEvent, Event, EventType
+from audit.models import AccessEvent, Event, EventType, RuleEvent
 
 
 def event_record(
@@ -60,4 +60,15 @@ def access_event_record(
         subject=subject[:255],
         groups=list(groups),
         metadata=metadata,
+    )
+
+
+def rule_event_record(
+    *, type: str, rule_id: str, pattern: str, actor: str, **metadata: Any
+) -> RuleEvent:
+    """A change to an auto-approval rule (RuleEventType): the rule's id and pattern as they
+    were, `actor` the admin's name (or `system:<what>`), `metadata` the rest (e.g. the mode
+    before and after)."""
+    return RuleEvent.objects.create(
+        type=type, rule_id=rule_id, pattern=pattern, actor=actor[:200], metadata=metadata
     )

@@ -52,6 +52,7 @@ from breakpoints.waiting.metrics import (
 from core.choices import Status
 from infra.ratelimits import client_address
 from notifications.models import Delivery, DeliveryStatus
+from policies.shadow import shadow_counts_of_shadow_rules
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ class DomainCollector(Collector):
         yield from _waiting_gauges(now)
         yield from _outbox_gauges(now)
         yield from _event_gauges(now)
+        yield from _shadow_gauges()
 
 
 def _waiting_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
@@ -176,6 +178,34 @@ def _event_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
         "type are then a lower bound).",
         1 if capped else 0,
     )
+
+
+def _shadow_gauges() -> Iterator[GaugeMetricFamily]:
+    # Labelled by the rules in shadow mode now (a promoted or removed rule leaves the
+    # series): as many series as shadow rules, counted in one grouped query through the
+    # (rule, outcome) index.
+    counts = shadow_counts_of_shadow_rules()
+    families = {
+        "fires": GaugeMetricFamily(
+            "bpm_shadow_rule_fires",
+            "Breakpoints each shadow rule would have auto-approved (they waited for a person).",
+            labels=["rule"],
+        ),
+        "agreed": GaugeMetricFamily(
+            "bpm_shadow_rule_agreed",
+            "Of those, the ones a person then approved (agreed with the shadow rule).",
+            labels=["rule"],
+        ),
+        "disagreed": GaugeMetricFamily(
+            "bpm_shadow_rule_disagreed",
+            "Of those, the ones a person then rejected (disagreed with the shadow rule).",
+            labels=["rule"],
+        ),
+    }
+    for rule_id, counted in counts.items():
+        for name, family in families.items():
+            family.add_metric([rule_id], getattr(counted, name))
+    yield from families.values()
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -13,6 +13,10 @@ Precedence, highest first (babysitter's table):
 Above them all, four eyes (policies.foureyes), then a form only a person can answer
 (policies.answers): a breakpoint under either is never approved automatically, whatever
 the rules, tags or history say.
+
+Only live rules decide (rule_list). A shadow rule (policies.shadow) is listed in the
+verdict's `shadowRules` when it would have approved: the same precedence with it taken as
+live approves, and the live verdict does not.
 """
 
 import logging
@@ -34,7 +38,7 @@ from core.limits import (
 )
 from policies.answers import NEEDS_ANSWER_REASON
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
-from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
+from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, RuleMode
 from policies.patterns import PatternError, parse_pattern, stored_pattern
 
 logger = logging.getLogger(__name__)
@@ -53,14 +57,18 @@ class Verdict:
     matched_rule: str | None = None
     consecutive_approvals: int = 0
     responder: str | None = None  # who approves when recommended: rule:<id> or auto:after-N
+    shadow_rules: tuple[str, ...] = ()  # the shadow rules that would have approved it
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        verdict: dict[str, Any] = {
             "recommended": self.recommended,
             "reason": self.reason,
             "matchedRule": self.matched_rule,
             "consecutiveApprovals": self.consecutive_approvals,
         }
+        if self.shadow_rules:  # only then: the common verdict keeps its four keys
+            verdict.update(shadow=True, shadowRules=list(self.shadow_rules))
+        return verdict
 
 
 # --- rules -----------------------------------------------------------------------
@@ -84,12 +92,15 @@ def canonical_pattern(pattern: str) -> str:
         ) from exc
 
 
-def _rule_insert(*, pattern: str, action: str, note: str, created_by: str) -> AutoApprovalRule:
+def _rule_insert(
+    *, pattern: str, action: str, note: str, created_by: str, mode: str = RuleMode.LIVE
+) -> AutoApprovalRule:
     if action not in RuleAction.values:
         raise InvalidInput(
             f"action must be one of: {', '.join(RuleAction.values)}.",
             {"action": [f"Must be one of: {', '.join(RuleAction.values)}."]},
         )
+    _check_mode(mode, action)
     note = (note or "").strip()
     if len(note) > MAX_RULE_NOTE_LENGTH:
         raise InvalidInput(
@@ -97,16 +108,39 @@ def _rule_insert(*, pattern: str, action: str, note: str, created_by: str) -> Au
             {"note": [f"At most {MAX_RULE_NOTE_LENGTH} characters."]},
         )
     return AutoApprovalRule.objects.create(
-        pattern=canonical_pattern(pattern), action=action, note=note, created_by=created_by
+        pattern=canonical_pattern(pattern),
+        action=action,
+        note=note,
+        created_by=created_by,
+        mode=mode,
     )
 
 
+def _check_mode(mode: str, action: str) -> None:
+    """A known mode; shadow only for auto-approve rules (a shadow rule records what it would
+    have approved: a never-auto-approve rule approves nothing)."""
+    if mode not in RuleMode.values:
+        raise InvalidInput(
+            f"mode must be one of: {', '.join(RuleMode.values)}.",
+            {"mode": [f"Must be one of: {', '.join(RuleMode.values)}."]},
+        )
+    if mode == RuleMode.SHADOW and action != RuleAction.AUTO_APPROVE:
+        problem = "Only auto-approve rules have a shadow mode."
+        raise InvalidInput(f"mode: {problem}", {"mode": [problem]})
+
+
 def rule_create(
-    *, actor: Actor, pattern: str, action: str = RuleAction.AUTO_APPROVE, note: str = ""
+    *,
+    actor: Actor,
+    pattern: str,
+    action: str = RuleAction.AUTO_APPROVE,
+    note: str = "",
+    mode: str = RuleMode.LIVE,
 ) -> AutoApprovalRule:
-    """Add a rule (admins and management commands)."""
+    """Add a rule (admins and management commands); `mode` shadow: it records the breakpoints
+    it would have approved and decides none, until promoted (policies.shadow.rule_promote)."""
     _check_manager(actor)
-    return _rule_insert(pattern=pattern, action=action, note=note, created_by=actor.name)
+    return _rule_insert(pattern=pattern, action=action, note=note, created_by=actor.name, mode=mode)
 
 
 def rule_always_approve_key(*, actor: Actor, key: str, note: str) -> AutoApprovalRule:
@@ -114,7 +148,9 @@ def rule_always_approve_key(*, actor: Actor, key: str, note: str) -> AutoApprova
 
     An existing identical rule is reused rather than duplicated.
     """
-    existing = AutoApprovalRule.objects.filter(pattern=key, action=RuleAction.AUTO_APPROVE).first()
+    existing = AutoApprovalRule.objects.filter(
+        pattern=key, action=RuleAction.AUTO_APPROVE, mode=RuleMode.LIVE
+    ).first()
     if existing is not None:
         return existing
     return _rule_insert(
@@ -130,6 +166,18 @@ def rule_remove(*, actor: Actor, rule_id: str) -> None:
 
 
 def rule_list() -> QuerySet[AutoApprovalRule]:
+    """The rules that decide (live ones), oldest first: what evaluate applies."""
+    return AutoApprovalRule.objects.filter(mode=RuleMode.LIVE).order_by("created_at", "id")
+
+
+def shadow_rule_list() -> QuerySet[AutoApprovalRule]:
+    """The shadow rules, oldest first: they record what they would have approved, and decide
+    nothing."""
+    return AutoApprovalRule.objects.filter(mode=RuleMode.SHADOW).order_by("created_at", "id")
+
+
+def rule_list_all() -> QuerySet[AutoApprovalRule]:
+    """Every rule, live and shadow, oldest first: what admins list."""
     return AutoApprovalRule.objects.order_by("created_at", "id")
 
 
@@ -244,7 +292,7 @@ def evaluate(
         return Verdict(False, FOUR_EYES_REASON, None, streak)
     if needs_answer:
         return Verdict(False, NEEDS_ANSWER_REASON, None, streak)
-    never, auto = _matching_rules(key, tags, experts)
+    never, auto, shadow = _matches(key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
     tag = _blocking_tag(tags)
@@ -262,23 +310,41 @@ def evaluate(
             streak,
             f"auto:after-{threshold}",
         )
-    return Verdict(False, "No matching rule", None, streak)
+    # Nothing live approves, nothing above auto-approve rules forbids: a matching shadow
+    # rule taken as live would have approved.
+    return Verdict(False, "No matching rule", None, streak, shadow_rules=shadow)
 
 
 def _matching_rules(
     key: str, tags: list[str], experts: list[str]
 ) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None]:
-    """The first matching never-auto-approve rule, and the first matching auto-approve one."""
+    """The first matching never-auto-approve rule, and the first matching auto-approve one
+    (live rules only)."""
+    never, auto, _ = _matches(key, tags, experts)
+    return never, auto
+
+
+def _matches(
+    key: str, tags: list[str], experts: list[str]
+) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None, tuple[str, ...]]:
+    """_matching_rules, and the ids of the matching shadow auto-approve rules, from one read
+    of the rules (live and shadow together: no second query whether shadow rules exist or
+    not). A matching live never-auto-approve rule ends the search: nothing else counts."""
     never = auto = None
-    for rule in rule_list():
+    shadow: list[str] = []
+    for rule in rule_list_all():
         compiled = stored_pattern(rule.pattern)
         if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
+            continue
+        if rule.mode == RuleMode.SHADOW:
+            if rule.action == RuleAction.AUTO_APPROVE:
+                shadow.append(rule.pk)
             continue
         if rule.action == RuleAction.NEVER_AUTO_APPROVE:
             never = rule
             break
         auto = auto or rule
-    return never, auto
+    return never, auto, tuple(shadow)
 
 
 def _blocking_tag(tags: list[str]) -> str | None:

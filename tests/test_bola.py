@@ -297,6 +297,9 @@ ACCESS: dict[str, RouteAccess] = {
         ADMINS_ONLY,
         {"GET": Access(ADMINS_ONLY), "DELETE": Access(statuses(403, 403, 403, 204))},
     ),
+    "rule-promote": RouteAccess(
+        "rule", ADMINS_ONLY, {"POST": Access(statuses(403, 403, 403, 200), body={})}
+    ),
     "route-list": RouteAccess(
         None,
         ADMINS_ONLY,
@@ -445,7 +448,10 @@ def _fresh_rate_limits():
 def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
     x = make_breakpoint(payload=PAYLOAD, idempotency_key=IDEMPOTENCY_KEY)
     theirs = make_breakpoint(agent_id="agent-b", payload={"question": "Theirs?", "title": "B"})
-    rule = rule_create(actor=Actor.for_user(admin_user), pattern="bola-probe.*", note="probe")
+    # In shadow mode: an admin's promotion of it succeeds (once).
+    rule = rule_create(
+        actor=Actor.for_user(admin_user), pattern="bola-probe.*", note="probe", mode="shadow"
+    )
     route = route_add(
         actor=Actor.for_user(admin_user),
         name="bola-probe",

@@ -172,6 +172,8 @@ def _keep_rules_in_words(case) -> None:
         if body["payload"].get("autoApproveAfterN") is not None:
             # It counts decisions per key: the question must be named (breakpoints.payload).
             body["payload"]["breakpointId"] = "fuzz.named-question"
+    if case.path == "/api/rules" and body.get("mode") == "shadow":
+        body["action"] = "auto-approve"  # only an auto-approve rule has a shadow mode
     if case.path.startswith("/api/routes") and isinstance(body.get("defaults"), dict):
         _keep_escalation_rule(body["defaults"])
     if case.path == "/api/triggers" and body.get("action") in TRIGGER_PARAMS:

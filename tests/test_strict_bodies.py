@@ -87,7 +87,8 @@ def objects(clients) -> dict[str, str]:
         "breakpoints": agent.post(
             "/api/breakpoints", {"payload": {"question": "?"}}, format="json"
         ),
-        "rules": admin.post("/api/rules", {"pattern": "kept.*"}, format="json"),
+        # In shadow mode, so that promoting it (rules/{id}/promote) succeeds once.
+        "rules": admin.post("/api/rules", {"pattern": "kept.*", "mode": "shadow"}, format="json"),
         "routes": admin.post(
             "/api/routes",
             {

@@ -40,6 +40,17 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
+        "from audit.services import rule_event_record",
+    ): "registers the audit of rule promotions policies.shadow writes (policies may not import its sibling audit); "
+    + READY,
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
+        "from policies.shadow import rule_audit_register",
+    ): "registers the audit of rule promotions (see above); " + READY,
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
         "from web.api import schema",
     ): "registers the OpenAPI auth extension once the models are loaded; " + READY,
     (

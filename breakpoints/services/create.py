@@ -23,7 +23,7 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
-from policies import answers, autoapproval, foureyes
+from policies import answers, autoapproval, foureyes, shadow
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
@@ -72,7 +72,7 @@ def breakpoint_create(
 
     The auto-approval rules are evaluated and the verdict stored; when they recommend
     approval the breakpoint is released at once (an `auto_approved` event, then the
-    `released` transition). With an Idempotency-Key, a retry with the same body returns
+    `released` transition); a shadow rule's would-be approval is an event (_shadow_record). With an Idempotency-Key, a retry with the same body returns
     the first breakpoint (created=False) and another body raises IdempotencyConflict.
     `requested_by` is bound to the token's owner or a known person (accounts.requesters);
     the payloadDigest is computed once, at the insert (core.digests).
@@ -179,6 +179,8 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         )
         if verdict.recommended:
             _auto_release(bp, verdict)
+        elif verdict.shadow_rules:
+            _shadow_record(bp, verdict)
     return bp
 
 
@@ -224,6 +226,23 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
         via=VIA_RULE,
     )
+
+
+def _shadow_record(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
+    """Shadow rules would have approved the breakpoint, which waits for a person: one
+    `auto_approval.shadow` event per rule (the rule as actor), and the fires the rule's
+    counts read (policies.shadow)."""
+    for rule_id in verdict.shadow_rules:
+        record(
+            bp,
+            type=EventType.AUTO_APPROVAL_SHADOW,
+            actor=Actor(name=f"rule:{rule_id}"),
+            metadata={
+                "matchedRule": rule_id,
+                "reason": f"Shadow auto-approve rule {rule_id} would have approved it",
+            },
+        )
+    shadow.shadow_fires_record(breakpoint_id=bp.pk, rule_ids=verdict.shadow_rules)
 
 
 def _timeout_keys(payload: dict[str, Any]) -> dict[str, Any]:

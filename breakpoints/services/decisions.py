@@ -22,7 +22,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
-from policies import autoapproval, foureyes
+from policies import autoapproval, foureyes, shadow
 from policies.models import AutoApprovalRule
 
 
@@ -301,6 +301,8 @@ def _feedback_add(
             also={"votes": outcome.votes},
             via=via,
         )
+        if (bp.auto_approval or {}).get("shadow"):  # read from the locked row: no query
+            shadow.shadow_outcome_record(breakpoint_id=bp.pk, approved=outcome.decision)
     return feedback, bp
 
 

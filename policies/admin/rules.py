@@ -3,20 +3,24 @@
 Rules and tags are added and removed only through policies.autoapproval, with the
 admin as actor; nothing is edited in place (remove and add again), so a rule always
 reads as its author wrote it. The evaluator answers what `should_auto_approve` answers.
+A shadow rule shows how often it would have fired and how often people then agreed; it
+is promoted to live (policies.shadow.rule_promote) from the list's action or its page.
 """
 
 from typing import Any
 
 from django import forms
-from django.contrib import admin
-from django.contrib.admin.utils import quote
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
 
-from core.actors import Actor
+from core.actors import Actor, is_admin
 from core.exceptions import DomainError
 from core.limits import (
     MAX_KEY_LENGTH,
@@ -25,8 +29,8 @@ from core.limits import (
     MAX_TAG_LENGTH,
     NO_AUTO_APPROVE_THRESHOLD,
 )
-from policies import autoapproval
-from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction
+from policies import autoapproval, shadow
+from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, RuleMode
 from policies.validators import auto_approve_after_n_problem
 from web.console.admin import ServiceAdmin, add_service_error
 
@@ -47,6 +51,14 @@ class RuleForm(forms.Form):
     )
     action = forms.ChoiceField(
         choices=RuleAction.choices, initial=RuleAction.AUTO_APPROVE, widget=forms.RadioSelect
+    )
+    mode = forms.ChoiceField(
+        choices=RuleMode.choices,
+        initial=RuleMode.LIVE,
+        required=False,  # left out: live, as in the API
+        widget=forms.RadioSelect,
+        help_text="Shadow: the rule decides nothing; this page counts the breakpoints it "
+        "would have approved and what reviewers then decided, until you promote it.",
     )
     note = forms.CharField(
         required=False,
@@ -96,14 +108,68 @@ class EvaluateForm(forms.Form):
 
 @admin.register(AutoApprovalRule)
 class AutoApprovalRuleAdmin(ServiceAdmin):
-    list_display = ("id", "pattern_display", "action_badge", "note_excerpt", "created_by", "created_at")  # fmt: skip
+    list_display = ("id", "pattern_display", "action_badge", "mode_badge", "fired", "agreed", "disagreed", "note_excerpt", "created_by", "created_at")  # fmt: skip
     list_display_links = ("id",)
-    list_filter = ("action",)
+    list_filter = ("action", "mode")
     search_fields = ("=id", "pattern", "note", "created_by")
-    fields = ("id", "pattern", "action", "note", "created_by", "created_at")
+    fields = ("id", "pattern", "action", "mode", "fired", "agreed", "disagreed", "note", "created_by", "created_at")  # fmt: skip
     readonly_fields = fields
     ordering = ("created_at", "id")
     add_form = RuleForm
+    actions = ["promote_selected"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AutoApprovalRule]:
+        # The shadow counts as three subqueries per listed row: no query per rule.
+        return shadow.with_shadow_counts(super().get_queryset(request))
+
+    def has_promote_permission(self, request: HttpRequest) -> bool:
+        return is_admin(request.user)
+
+    @admin.display(description="Mode", ordering="mode")
+    def mode_badge(self, rule: AutoApprovalRule) -> str:
+        css = "waiting" if rule.mode == RuleMode.SHADOW else "released"
+        return format_html('<span class="bpm-badge bpm-badge--{}">{}</span>', css, rule.mode)
+
+    def _count(self, rule: AutoApprovalRule, name: str) -> str | int:
+        # A live rule that never was in shadow has nothing to count.
+        if rule.mode == RuleMode.LIVE and not getattr(rule, "shadow_fired", 0):
+            return "—"
+        return getattr(rule, name, 0)
+
+    @admin.display(description="Would have fired", ordering="shadow_fired")
+    def fired(self, rule: AutoApprovalRule) -> str | int:
+        return self._count(rule, "shadow_fired")
+
+    @admin.display(description="Agreed (approved)", ordering="shadow_agreed")
+    def agreed(self, rule: AutoApprovalRule) -> str | int:
+        return self._count(rule, "shadow_agreed")
+
+    @admin.display(description="Disagreed (rejected)", ordering="shadow_disagreed")
+    def disagreed(self, rule: AutoApprovalRule) -> str | int:
+        return self._count(rule, "shadow_disagreed")
+
+    @admin.action(description="Promote selected shadow rules to live", permissions=["promote"])
+    def promote_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = Actor.for_user(request.user)
+        for rule_id in queryset.values_list("pk", flat=True):
+            self._promote(request, actor, rule_id)
+
+    def _promote(self, request: HttpRequest, actor: Actor, rule_id: str) -> None:
+        try:
+            rule = shadow.rule_promote(actor=actor, rule_id=rule_id)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.WARNING)
+        else:
+            self.message_user(
+                request, f"Promoted rule {rule.pk}: it now decides.", messages.SUCCESS
+            )
+
+    def promote_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rule page's Promote button (POST only): one service call, then the list."""
+        if not self.has_promote_permission(request):
+            raise PermissionDenied
+        self._promote(request, Actor.for_user(request.user), unquote(object_id))
+        return HttpResponseRedirect(self.changelist_url())
 
     @admin.display(description="Pattern", ordering="pattern")
     def pattern_display(self, rule: AutoApprovalRule) -> str:
@@ -120,9 +186,14 @@ class AutoApprovalRuleAdmin(ServiceAdmin):
 
     def add(self, actor: Actor, data: dict[str, Any]) -> str:
         rule = autoapproval.rule_create(
-            actor=actor, pattern=data["pattern"], action=data["action"], note=data["note"]
+            actor=actor,
+            pattern=data["pattern"],
+            action=data["action"],
+            note=data["note"],
+            mode=data["mode"] or RuleMode.LIVE,
         )
-        return f"Added rule {rule.pk}: {rule.action} {rule.pattern}."
+        shadow_note = " in shadow mode (it decides nothing)" if rule.mode == RuleMode.SHADOW else ""
+        return f"Added rule {rule.pk}{shadow_note}: {rule.action} {rule.pattern}."
 
     def remove(self, actor: Actor, obj: AutoApprovalRule) -> None:
         autoapproval.rule_remove(actor=actor, rule_id=obj.pk)
@@ -141,7 +212,12 @@ class AutoApprovalRuleAdmin(ServiceAdmin):
         evaluate = path(
             "evaluate/", self.admin_site.admin_view(self.evaluate_view), name=f"{name}_evaluate"
         )
-        return [evaluate, *super().get_urls()]
+        promote = path(
+            "<path:object_id>/promote/",
+            self.admin_site.admin_view(require_POST(self.promote_view)),
+            name=f"{name}_promote",
+        )
+        return [evaluate, promote, *super().get_urls()]
 
     def evaluate_view(self, request: HttpRequest) -> HttpResponse:
         """What the rules say about a key now (read-only; GET, so it can be bookmarked)."""

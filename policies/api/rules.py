@@ -1,4 +1,5 @@
-"""The auto-approval rules API (admins): list, add, remove, and evaluate a key."""
+"""The auto-approval rules API (admins): list, add, remove, promote a shadow rule, and
+evaluate a key."""
 
 from typing import Any
 
@@ -16,10 +17,10 @@ from rest_framework.response import Response
 from core import limits
 from core.actors import actor_for_request_user
 from core.limits import MAX_PATTERN_LENGTH
-from policies import autoapproval
+from policies import autoapproval, shadow
 from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA
 from policies.api.serializers import AutoApprovalSerializer
-from policies.models import AutoApprovalRule, RuleAction
+from policies.models import AutoApprovalRule, RuleAction, RuleMode
 from policies.validators import auto_approve_after_n_problem
 from web.api.fields import (
     NoBody,
@@ -41,7 +42,7 @@ class RuleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AutoApprovalRule
-        fields = ["id", "pattern", "action", "note", "createdBy", "createdAt"]
+        fields = ["id", "pattern", "action", "mode", "note", "createdBy", "createdAt"]
         read_only_fields = fields
 
 
@@ -85,6 +86,13 @@ class RuleCreateSerializer(StrictBody):
     )
     action = serializers.ChoiceField(
         choices=RuleAction.choices, required=False, default=RuleAction.AUTO_APPROVE
+    )
+    mode = serializers.ChoiceField(
+        choices=RuleMode.choices,
+        required=False,
+        default=RuleMode.LIVE,
+        help_text="`live` (default) decides; `shadow` decides nothing and records the "
+        "breakpoints it would have approved (auto-approve rules only) until promoted.",
     )
     note = StrictCharField(
         required=False, allow_blank=True, default="", max_length=limits.MAX_RULE_NOTE_LENGTH
@@ -158,15 +166,16 @@ class RuleViewSet(AdminViewSet):
     lookup_value_regex = r"[^/\x00]+"  # NUL cannot reach a PostgreSQL text column
 
     def get_queryset(self):
-        return autoapproval.rule_list()
+        return autoapproval.rule_list_all()
 
     @extend_schema(
         summary="List auto-approval rules (admins)",
+        description="Live and shadow rules, oldest first.",
         operation_id="rules_list",
         responses={200: RuleListSerializer, **error_responses(401, 403)},
     )
     def list(self, request: Request) -> Response:
-        return Response(RuleListSerializer({"results": autoapproval.rule_list()}).data)
+        return Response(RuleListSerializer({"results": autoapproval.rule_list_all()}).data)
 
     @extend_schema(
         summary="Add an auto-approval rule (admins)",
@@ -182,6 +191,7 @@ class RuleViewSet(AdminViewSet):
             pattern=data["pattern"],
             action=data["action"],
             note=data["note"],
+            mode=data["mode"],
         )
         return Response(RuleSerializer(rule).data, status=status.HTTP_201_CREATED)
 
@@ -203,6 +213,20 @@ class RuleViewSet(AdminViewSet):
         validated(NoBody, request)
         autoapproval.rule_remove(actor=actor_for_request_user(request.user), rule_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Promote a shadow rule to live (admins)",
+        description="From the next breakpoint on, the rule decides. Recorded as a "
+        "`promoted` rule event (the console's Rule events). A rule that is already live is "
+        "409 `conflict`: promotion happens, and is recorded, once.",
+        request=NoBody,
+        responses={200: RuleSerializer, **error_responses(400, 401, 403, 404, 409)},
+    )
+    @action(detail=True, methods=["post"])
+    def promote(self, request: Request, pk: str) -> Response:
+        validated(NoBody, request)
+        rule = shadow.rule_promote(actor=actor_for_request_user(request.user), rule_id=pk)
+        return Response(RuleSerializer(rule).data)
 
     @extend_schema(
         summary="Evaluate the rules for a key (admins)",

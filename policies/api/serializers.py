@@ -8,3 +8,13 @@ class AutoApprovalSerializer(serializers.Serializer):
     reason = serializers.CharField()
     matchedRule = serializers.CharField(allow_null=True)
     consecutiveApprovals = serializers.IntegerField()
+    shadow = serializers.BooleanField(
+        required=False,
+        help_text="Present (true) only when a shadow rule would have approved what the live "
+        "rules left to a person; the breakpoint waits all the same.",
+    )
+    shadowRules = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="The ids of those shadow rules (present with `shadow`).",
+    )

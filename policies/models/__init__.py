@@ -1,6 +1,23 @@
 """Models of the policies app: auto-approval rules, always-break-on tags, notification routes."""
 
 from policies.models.route import NotificationRoute
-from policies.models.rule import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, new_rule_id
+from policies.models.rule import (
+    AlwaysBreakOnTag,
+    AutoApprovalRule,
+    RuleAction,
+    RuleMode,
+    ShadowFire,
+    ShadowOutcome,
+    new_rule_id,
+)
 
-__all__ = ["AlwaysBreakOnTag", "AutoApprovalRule", "NotificationRoute", "RuleAction", "new_rule_id"]
+__all__ = [
+    "AlwaysBreakOnTag",
+    "AutoApprovalRule",
+    "NotificationRoute",
+    "RuleAction",
+    "RuleMode",
+    "ShadowFire",
+    "ShadowOutcome",
+    "new_rule_id",
+]

@@ -18,6 +18,13 @@ class RuleAction(models.TextChoices):
     NEVER_AUTO_APPROVE = "never-auto-approve", "Never auto-approve"
 
 
+class RuleMode(models.TextChoices):
+    """A live rule decides; a shadow rule only records what it would have decided."""
+
+    LIVE = "live", "Live"
+    SHADOW = "shadow", "Shadow"
+
+
 class AutoApprovalRule(models.Model):
     """A pattern on the breakpoint key (with optional predicates) and what to do on a match."""
 
@@ -29,6 +36,12 @@ class AutoApprovalRule(models.Model):
     action = models.CharField(
         max_length=32, choices=RuleAction.choices, default=RuleAction.AUTO_APPROVE
     )
+    mode = models.CharField(
+        max_length=8,
+        choices=RuleMode.choices,
+        default=RuleMode.LIVE,
+        help_text="live: decides; shadow: only records the breakpoints it would have approved.",
+    )
     note = models.TextField(blank=True)
     created_by = models.CharField(max_length=200, help_text="Username at the time of creation.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -39,7 +52,43 @@ class AutoApprovalRule(models.Model):
         verbose_name = "auto-approval rule"
 
     def __str__(self) -> str:
-        return f"{self.pk}: {self.action} {self.pattern}"
+        shadow = " (shadow)" if self.mode == RuleMode.SHADOW else ""
+        return f"{self.pk}: {self.action} {self.pattern}{shadow}"
+
+
+class ShadowOutcome(models.TextChoices):
+    AGREED = "agreed"  # a person then approved the breakpoint
+    DISAGREED = "disagreed"  # a person then rejected it
+
+
+class ShadowFire(models.Model):
+    """A breakpoint a shadow rule would have auto-approved, and what a person then decided.
+
+    Written by policies.shadow only: one row per (rule, breakpoint) at creation, its
+    `outcome` set when a person decides (a timeout policy, an expiry or a cancellation
+    leaves it empty: nobody agreed or disagreed). The auto_approval.shadow audit event
+    says the same to a reader of the breakpoint; these rows are what the counts read.
+    """
+
+    # No separate FK indexes: shadowfire_rule_outcome and shadowfire_bp_rule lead with them.
+    rule = models.ForeignKey(
+        AutoApprovalRule, on_delete=models.CASCADE, related_name="shadow_fires", db_index=False
+    )
+    # A string reference, not an import: the breakpoints app sits above this one.
+    breakpoint = models.ForeignKey(
+        "breakpoints.Breakpoint", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    fired_at = models.DateTimeField(auto_now_add=True)
+    outcome = models.CharField(max_length=9, choices=ShadowOutcome.choices, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["breakpoint", "rule"], name="shadowfire_bp_rule")
+        ]
+        indexes = [models.Index(fields=["rule", "outcome"], name="shadowfire_rule_outcome")]
+
+    def __str__(self) -> str:
+        return f"{self.rule_id} on {self.breakpoint_id}: {self.outcome or 'undecided'}"
 
 
 class AlwaysBreakOnTag(models.Model):

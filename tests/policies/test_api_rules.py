@@ -29,10 +29,11 @@ def test_admin_adds_a_rule_and_gets_it_back(admin_client):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "pattern", "action", "note", "createdBy", "createdAt"}
+    assert set(body) == {"id", "pattern", "action", "mode", "note", "createdBy", "createdAt"}
     assert RULE_ID.match(body["id"])
     assert body["pattern"] == "confirm.*"
     assert body["action"] == "auto-approve"
+    assert body["mode"] == "live"
     assert body["note"] == "Routine confirmations"
     assert body["createdBy"] == "root-admin"
     assert parse_datetime(body["createdAt"]) is not None

@@ -28,6 +28,7 @@ EventType = Literal[
     "expired",
     "cancelled",
     "auto_approved",
+    "auto_approval.shadow",
     "escalated",
     "reminder",
     "refused",
@@ -248,6 +249,9 @@ class AutoApproval(Model):
     reason: str
     matched_rule: str | None
     consecutive_approvals: int
+    # Sent only when a shadow rule would have approved (the breakpoint waits all the same).
+    shadow: bool | None = None
+    shadow_rules: list[str] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 
