@@ -16,7 +16,7 @@ the rules, tags or history say.
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -240,14 +240,48 @@ def evaluate(
         if explicit_key
         else 0
     )
-    if under_four_eyes(prevent_self_review):
+    return precedence(
+        key=key,
+        tags=tags,
+        experts=experts,
+        rules=rule_list(),
+        blocking_tag=_blocking_tag,
+        four_eyes=under_four_eyes(prevent_self_review),
+        needs_answer=needs_answer,
+        streak=streak,
+        threshold=threshold,
+    )
+
+
+def precedence(
+    *,
+    key: str,
+    tags: list[str],
+    experts: list[str],
+    rules: Iterable[AutoApprovalRule],
+    blocking_tag: Callable[[list[str]], str | None],
+    four_eyes: bool,
+    needs_answer: bool,
+    streak: int = 0,
+    threshold: int = NO_AUTO_APPROVE_THRESHOLD,
+) -> Verdict:
+    """The verdict by the precedence in this module's doc, from what the caller read: the
+    one place that orders four eyes, a form, the rules, the tags and the streak.
+
+    Reads nothing itself: `rules` in their order (rule_list(), or those and a candidate
+    for a replay), `blocking_tag` names the first always-break-on tag of its argument
+    (asked only when no never-auto-approve rule has decided), `threshold` is the
+    autoApproveAfterN in force (NO_AUTO_APPROVE_THRESHOLD: none) and `streak` the
+    consecutive manual approvals it is compared with.
+    """
+    if four_eyes:
         return Verdict(False, FOUR_EYES_REASON, None, streak)
     if needs_answer:
         return Verdict(False, NEEDS_ANSWER_REASON, None, streak)
-    never, auto = _matching_rules(key, tags, experts)
+    never, auto = _matching_rules(rules, key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
-    tag = _blocking_tag(tags)
+    tag = blocking_tag(tags)
     if tag is not None:
         return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
     if auto is not None:
@@ -266,11 +300,11 @@ def evaluate(
 
 
 def _matching_rules(
-    key: str, tags: list[str], experts: list[str]
+    rules: Iterable[AutoApprovalRule], key: str, tags: list[str], experts: list[str]
 ) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None]:
     """The first matching never-auto-approve rule, and the first matching auto-approve one."""
     never = auto = None
-    for rule in rule_list():
+    for rule in rules:
         compiled = stored_pattern(rule.pattern)
         if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
             continue
@@ -308,7 +342,7 @@ def forbidding_reason(
     if needs_answer:
         return NEEDS_ANSWER_REASON
     tags, experts = list(tags), list(experts)
-    never, _ = _matching_rules(key, tags, experts)
+    never, _ = _matching_rules(rule_list(), key, tags, experts)
     if never is not None:
         return f"Matched never-auto-approve rule: {never.pk}"
     tag = _blocking_tag(tags)

@@ -64,6 +64,17 @@ class TagListField(serializers.JSONField):
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "Who decided: a username, `rule:<rule-id>` or `auto:after-<N>` for "
+        "an auto-approval, or the list of voters for collect-all and quorum.",
+    }
+)
+class RespondedByField(serializers.JSONField):
+    """A result's respondedBy (breakpoints' results, a rule's replay)."""
+
+
 class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""
 
