@@ -15,65 +15,32 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import (
-    BooleanField,
-    Case,
-    CharField,
     Count,
-    ExpressionWrapper,
     Q,
     QuerySet,
-    Value,
-    When,
 )
 
 from breakpoints.models import Breakpoint
-from breakpoints.results import TIMEOUT_POLICY_RESPONDER
-from core.choices import Status
+from breakpoints.models.breakpoint import FINISHED
 from core.naming import FALLBACK_KEY
 from core.timestamps import timestamp
-from policies.answers import NEEDS_ANSWER_REASON
 from policies.autoapproval import always_break_on_tags, precedence, rule_list
 from policies.foureyes import under_four_eyes
 from policies.models import AutoApprovalRule
 from policies.patterns import stored_pattern
 from policies.replay import LIST_CAP, Candidate, Replay
 
-FINISHED = (Status.RELEASED, Status.EXPIRED, Status.CANCELLED)
-APPROVED, REJECTED, OTHER = "approved", "rejected", "other"
+APPROVED, REJECTED = "approved", "rejected"  # Breakpoint.person_decision; None: nobody's
+
 
 # What the precedence reads of a breakpoint: key, tags, experts, preventSelfReview, and
-# whether its form needed a person's answer.
+# whether its form needed a person.
 Shape = tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]
-
-
-def human_decision(*, approved: bool) -> Q:
-    """Released by a person's decision: not by a rule at creation, not by a timeout policy."""
-    return (
-        Q(status=Status.RELEASED, result__approved=approved)
-        & ~Q(auto_approval__recommended=True)
-        & ~Q(result__respondedBy=TIMEOUT_POLICY_RESPONDER)
-    )
 
 
 def finished_since(since: datetime) -> QuerySet[Breakpoint]:
     """The window: finished breakpoints created at or after `since` (a rule acts at creation)."""
     return Breakpoint.objects.filter(status__in=FINISHED, created_at__gte=since)
-
-
-def _annotated(queryset: QuerySet[Breakpoint]) -> QuerySet[Breakpoint]:
-    # A form that needed a person is known from the verdict stored at creation: the
-    # precedence put that reason there, before any rule (and the payload is not read).
-    return queryset.annotate(
-        needs_answer=ExpressionWrapper(
-            Q(auto_approval__reason=NEEDS_ANSWER_REASON), output_field=BooleanField()
-        ),
-        outcome=Case(
-            When(human_decision(approved=True), then=Value(APPROVED)),
-            When(human_decision(approved=False), then=Value(REJECTED)),
-            default=Value(OTHER),
-            output_field=CharField(),
-        ),
-    )
 
 
 def _shape(key: str, tags: Any, experts: Any, prevent: Any, needs: Any) -> Shape:
@@ -106,7 +73,7 @@ class _Judge:
         ).recommended
 
 
-def _tally(replay: Replay, count: int, outcome: str, would: bool) -> None:
+def _tally(replay: Replay, count: int, outcome: str | None, would: bool) -> None:
     """Count `count` matched breakpoints of one outcome."""
     replay.matched += count
     if outcome == APPROVED:
@@ -134,8 +101,8 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
     assert pattern is not None  # policies.replay canonicalised it
     judge = _Judge(rule)
     groups = (
-        _annotated(finished_since(since))
-        .values("key", "tags", "experts", "prevent_self_review", "needs_answer", "outcome")
+        finished_since(since)
+        .values("key", "tags", "experts", "prevent_self_review", "needs_person", "person_decision")
         .annotate(count=Count("*"))
         .order_by()
     )
@@ -149,7 +116,7 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
             group["tags"],
             group["experts"],
             group["prevent_self_review"],
-            group["needs_answer"],
+            group["needs_person"],
         )
         if shape not in verdicts:
             matched = pattern.matches(shape[0], tags=shape[1], experts=shape[2])
@@ -157,19 +124,15 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
         would = verdicts[shape]
         if would is None:
             continue
-        _tally(replay, count, group["outcome"], would)
-        if would and group["outcome"] == REJECTED:
+        _tally(replay, count, group["person_decision"], would)
+        if would and group["person_decision"] == REJECTED:
             listed.add(shape)
     replay.rejected_but_would_approve = _rejections_of(since, listed)
     return replay
 
 
 def _rejected(since: datetime) -> QuerySet[Breakpoint]:
-    return (
-        _annotated(finished_since(since))
-        .filter(human_decision(approved=False))
-        .order_by("-created_at", "-id")
-    )
+    return finished_since(since).filter(person_decision=REJECTED).order_by("-created_at", "-id")
 
 
 def _listed(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,12 +158,12 @@ def _rejections_of(since: datetime, shapes: set[Shape]) -> list[dict[str, Any]]:
     rows = (
         _rejected(since)
         .filter(key__in={shape[0] for shape in shapes})
-        .values(*_LISTED_COLUMNS, "tags", "experts", "prevent_self_review", "needs_answer")
+        .values(*_LISTED_COLUMNS, "tags", "experts", "prevent_self_review", "needs_person")
     )
     found = []
     for row in rows.iterator(chunk_size=LIST_CAP * 5):
         shape = _shape(
-            row["key"], row["tags"], row["experts"], row["prevent_self_review"], row["needs_answer"]
+            row["key"], row["tags"], row["experts"], row["prevent_self_review"], row["needs_person"]
         )
         if shape in shapes:
             found.append(row)
@@ -219,18 +182,18 @@ def _replay_after_n(replay: Replay, candidate: Candidate, since: datetime) -> Re
     key, threshold = candidate.key, candidate.n
     judge = _Judge(None)
     replay.considered = finished_since(since).count()
-    rows = _annotated(finished_since(since).filter(key=key))
+    rows = finished_since(since).filter(key=key)
     if key == FALLBACK_KEY:  # the breakpoints that chose this key, as production counts
         rows = rows.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
     streaks: dict[str, int] = defaultdict(int)
     wrongly: list[str] = []
     verdicts: dict[tuple[Shape, bool], bool] = {}  # the streak counts only as reached or not
-    columns = ("id", "agent_id", "tags", "experts", "prevent_self_review", "needs_answer")
-    for row in rows.order_by("created_at", "id").values(*columns, "outcome").iterator(2000):
+    columns = ("id", "agent_id", "tags", "experts", "prevent_self_review", "needs_person")
+    for row in rows.order_by("created_at", "id").values(*columns, "person_decision").iterator(2000):
         shape = _shape(
-            key, row["tags"], row["experts"], row["prevent_self_review"], row["needs_answer"]
+            key, row["tags"], row["experts"], row["prevent_self_review"], row["needs_person"]
         )
-        agent, outcome = row["agent_id"], row["outcome"]
+        agent, outcome = row["agent_id"], row["person_decision"]
         reached = streaks[agent] >= threshold
         if (shape, reached) not in verdicts:
             streak = threshold if reached else 0

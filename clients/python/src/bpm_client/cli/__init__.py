@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, babysitter, events, reviewer, verify
+from . import agent, babysitter, events, reviewer, rules, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -24,6 +24,7 @@ for _command in (
     reviewer.approve,
     reviewer.reject,
     reviewer.mcp,
+    rules.rules,
     babysitter.babysitter,
     verify.verify,
 ):
