@@ -35,6 +35,8 @@ QUEUE_ORDER = (
 
 
 FINISHED = (Status.RELEASED, Status.EXPIRED, Status.CANCELLED)
+# What the precedence reads of a breakpoint (breakpoints.replay).
+REPLAY_SHAPE = ["key", "tags", "experts", "prevent_self_review", "needs_person"]
 
 
 def person_decided(*, approved: bool) -> Q:
@@ -222,20 +224,21 @@ class Breakpoint(models.Model):
                 )
                 for status in Status.values
             ),
-            # A rule's replay groups the finished breakpoints of a window by what the
-            # precedence reads: this index holds all of it (an index-only scan).
+            # A rule's replay (breakpoints.replay) groups the finished breakpoints of a
+            # window by what the precedence reads, and walks one key's in order for
+            # autoApproveAfterN: this index holds all of it (index-only scans).
             models.Index(
                 fields=["created_at"],
                 name="bp_replay",
-                include=[
-                    "key",
-                    "tags",
-                    "experts",
-                    "prevent_self_review",
-                    "person_decision",
-                    "needs_person",
-                ],
+                include=[*REPLAY_SHAPE, "person_decision", "agent_id", "id"],
                 condition=Q(status__in=FINISHED),
+            ),
+            # ... and lists the newest rejections it would have approved from this one.
+            models.Index(
+                fields=["-created_at", "-id"],
+                name="bp_rejected",
+                include=REPLAY_SHAPE,
+                condition=Q(person_decision="rejected"),
             ),
             # The GIN indexes on tags and experts are PostgreSQL-only: see 0002 and 0004.
         ]

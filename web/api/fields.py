@@ -63,7 +63,6 @@ class TagListField(serializers.JSONField):
     """Tags as received; the service validates them (list of non-empty strings)."""
 
 
-@extend_schema_field(OpenApiTypes.OBJECT)
 @extend_schema_field(
     {
         "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
@@ -75,6 +74,7 @@ class RespondedByField(serializers.JSONField):
     """A result's respondedBy (breakpoints' results, a rule's replay)."""
 
 
+@extend_schema_field(OpenApiTypes.OBJECT)
 class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""
 

@@ -1,7 +1,6 @@
 # person_decision and needs_person: what a rule's replay (breakpoints.replay, issue 38)
 # reads of a finished breakpoint besides its key, tags and experts, kept by the database;
-# bp_replay holds all of it for the finished breakpoints, so a window of a million is
-# grouped from the index alone.
+# the indexes that hold it are in 0019.
 #
 # Adding a stored generated column rewrites the table under an exclusive lock: about a
 # minute per million breakpoints on a small machine, per column (README, "Upgrading").
@@ -60,22 +59,6 @@ class Migration(migrations.Migration):
                     output_field=models.CharField(max_length=8),
                 ),
                 output_field=models.CharField(max_length=8, null=True),
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="breakpoint",
-            index=models.Index(
-                condition=models.Q(("status__in", ("released", "expired", "cancelled"))),
-                fields=["created_at"],
-                include=(
-                    "key",
-                    "tags",
-                    "experts",
-                    "prevent_self_review",
-                    "person_decision",
-                    "needs_person",
-                ),
-                name="bp_replay",
             ),
         ),
     ]
