@@ -1,16 +1,21 @@
 """A rule replayed over the finished breakpoints of a window (policies.replay asks for it).
 
 Never row by row for a pattern rule: the database groups the window's breakpoints by what
-a pattern and the precedence can read (key, tags, experts, preventSelfReview, whether a
-person had to answer a form) and by outcome; each distinct group is evaluated once, by the
-production precedence (policies.autoapproval.precedence) with the candidate added after
-the rules that exist now. Only the listed rejections are read one by one, newest first, up
-to the cap. autoApproveAfterN depends on the order of decisions, so its replay walks the
-key's breakpoints in order, per agent, as production counts them.
+the precedence can read of them and by outcome, from the index bp_replay alone; each
+distinct group is judged once, by the production precedence
+(policies.autoapproval.precedence) with the candidate added after the rules that exist
+now. What it can read: the key, preventSelfReview, whether a person had to fill a form
+in, and of the tags and experts only those a rule's predicate or the always-break-on list
+names (a replay where none is named groups by neither). Only the listed rejections are
+read one by one, newest first, up to the cap (bp_rejected). autoApproveAfterN depends on
+the order of decisions, so its replay walks the key's breakpoints in order, per agent, as
+production counts them.
 """
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -30,9 +35,8 @@ from policies.replay import LIST_CAP, Candidate, Replay
 
 APPROVED, REJECTED = "approved", "rejected"  # Breakpoint.person_decision; None: nobody's
 
-
-# What the precedence reads of a breakpoint: key, tags, experts, preventSelfReview, and
-# whether its form needed a person.
+# What the precedence reads of a breakpoint: key, the named tags and experts (in their
+# order), preventSelfReview, and whether its form needed a person.
 Shape = tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]
 
 
@@ -42,12 +46,7 @@ def finished_since(since: datetime) -> QuerySet[Breakpoint]:
 
 
 class _Judge:
-    """The production verdict of a shape, with the rules and tags read once.
-
-    A verdict reads tags and experts only through the rules' predicates and the
-    always-break-on list: a shape is judged by its key, the tags and experts some rule or
-    the list names (in their order), preventSelfReview and the form, and shapes that agree
-    on those share one verdict."""
+    """The production verdict of a shape, with the rules and the tags read once."""
 
     def __init__(self, candidate: AutoApprovalRule | None) -> None:
         existing = list(rule_list())
@@ -57,18 +56,43 @@ class _Judge:
         for rule in self.rules:
             for predicate in getattr(stored_pattern(rule.pattern), "predicates", ()):
                 named.setdefault(predicate.field, set()).add(predicate.value)
-        self.tags, self.experts = frozenset(named["tags"]), frozenset(named["expert"])
+        self.named = {"tags_text": frozenset(named["tags"]), "experts_text": named["expert"]}
+        self.lists: dict[tuple[str, str], tuple[str, ...]] = {}
         self.verdicts: dict[tuple, bool] = {}
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns a shape is made of (tags and experts only when something names one)."""
+        lists = [column for column, names in self.named.items() if names]
+        return ("key", *lists, "prevent_self_review", "needs_person")
+
+    def shape(self, row: dict[str, Any]) -> Shape:
+        return (
+            row["key"],
+            self._named("tags_text", row.get("tags_text")),
+            self._named("experts_text", row.get("experts_text")),
+            bool(row["prevent_self_review"]),
+            bool(row["needs_person"]),
+        )
+
+    def _named(self, column: str, text: str | None) -> tuple[str, ...]:
+        """The named ones of a JSON list, decoded once per distinct text."""
+        if text is None:
+            return ()
+        if (column, text) not in self.lists:
+            values = json.loads(text)
+            names = self.named[column]
+            kept = [v for v in values if v in names] if isinstance(values, list) else []
+            self.lists[column, text] = tuple(kept)
+        return self.lists[column, text]
 
     def blocking_tag(self, tags: list[str]) -> str | None:
         return next((tag for tag in tags if tag in self.blocked), None)
 
     def approves(self, shape: Shape, *, streak: int = 0, threshold: int = -1) -> bool:
-        key, tags, experts, prevent, needs = shape
-        tags = tuple(tag for tag in tags if tag in self.tags)
-        experts = tuple(expert for expert in experts if expert in self.experts)
-        judged = (key, tags, experts, prevent, needs, streak, threshold)
+        judged = (shape, streak, threshold)
         if judged not in self.verdicts:
+            key, tags, experts, prevent, needs = shape
             self.verdicts[judged] = precedence(
                 key=key,
                 tags=list(tags),
@@ -111,7 +135,7 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
     glob matches), then the groups of those keys' breakpoints, each judged once."""
     pattern = stored_pattern(rule.pattern)
     assert pattern is not None  # policies.replay canonicalised it
-    judge, decoded = _Judge(rule), _Decoded()
+    judge = _Judge(rule)
     per_key = finished_since(since).values_list("key").annotate(count=Count("*")).order_by()
     keys, every_key = [], True
     for key, count in per_key:
@@ -121,42 +145,42 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
         else:
             every_key = False
     window = finished_since(since) if every_key else finished_since(since).filter(key__in=keys)
-    groups = (
-        _with_json_text(window)
-        .values_list(*_SHAPE_COLUMNS, "person_decision")
-        .annotate(count=Count("*"))
-        .order_by()
-    )
-    verdicts: dict[Shape, bool | None] = {}  # None: not matched
     listed: set[Shape] = set()
-    for *columns, decision, count in _aggregated(groups):
-        shape = decoded.shape(*columns)
-        if shape not in verdicts:
-            matched = pattern.matches(shape[0], tags=shape[1], experts=shape[2])
-            verdicts[shape] = judge.approves(shape) if matched else None
-        would = verdicts[shape]
-        if would is None:
+    with aggregate_memory():
+        groups = list(shape_groups(window, judge.columns))
+    for group in groups:
+        shape, decision = judge.shape(group), group["person_decision"]
+        if not pattern.matches(shape[0], tags=shape[1], experts=shape[2]):
             continue
-        _tally(replay, count, decision, would)
+        would = judge.approves(shape)
+        _tally(replay, group["count"], decision, would)
         if would and decision == REJECTED:
             listed.add(shape)
-    replay.rejected_but_would_approve = _rejections_of(since, listed, decoded)
+    replay.rejected_but_would_approve = _rejections_of(since, listed, judge)
     return replay
 
 
-def _aggregated(groups: QuerySet) -> list:
-    """The groups, aggregated in memory: PostgreSQL's default work_mem (4 MB) sorts a
-    window of a million on disk, several times slower than hashing it in 100 MB."""
+def shape_groups(window: QuerySet[Breakpoint], columns: tuple[str, ...]) -> QuerySet:
+    """{columns..., person_decision, count} of the breakpoints of `window` (tags_text and
+    experts_text: the lists as JSON text, decoded once per distinct text)."""
+    return (
+        _with_json_text(window)
+        .values(*columns, "person_decision")
+        .annotate(count=Count("*"))
+        .order_by()
+    )
+
+
+@contextmanager
+def aggregate_memory() -> Iterator[None]:
+    """A transaction in which PostgreSQL aggregates in memory: with its default work_mem
+    (4 MB) it sorts a window of a million on disk, several times slower than hashing it
+    in 128 MB."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL work_mem = '128MB'")
-        return list(groups)
-
-
-# A breakpoint's shape as the aggregates read it: tags and experts as JSON text (decoded
-# once per distinct text by _Decoded, not once per row).
-_SHAPE_COLUMNS = ("key", "tags_text", "experts_text", "prevent_self_review", "needs_person")
+        yield
 
 
 def _with_json_text(queryset: QuerySet[Breakpoint]) -> QuerySet[Breakpoint]:
@@ -165,25 +189,7 @@ def _with_json_text(queryset: QuerySet[Breakpoint]) -> QuerySet[Breakpoint]:
     )
 
 
-class _Decoded:
-    """Shapes from the aggregates' columns, each distinct JSON text decoded once."""
-
-    def __init__(self) -> None:
-        self.lists: dict[str, tuple[str, ...]] = {}
-
-    def _list(self, text: str | None) -> tuple[str, ...]:
-        if text is None:
-            return ()
-        if text not in self.lists:
-            value = json.loads(text)
-            self.lists[text] = tuple(value) if isinstance(value, list) else ()
-        return self.lists[text]
-
-    def shape(self, key: str, tags: str | None, experts: str | None, prevent, needs) -> Shape:
-        return (key, self._list(tags), self._list(experts), bool(prevent), bool(needs))
-
-
-def _rejections_of(since: datetime, shapes: set[Shape], decoded: _Decoded) -> list[dict]:
+def _rejections_of(since: datetime, shapes: set[Shape], judge: _Judge) -> list[dict]:
     """The newest rejections (at most LIST_CAP) whose shape is one of `shapes`: their ids
     from bp_rejected alone, newest first, then the listed ones' details by id."""
     if not shapes:
@@ -197,12 +203,12 @@ def _rejections_of(since: datetime, shapes: set[Shape], decoded: _Decoded) -> li
             )
         )
         .order_by("-created_at", "-id")
-        .values_list("id", *_SHAPE_COLUMNS)
+        .values("id", *judge.columns)
     )
     found = []
-    for bp_id, *columns in rows.iterator(chunk_size=LIST_CAP * 10):
-        if decoded.shape(*columns) in shapes:
-            found.append(bp_id)
+    for row in rows.iterator(chunk_size=LIST_CAP * 10):
+        if judge.shape(row) in shapes:
+            found.append(row["id"])
             if len(found) == LIST_CAP:
                 break
     return _listed(found)
@@ -232,27 +238,24 @@ def _replay_after_n(replay: Replay, candidate: Candidate, since: datetime) -> Re
     Counting starts at zero at the window's start."""
     assert candidate.key is not None and candidate.n is not None
     key, threshold = candidate.key, candidate.n
-    judge, decoded = _Judge(None), _Decoded()
+    judge = _Judge(None)
     replay.considered = finished_since(since).count()
     rows = finished_since(since).filter(key=key)
     if key == FALLBACK_KEY:  # the breakpoints that chose this key, as production counts
         rows = rows.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
     streaks: dict[str, int] = defaultdict(int)
     wrongly: list[str] = []
-    verdicts: dict[tuple[Shape, bool], bool] = {}  # the streak counts only as reached or not
     ordered = _with_json_text(rows).order_by("created_at", "id")
-    columns = ordered.values_list("id", "agent_id", "person_decision", *_SHAPE_COLUMNS)
-    for bp_id, agent, outcome, *shape_columns in columns.iterator(chunk_size=5000):
-        shape = decoded.shape(*shape_columns)
+    columns = ordered.values("id", "agent_id", "person_decision", *judge.columns)
+    for row in columns.iterator(chunk_size=5000):
+        agent, outcome = row["agent_id"], row["person_decision"]
         reached = streaks[agent] >= threshold
-        if (shape, reached) not in verdicts:
-            streak = threshold if reached else 0
-            verdicts[shape, reached] = judge.approves(shape, streak=streak, threshold=threshold)
-        would = verdicts[shape, reached]
+        streak = threshold if reached else 0  # only reached or not tells
+        would = judge.approves(judge.shape(row), streak=streak, threshold=threshold)
         _tally(replay, 1, outcome, would)
         if would:
             if outcome == REJECTED:
-                wrongly.append(bp_id)
+                wrongly.append(row["id"])
         elif outcome == APPROVED:
             streaks[agent] += 1
         elif outcome == REJECTED:
