@@ -327,6 +327,7 @@ class RuleViewSet(AdminViewSet):
 
     @extend_schema(
         summary="Replay a rule over the decisions already made (admins)",
+        operation_id="rules_simulate",
         description="What the rule would have done over the finished breakpoints created "
         "since `since`, evaluated with the rules that exist now by the production "
         "precedence: a never-auto-approve rule that would win is honoured. Nothing is "
