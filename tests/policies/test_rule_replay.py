@@ -232,3 +232,43 @@ def test_the_command_refuses_bad_input_naming_it(db):
         run("deploy.*", "--since", "soon")
     with pytest.raises(CommandError, match="pattern"):
         run("deploy.*(")
+
+
+def test_decisions_nobody_made_and_forms_a_person_fills_are_told_apart(
+    admin_client, admin, agent_client, reviewer_client
+):
+    """A rule's approval at creation and an expiry are nobody's decision; a form that needs
+    a person stays with a person in the replay as it did in production."""
+    rule_create(actor=admin, pattern="auto.one")
+
+    def create(key, **payload):
+        body = {"payload": {"question": f"{key}?", "breakpointId": key, **payload}}
+        response = agent_client.post("/api/breakpoints", body, format="json")
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    assert create("auto.one")["status"] == "released"  # by the rule, at creation
+    form = {"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}}}
+    filled = create("auto.two", form=form)["breakpointId"]
+    body = {"comment": "Filled in", "release": True, "values": {"x": "y"}}
+    released = reviewer_client.post(f"/api/breakpoints/{filled}/feedback", body, format="json")
+    assert released.status_code in (200, 201), released.content
+    expired = create("auto.three")["breakpointId"]
+    expiry = admin_client.post(f"/api/breakpoints/{expired}/expire", {}, format="json")
+    assert expiry.status_code == 200, expiry.content
+
+    body = simulate(admin_client, pattern="auto.*").json()
+
+    # all three match; the form's stays with a person; only its decision is a person's.
+    assert figures(body) == (3, 3, 2, 0, 1, 0, 0)
+    decided = dict(Breakpoint.objects.values_list("key", "person_decision"))
+    assert decided == {"auto.one": None, "auto.two": "approved", "auto.three": None}
+
+
+def test_the_list_is_capped_and_the_count_is_not(admin_client, history, monkeypatch):
+    monkeypatch.setattr("breakpoints.replay.LIST_CAP", 1)
+
+    body = simulate(admin_client, pattern="deploy.*").json()
+
+    assert [item["breakpointId"] for item in body["rejectedButWouldApprove"]] == [history[3]]
+    assert body["rejectedButWouldApproveCount"] == 2
