@@ -2,8 +2,9 @@
 # reads of a finished breakpoint besides its key, tags and experts, kept by the database;
 # the indexes that hold it are in 0019.
 #
-# Adding a stored generated column rewrites the table under an exclusive lock: about a
-# minute per million breakpoints on a small machine, per column (README, "Upgrading").
+# Adding a stored generated column rewrites the table under an exclusive lock, once per
+# column: 4 minutes for a million breakpoints on 2 busy cores (docs/operations.md,
+# "Upgrading").
 
 from django.db import migrations, models
 
