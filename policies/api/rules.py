@@ -122,8 +122,7 @@ class RuleSimulateSerializer(StrictBody):
     )
     pattern = RulePatternField(
         required=False,
-        trim_whitespace=False,
-        allow_blank=True,
+        trim_whitespace=False,  # an error's position counts from the first character sent
         max_length=MAX_PATTERN_LENGTH,
         help_text="The rule's pattern (required unless the action is autoApproveAfterN).",
     )
@@ -336,7 +335,12 @@ class RuleViewSet(AdminViewSet):
         responses={
             200: RuleReplaySerializer,
             **error_responses(
-                400, 401, 403, invalid="a pattern is missing or given with autoApproveAfterN"
+                400,
+                401,
+                403,
+                invalid="the action is a rule's and there is no pattern, or a key or n; or "
+                "it is autoApproveAfterN and there is a pattern, or no key or n; or since "
+                "does not parse, is in the future or more than 3660 days back",
             ),
         },
     )
