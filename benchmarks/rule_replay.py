@@ -24,8 +24,11 @@ ADMIN = "bench-admin"
 CASES = [
     ("a third of the keys", {"pattern": "deploy.*"}),
     # Predicates on tags and experts: the groups are by both (the most a replay groups by).
-    ("with predicates", {"pattern": "deploy.*(tags contains 'production' AND expert = 'sre')"}),
-    ("every key (the most work)", {"pattern": "*"}),
+    (
+        "predicates on tags and experts",
+        {"pattern": "deploy.*(tags contains 'production' AND expert = 'sre')"},
+    ),
+    ("every key", {"pattern": "*"}),
     ("never-auto-approve", {"pattern": "db.migration", "action": "never-auto-approve"}),
     ("autoApproveAfterN", {"action": "autoApproveAfterN", "key": "plan-review", "n": 3}),
 ]
