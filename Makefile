@@ -125,6 +125,7 @@ bench: install ## Seed a PostgreSQL bench database and print the benchmarks' fig
 	$(BENCH_ENV) $(BIN)/python benchmarks/api_hot_paths.py $(BENCH_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/http_bench.py $(BENCH_HTTP_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/lists_at_scale.py $(BENCH_SCALE_ARGS)
+	$(BENCH_ENV) $(BIN)/python benchmarks/rule_replay.py $(BENCH_REPLAY_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/render_bench.py --use-database-url $(BENCH_RENDER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/slow_receiver.py $(BENCH_SLOW_RECEIVER_ARGS)
 	$(BENCH_ENV) $(BIN)/python benchmarks/login_flood.py $(BENCH_LOGIN_FLOOD_ARGS)
@@ -148,6 +149,7 @@ bench-smoke: install ## The benchmarks in a tiny mode (CI runs it)
 		--capacity-timeout 30 --probes 5 --list-seconds 0.5
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/lists_at_scale.py --due 200 --creates 10 \
 		--iterations 3 --case-seconds 2
+	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/rule_replay.py --iterations 1
 
 # The container image (Dockerfile; docs/deploy.md), with docker or podman, whichever works
 # here. Its base, debian:bookworm-slim, is pulled, or made with debootstrap where no

@@ -383,6 +383,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two sets of `action`: a rule's, and a replay's (a rule's or autoApproveAfterN). Named,
+    # or the enum hook would name both by a hash.
+    "ENUM_NAME_OVERRIDES": {
+        "ActionEnum": "policies.models.RuleAction",
+        "ReplayActionEnum": "policies.replay.ACTIONS",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "web.api.schema.strip_trailing_slashes",

@@ -20,7 +20,7 @@ live approves, and the live verdict does not.
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -288,14 +288,48 @@ def evaluate(
         if explicit_key
         else 0
     )
-    if under_four_eyes(prevent_self_review):
+    return precedence(
+        key=key,
+        tags=tags,
+        experts=experts,
+        rules=rule_list_all(),
+        blocking_tag=_blocking_tag,
+        four_eyes=under_four_eyes(prevent_self_review),
+        needs_answer=needs_answer,
+        streak=streak,
+        threshold=threshold,
+    )
+
+
+def precedence(
+    *,
+    key: str,
+    tags: list[str],
+    experts: list[str],
+    rules: Iterable[AutoApprovalRule],
+    blocking_tag: Callable[[list[str]], str | None],
+    four_eyes: bool,
+    needs_answer: bool,
+    streak: int = 0,
+    threshold: int = NO_AUTO_APPROVE_THRESHOLD,
+) -> Verdict:
+    """The verdict by the precedence in this module's doc, from what the caller read: the
+    one place that orders four eyes, a form, the rules, the tags and the streak.
+
+    Reads nothing itself: `rules` in their order (rule_list(), or those and a candidate
+    for a replay), `blocking_tag` names the first always-break-on tag of its argument
+    (asked only when no never-auto-approve rule has decided), `threshold` is the
+    autoApproveAfterN in force (NO_AUTO_APPROVE_THRESHOLD: none) and `streak` the
+    consecutive manual approvals it is compared with.
+    """
+    if four_eyes:
         return Verdict(False, FOUR_EYES_REASON, None, streak)
     if needs_answer:
         return Verdict(False, NEEDS_ANSWER_REASON, None, streak)
-    never, auto, shadow = _matches(key, tags, experts)
+    never, auto, shadow = _matches(rules, key, tags, experts)
     if never is not None:
         return Verdict(False, f"Matched never-auto-approve rule: {never.pk}", never.pk, streak)
-    tag = _blocking_tag(tags)
+    tag = blocking_tag(tags)
     if tag is not None:
         return Verdict(False, f"Tag '{tag}' is in alwaysBreakOn", None, streak)
     if auto is not None:
@@ -316,23 +350,23 @@ def evaluate(
 
 
 def _matching_rules(
-    key: str, tags: list[str], experts: list[str]
+    rules: Iterable[AutoApprovalRule], key: str, tags: list[str], experts: list[str]
 ) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None]:
     """The first matching never-auto-approve rule, and the first matching auto-approve one
     (live rules only)."""
-    never, auto, _ = _matches(key, tags, experts)
+    never, auto, _ = _matches(rules, key, tags, experts)
     return never, auto
 
 
 def _matches(
-    key: str, tags: list[str], experts: list[str]
+    rules: Iterable[AutoApprovalRule], key: str, tags: list[str], experts: list[str]
 ) -> tuple[AutoApprovalRule | None, AutoApprovalRule | None, tuple[str, ...]]:
     """_matching_rules, and the ids of the matching shadow auto-approve rules, from one read
-    of the rules (live and shadow together: no second query whether shadow rules exist or
-    not). A matching live never-auto-approve rule ends the search: nothing else counts."""
+    of `rules` (evaluate gives live and shadow together: no second query whether shadow
+    rules exist or not). A matching live never-auto-approve rule ends the search: nothing else counts."""
     never = auto = None
     shadow: list[str] = []
-    for rule in rule_list_all():
+    for rule in rules:
         compiled = stored_pattern(rule.pattern)
         if compiled is None or not compiled.matches(key, tags=tags, experts=experts):
             continue
@@ -374,7 +408,7 @@ def forbidding_reason(
     if needs_answer:
         return NEEDS_ANSWER_REASON
     tags, experts = list(tags), list(experts)
-    never, _ = _matching_rules(key, tags, experts)
+    never, _ = _matching_rules(rule_list(), key, tags, experts)
     if never is not None:
         return f"Matched never-auto-approve rule: {never.pk}"
     tag = _blocking_tag(tags)

@@ -104,6 +104,10 @@ class Pattern:
     glob: str
     predicates: tuple[Predicate, ...] = ()
 
+    def matches_key(self, key: str) -> bool:
+        """Whether ``key`` matches the glob: the predicates may still fail."""
+        return _glob_matches(self.glob, key)
+
     def matches(self, key: str, *, tags: Iterable[str] = (), experts: Iterable[str] = ()) -> bool:
         """Return whether ``key`` matches the glob and every predicate holds."""
         if not _glob_matches(self.glob, key):

@@ -292,6 +292,9 @@ ACCESS: dict[str, RouteAccess] = {
     "rule-evaluate": RouteAccess(
         None, ADMINS_ONLY, {"GET": Access(ADMINS_ONLY, query="?key=plan-review")}
     ),
+    "rule-simulate": RouteAccess(
+        None, ADMINS_ONLY, {"POST": Access(ADMINS_ONLY, body={"pattern": "plan-review"})}
+    ),
     "rule-detail": RouteAccess(
         "rule",
         ADMINS_ONLY,

@@ -178,9 +178,28 @@ def _keep_rules_in_words(case) -> None:
         _keep_escalation_rule(body["defaults"])
     if case.path == "/api/triggers" and body.get("action") in TRIGGER_PARAMS:
         _keep_trigger_params(body)
+    if case.path == "/api/rules/simulate":
+        if not isinstance(case.body, dict):  # no body: no pattern either
+            case.body = body
+        _keep_replay_rules(body)
     if case.path == "/api/rules/evaluate" and case.query:
         if str(case.query.get("autoApproveAfterN")) == "0":
             case.query["autoApproveAfterN"] = 1
+
+
+def _keep_replay_rules(body: dict) -> None:
+    """A pattern for a rule's action; key and n, and no pattern, for autoApproveAfterN; a
+    window that parses, not in the future, at most ten years back (policies.replay)."""
+    if body.get("action") == "autoApproveAfterN":
+        body.pop("pattern", None)
+        body.setdefault("key", "fuzz.named-question")
+        body.setdefault("n", 2)
+    else:
+        body.pop("key", None)
+        body.pop("n", None)
+        body.setdefault("pattern", "fuzz.*")
+    if "since" in body:
+        body["since"] = "30d"
 
 
 def _keep_escalation_rule(settings: dict) -> None:

@@ -66,6 +66,7 @@ VALID_BODIES: dict[str, Any] = {
         "channels": [{"kind": "jira", "project": "OPS"}],
     },
     "rules_create": {"pattern": "strict.*", "action": "never-auto-approve", "note": ""},
+    "rules_simulate": {"pattern": "strict.*", "since": "30d"},
     "triggers_create": {"name": "strict-new", "action": "forward"},
     "triggers_test_create": {"type": "push", "payload": {"ref": "main"}},
 }

@@ -46,8 +46,19 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
+        "from breakpoints.replay import rule_replay",
+    ): "registers the replay of a rule over the history that policies.replay asks for (policies may not import breakpoints); "
+    + READY,
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
         "from policies.shadow import rule_audit_register",
     ): "registers the audit of rule promotions (see above); " + READY,
+    (
+        "breakpoints/apps.py",
+        "BreakpointsConfig.ready",
+        "from policies.replay import replay_register",
+    ): "registers the replay (see above); " + READY,
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",

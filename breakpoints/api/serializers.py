@@ -13,6 +13,7 @@ from core.choices import Status, Strategy
 from policies.api.serializers import AutoApprovalSerializer
 from web.api.fields import (
     JSONObjectField,
+    RespondedByField,
     StrictBody,
     StrictBooleanField,
     StrictCharField,
@@ -44,17 +45,6 @@ class ResponseVoteSerializer(serializers.Serializer):
         help_text="An approving response's answer to payload.form (the proposal as it is "
         "when the reviewer sent none).",
     )
-
-
-@extend_schema_field(
-    {
-        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-        "description": "Who decided: a username, `rule:<rule-id>` or `auto:after-<N>` for "
-        "an auto-approval, or the list of voters for collect-all and quorum.",
-    }
-)
-class RespondedByField(serializers.JSONField):
-    pass
 
 
 class TimeoutPolicySerializer(serializers.Serializer):

@@ -5,14 +5,16 @@ from datetime import datetime
 from typing import Any
 
 from django.db import models
-from django.db.models import Case, F, IntegerField, Q, Value, When
+from django.db.models import BooleanField, Case, ExpressionWrapper, F, IntegerField, Q, Value, When
 from django.db.models.functions import Concat, Upper
 from django.utils import timezone
 
 from breakpoints.payload import key_is_explicit
+from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core import limits, naming
 from core.actors import AgentPrincipal, is_reviewer
 from core.choices import OnTimeout, Status, Strategy
+from policies.answers import NEEDS_ANSWER_REASON
 
 
 def new_breakpoint_id() -> str:
@@ -30,6 +32,21 @@ QUEUE_ORDER = (
     F("created_at").desc(),
     F("id").desc(),
 )
+
+
+FINISHED = (Status.RELEASED, Status.EXPIRED, Status.CANCELLED)
+# What the precedence reads of a breakpoint (breakpoints.replay).
+REPLAY_SHAPE = ["key", "tags", "experts", "prevent_self_review", "needs_person"]
+
+
+def person_decided(*, approved: bool) -> Q:
+    """Released by a person's decision: not by a rule at creation, not by a timeout policy
+    (expiries and cancellations are nobody's decision)."""
+    return (
+        Q(status=Status.RELEASED, result__approved=approved)
+        & ~Q(auto_approval__recommended=True)
+        & ~Q(result__respondedBy=TIMEOUT_POLICY_RESPONDER)
+    )
 
 
 def is_overdue(status: str, expires_at: datetime | None, now: datetime | None = None) -> bool:
@@ -141,6 +158,28 @@ class Breakpoint(models.Model):
     # computed at creation; the payload never changes after it.
     payload_digest = models.CharField(max_length=71, null=True, blank=True, editable=False)
 
+    # What a rule's replay (breakpoints.replay) reads besides key, tags and experts, kept by
+    # the database so that the window is read from the index bp_replay alone, not from the
+    # wide rows: whether a person approved or rejected it (NULL: nobody decided), and whether
+    # its form needed a person (the reason the verdict stored at creation gives).
+    person_decision = models.GeneratedField(
+        expression=Case(
+            When(person_decided(approved=True), then=Value("approved")),
+            When(person_decided(approved=False), then=Value("rejected")),
+            default=None,
+            output_field=models.CharField(max_length=8),
+        ),
+        output_field=models.CharField(max_length=8, null=True),
+        db_persist=True,
+    )
+    needs_person = models.GeneratedField(
+        expression=ExpressionWrapper(
+            Q(auto_approval__reason=NEEDS_ANSWER_REASON), output_field=BooleanField()
+        ),
+        output_field=models.BooleanField(null=True),
+        db_persist=True,
+    )
+
     objects = BreakpointQuerySet.as_manager()
 
     class Meta:
@@ -184,6 +223,22 @@ class Breakpoint(models.Model):
                     fields=["-created_at"], name=f"bp_{status}_created", condition=Q(status=status)
                 )
                 for status in Status.values
+            ),
+            # A rule's replay (breakpoints.replay) groups the finished breakpoints of a
+            # window by what the precedence reads, and walks one key's in order for
+            # autoApproveAfterN: this index holds all of it (index-only scans).
+            models.Index(
+                fields=["created_at"],
+                name="bp_replay",
+                include=[*REPLAY_SHAPE, "person_decision", "agent_id", "id"],
+                condition=Q(status__in=FINISHED),
+            ),
+            # ... and lists the newest rejections it would have approved from this one.
+            models.Index(
+                fields=["-created_at", "-id"],
+                name="bp_rejected",
+                include=REPLAY_SHAPE,
+                condition=Q(person_decision="rejected"),
             ),
             # The GIN indexes on tags and experts are PostgreSQL-only: see 0002 and 0004.
         ]

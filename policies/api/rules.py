@@ -1,5 +1,5 @@
-"""The auto-approval rules API (admins): list, add, remove, promote a shadow rule, and
-evaluate a key."""
+"""The auto-approval rules API (admins): list, add, remove, promote a shadow rule, evaluate
+a key, and replay a rule over the history (simulate)."""
 
 from typing import Any
 
@@ -17,13 +17,14 @@ from rest_framework.response import Response
 from core import limits
 from core.actors import actor_for_request_user
 from core.limits import MAX_PATTERN_LENGTH
-from policies import autoapproval, shadow
+from policies import autoapproval, replay, shadow
 from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA
 from policies.api.serializers import AutoApprovalSerializer
 from policies.models import AutoApprovalRule, RuleAction, RuleMode
 from policies.validators import auto_approve_after_n_problem
 from web.api.fields import (
     NoBody,
+    RespondedByField,
     StrictBody,
     StrictCharField,
     StrictIntegerField,
@@ -115,6 +116,93 @@ class EvaluateQuerySerializer(serializers.Serializer):
         if problem:
             raise serializers.ValidationError(problem)
         return value
+
+
+class RuleSimulateSerializer(StrictBody):
+    """A rule's body as POST /api/rules takes it, or autoApproveAfterN with a key and n."""
+
+    action = serializers.ChoiceField(
+        choices=list(replay.ACTIONS),
+        required=False,
+        default=RuleAction.AUTO_APPROVE,
+        help_text=f"A rule's action, or `{replay.AFTER_N}` (with `key` and `n`).",
+    )
+    pattern = RulePatternField(
+        required=False,
+        trim_whitespace=False,  # an error's position counts from the first character sent
+        max_length=MAX_PATTERN_LENGTH,
+        help_text="The rule's pattern (required unless the action is autoApproveAfterN).",
+    )
+    key = StrictCharField(
+        required=False,
+        max_length=limits.MAX_KEY_LENGTH,
+        help_text="autoApproveAfterN only: the breakpoint key it applies to.",
+    )
+    n = StrictIntegerField(
+        required=False,
+        min_value=limits.MIN_AUTO_APPROVE_AFTER_N,
+        max_value=limits.MAX_AUTO_APPROVE_AFTER_N,
+        help_text="autoApproveAfterN only: the consecutive manual approvals it needs.",
+    )
+    since = StrictCharField(
+        required=False,
+        max_length=40,
+        help_text="The window's start: an ISO 8601 time (UTC when it names no offset) or a "
+        f"duration back from now such as `90d`, `12h`, `30m`, `2w`. Default "
+        f"`{replay.DEFAULT_SINCE}`; at most {replay.MAX_SINCE_DAYS} days back.",
+    )
+
+
+class ReplayedRuleSerializer(serializers.Serializer):
+    action = serializers.CharField()
+    pattern = serializers.CharField(required=False, help_text="Canonical form.")
+    key = serializers.CharField(required=False)
+    n = serializers.IntegerField(required=False)
+
+
+class RejectedButWouldApproveSerializer(serializers.Serializer):
+    breakpointId = serializers.CharField()
+    key = serializers.CharField()
+    respondedBy = RespondedByField()
+    feedback = serializers.CharField(allow_null=True)
+    decidedAt = UtcDateTimeField(allow_null=True)
+
+
+class RuleReplaySerializer(serializers.Serializer):
+    """docs/routing-and-auto-approval.md, "Replaying a rule", defines each figure."""
+
+    rule = ReplayedRuleSerializer()
+    since = UtcDateTimeField(help_text="The window's start: breakpoints created since.")
+    considered = serializers.IntegerField(
+        help_text="Finished breakpoints (released, expired, cancelled) created in the window."
+    )
+    matched = serializers.IntegerField(
+        help_text="Of those, the ones the rule applies to: its pattern matches (or, for "
+        "autoApproveAfterN, they have its key)."
+    )
+    wouldAutoApprove = serializers.IntegerField(
+        help_text="Of the matched, the ones the rules that exist now, with this one added, "
+        "would have approved without a person (production precedence: four eyes, a form "
+        "to fill in, never-auto-approve rules and always-break-on tags win)."
+    )
+    agreedWithHumans = serializers.IntegerField(
+        help_text="Of wouldAutoApprove, the ones a person approved."
+    )
+    humanApproved = serializers.IntegerField(
+        help_text="Of the matched, the ones a person approved (not a rule at creation, not "
+        "a timeout policy; expiries and cancellations are nobody's decision)."
+    )
+    humanRejected = serializers.IntegerField(
+        help_text="Of the matched, the ones a person rejected."
+    )
+    rejectedButWouldApprove = RejectedButWouldApproveSerializer(
+        many=True,
+        help_text=f"Of wouldAutoApprove, the ones a person rejected: newest first, at most "
+        f"{replay.LIST_CAP}.",
+    )
+    rejectedButWouldApproveCount = serializers.IntegerField(
+        help_text="How many there are in all (the list is capped)."
+    )
 
 
 def _text(max_length: int) -> dict[str, Any]:
@@ -258,6 +346,39 @@ class RuleViewSet(AdminViewSet):
             agent_id=data.get("agentId"),
         )
         return Response(AutoApprovalSerializer(verdict.as_dict()).data)
+
+    @extend_schema(
+        summary="Replay a rule over the decisions already made (admins)",
+        operation_id="rules_simulate",
+        description="What the rule would have done over the finished breakpoints created "
+        "since `since`, evaluated with the rules that exist now by the production "
+        "precedence: a never-auto-approve rule that would win is honoured. Nothing is "
+        "saved. Bad input is 400 naming the field.",
+        request=RuleSimulateSerializer,
+        responses={
+            200: RuleReplaySerializer,
+            **error_responses(
+                400,
+                401,
+                403,
+                invalid="the action is a rule's and there is no pattern, or a key or n; or "
+                "it is autoApproveAfterN and there is a pattern, or no key or n; or since "
+                "does not parse, is in the future or more than 3660 days back",
+            ),
+        },
+    )
+    @action(detail=False, methods=["post"])
+    def simulate(self, request: Request) -> Response:
+        data = validated(RuleSimulateSerializer, request)
+        answer = replay.rule_simulate(
+            actor=actor_for_request_user(request.user),
+            action=data["action"],
+            pattern=data.get("pattern"),
+            key=data.get("key"),
+            n=data.get("n"),
+            since=data.get("since"),
+        )
+        return Response(RuleReplaySerializer(answer.as_dict()).data)
 
 
 def _int_or_raw(value: str) -> int | str:

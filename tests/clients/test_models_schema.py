@@ -42,6 +42,9 @@ MODELS: dict[type[sdk.Model], str] = {
     sdk.BreakpointPage: "PaginatedBreakpointList",
     sdk.StatusOnly: "StatusOnly",
     sdk.FeedbackCreated: "FeedbackCreated",
+    sdk.RuleReplay: "RuleReplay",
+    sdk.ReplayedRule: "ReplayedRule",
+    sdk.RejectedButWouldApprove: "RejectedButWouldApprove",
 }
 ENUMS = {
     "StatusEnum": sdk.StatusName,

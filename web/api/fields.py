@@ -63,6 +63,17 @@ class TagListField(serializers.JSONField):
     """Tags as received; the service validates them (list of non-empty strings)."""
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "Who decided: a username, `rule:<rule-id>` or `auto:after-<N>` for "
+        "an auto-approval, or the list of voters for collect-all and quorum.",
+    }
+)
+class RespondedByField(serializers.JSONField):
+    """A result's respondedBy (breakpoints' results, a rule's replay)."""
+
+
 @extend_schema_field(OpenApiTypes.OBJECT)
 class JSONObjectField(serializers.JSONField):
     """Any JSON object; the service validates the babysitter keys it understands."""

@@ -9,7 +9,14 @@ from typing import Any, TypeVar, Unpack
 import httpx
 
 from . import models
-from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
+from .bodies import (
+    BreakpointFields,
+    ListFilters,
+    breakpoint_body,
+    feedback_body,
+    list_params,
+    rule_body,
+)
 from .config import http_options, request_arguments
 from .operations import Operations, next_params
 from .steps import Op, Retry, Sleep
@@ -113,6 +120,19 @@ class AsyncClient:
 
     async def expire(self, breakpoint_id: str) -> str:
         return await self._run(self._ops.expire(breakpoint_id))
+
+    async def simulate_rule(
+        self,
+        pattern: str | None = None,
+        *,
+        action: str | None = None,
+        key: str | None = None,
+        n: int | None = None,
+        since: str | None = None,
+    ) -> models.RuleReplay:
+        """As Client.simulate_rule."""
+        body = rule_body(pattern, action=action, key=key, n=n, since=since)
+        return await self._run(self._ops.simulate_rule(body))
 
     async def _run(self, op: Op[T]) -> T:
         """Drive a step generator with asyncio I/O (see steps.py)."""

@@ -253,3 +253,16 @@ def feedback_body(
     if values is not None:
         body["values"] = dict(values)
     return body
+
+
+def rule_body(
+    pattern: str | None,
+    *,
+    action: str | None = None,
+    key: str | None = None,
+    n: int | None = None,
+    since: str | None = None,
+) -> dict[str, Any]:
+    """The body of POST /api/rules/simulate, without the keys not given."""
+    given = {"pattern": pattern, "action": action, "key": key, "n": n, "since": since}
+    return {name: value for name, value in given.items() if value is not None}

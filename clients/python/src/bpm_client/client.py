@@ -11,7 +11,14 @@ from typing import Any, TypeVar, Unpack
 import httpx
 
 from . import models, receipts
-from .bodies import BreakpointFields, ListFilters, breakpoint_body, feedback_body, list_params
+from .bodies import (
+    BreakpointFields,
+    ListFilters,
+    breakpoint_body,
+    feedback_body,
+    list_params,
+    rule_body,
+)
 from .config import http_options, request_arguments
 from .operations import Operations, next_params
 from .steps import Op, Retry, Sleep
@@ -178,6 +185,23 @@ class Client:
     def expire(self, breakpoint_id: str) -> str:
         """Expire now (admins only)."""
         return self._run(self._ops.expire(breakpoint_id))
+
+    # --- admin -----------------------------------------------------------------------
+
+    def simulate_rule(
+        self,
+        pattern: str | None = None,
+        *,
+        action: str | None = None,
+        key: str | None = None,
+        n: int | None = None,
+        since: str | None = None,
+    ) -> models.RuleReplay:
+        """What a rule would have done over the finished breakpoints since `since` (an ISO
+        8601 time or a duration such as "90d"; the server's default: 90 days), with the
+        rules that exist now (admins only). `action="autoApproveAfterN"` takes `key` and `n`."""
+        body = rule_body(pattern, action=action, key=key, n=n, since=since)
+        return self._run(self._ops.simulate_rule(body))
 
     # --- plumbing --------------------------------------------------------------------
 

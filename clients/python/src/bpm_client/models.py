@@ -376,6 +376,46 @@ class BreakpointPage(Model):
 
 
 @dataclasses.dataclass
+class ReplayedRule(Model):
+    """The rule a replay evaluated: a pattern rule, or autoApproveAfterN with key and n."""
+
+    action: str
+    pattern: str | None = None
+    key: str | None = None
+    n: int | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class RejectedButWouldApprove(Model):
+    """A breakpoint a person rejected that the replayed rule would have approved."""
+
+    breakpoint_id: str
+    key: str
+    responded_by: str | list[str]
+    feedback: str | None
+    decided_at: datetime | None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class RuleReplay(Model):
+    """What a rule would have done over the history (`POST /api/rules/simulate`)."""
+
+    rule: ReplayedRule
+    since: datetime
+    considered: int
+    matched: int
+    would_auto_approve: int
+    agreed_with_humans: int
+    human_approved: int
+    human_rejected: int
+    rejected_but_would_approve: list[RejectedButWouldApprove]
+    rejected_but_would_approve_count: int
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
 class StatusOnly(Model):
     status: StatusName
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)

@@ -197,6 +197,14 @@ class Operations:
         call = Call("POST", _path(breakpoint_id, "/expire"), json={}, idempotent=True)
         return self._decode(models.StatusOnly, (yield from send(call, self.retry))).status
 
+    # --- admin -----------------------------------------------------------------------
+
+    def simulate_rule(self, body: dict[str, Any]) -> Op[models.RuleReplay]:
+        """Replay a rule over the decisions already made; nothing is saved, so a resend is
+        safe."""
+        call = Call("POST", "/api/rules/simulate", json=body, idempotent=True)
+        return self._decode(models.RuleReplay, (yield from send(call, self.retry)))
+
 
 def result_of(
     breakpoint_id: str, status: models.Status | models.Breakpoint | models.StatusEntry

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, babysitter, events, gateway, reviewer, verify
+from . import agent, babysitter, events, gateway, reviewer, rules, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -25,6 +25,7 @@ for _command in (
     reviewer.reject,
     reviewer.mcp,
     gateway.gateway,
+    rules.rules,
     babysitter.babysitter,
     verify.verify,
 ):
