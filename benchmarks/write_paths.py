@@ -35,6 +35,7 @@ BODY = {
     "ttlSeconds": 3600,
 }
 RELEASE = {"comment": "ok", "release": True}
+SORT = os.environ.get("PROFILE_SORT", "cumulative")  # or tottime
 
 
 class Fixtures:
@@ -133,9 +134,9 @@ def profiled(name: str, calls, top: int) -> None:
         call()
     profile.disable()
     out = io.StringIO()
-    stats = pstats.Stats(profile, stream=out).strip_dirs().sort_stats("cumulative")
+    stats = pstats.Stats(profile, stream=out).strip_dirs().sort_stats(SORT)
     stats.print_stats(top)
-    print(f"\n--- {name}: cProfile of {len(calls)} requests, by cumulative time ---")
+    print(f"\n--- {name}: cProfile of {len(calls)} requests, by {SORT} time ---")
     print(out.getvalue().split("\n", 4)[-1].rstrip())
 
 

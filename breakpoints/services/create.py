@@ -13,7 +13,7 @@ from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
 from breakpoints import forms
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import resolve_fields
 from breakpoints.results import VIA_RULE, result_auto_approved
 from breakpoints.services.nudges import timeout_columns
@@ -171,6 +171,9 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
+        # A new breakpoint has no feedback: its representation (the outbox bodies, the
+        # create's answer) needs no query for it.
+        bp._prefetched_objects_cache = {"feedback": Feedback.objects.none()}
         record(
             bp,
             type=EventType.CREATED,
