@@ -172,8 +172,9 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
         # A new breakpoint has no feedback: its representation (the outbox bodies, the
-        # create's answer) needs no query for it.
-        bp._prefetched_objects_cache = {"feedback": Feedback.objects.none()}
+        # create's answer) needs no query for it (Django's prefetch cache, as
+        # prefetch_related would fill it).
+        bp._prefetched_objects_cache = {"feedback": Feedback.objects.none()}  # type: ignore[attr-defined]
         record(
             bp,
             type=EventType.CREATED,
