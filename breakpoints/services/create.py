@@ -17,7 +17,7 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import resolve_fields
 from breakpoints.results import VIA_RULE, result_auto_approved
 from breakpoints.services.nudges import timeout_columns
-from breakpoints.services.transitions import move, record
+from breakpoints.services.transitions import feedback_cached, move, record
 from core import limits
 from core.actors import Actor
 from core.choices import Status, Strategy
@@ -171,10 +171,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
-        # A new breakpoint has no feedback: its representation (the outbox bodies, the
-        # create's answer) needs no query for it (Django's prefetch cache, as
-        # prefetch_related would fill it).
-        bp._prefetched_objects_cache = {"feedback": Feedback.objects.none()}  # type: ignore[attr-defined]
+        feedback_cached(bp, Feedback.objects.none())  # a new one has none: no query for it
         record(
             bp,
             type=EventType.CREATED,
@@ -183,6 +180,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         )
         if verdict.recommended:
             _auto_release(bp, verdict)
+        feedback_cached(bp, None)
     return bp
 
 

@@ -18,7 +18,13 @@ from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusal_recorded, refusals_recorded
-from breakpoints.services.transitions import lock, move, record, recorded_together
+from breakpoints.services.transitions import (
+    feedback_cached,
+    lock,
+    move,
+    record,
+    recorded_together,
+)
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
@@ -277,12 +283,14 @@ def _feedback_add(
         _decide, breakpoint_id, actor, comment, release, approved, option, via, values, within
     )
     try:
-        return decide(overdue_refused=True)
+        feedback, bp = decide(overdue_refused=True)
     except _Overdue:
         # Past expiresAt: too late, even before the sweep. Expired (or what its onTimeout
         # says) in a transaction of its own, then asked again: refused unless still waiting.
         breakpoint_expire_if_due(breakpoint_id)
-        return decide(overdue_refused=False)
+        feedback, bp = decide(overdue_refused=False)
+    feedback_cached(bp, None)  # read once for the outbox bodies (_feedback_record)
+    return feedback, bp
 
 
 class _Overdue(Exception):

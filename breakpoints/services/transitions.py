@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import event_record
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.representation import breakpoint_json
 from breakpoints.results import VIA_SYSTEM, result_sealed
 from breakpoints.wakeups import announce
@@ -66,6 +67,17 @@ def recorded_together() -> Iterator[None]:
     finally:
         _together.reset(token)
     deliveries_enqueue_many(kept)
+
+
+def feedback_cached(bp: Breakpoint, feedback: QuerySet[Feedback] | None) -> None:
+    """Have breakpoint_json(bp) read `feedback` as its feedback, no query (Django's prefetch
+    cache, as prefetch_related fills it), while a write records it; None drops it again, so
+    the instance a service returns reads its feedback afresh, as before."""
+    cache = bp.__dict__.setdefault("_prefetched_objects_cache", {})
+    if feedback is None:
+        cache.pop("feedback", None)
+    else:
+        cache["feedback"] = feedback
 
 
 def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:
