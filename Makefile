@@ -146,7 +146,7 @@ bench-smoke: install ## The benchmarks in a tiny mode (CI runs it)
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/http_bench.py --seconds 1 --warmup 0 \
 		--connections 4 --client-procs 1 --workers 1 --sync-workers 1 --wsgi-workers 1 \
 		--wsgi-threads 2 --pool-max 2 --poll-rows 50 --wakes 5 --waiters 10 --capacity 50 \
-		--capacity-timeout 30 --probes 5 --list-seconds 0.5
+		--capacity-timeout 30 --probes 5 --list-seconds 0.5 --write-rows 300
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/lists_at_scale.py --due 200 --creates 10 \
 		--iterations 3 --case-seconds 2
 	$(BENCH_SMOKE_ENV) $(BIN)/python benchmarks/rule_replay.py --iterations 1

@@ -14,7 +14,21 @@ the ORM's async API); http_bench.py measures both and takes the faster as the fl
 The list floor does a reviewer's list the same way: a personal token (active user)
 verified by its hash, then one page of `?status=waiting` (waiting and not past expiresAt),
 newest first, `pageSize` rows (default 20) of every column the API's list shows, payload
-included, answered as {"results": [...]}: `/floor/list/sync` and `/floor/list/async`.
+included, answered as {"results": [...]}: `/floor/list/sync` and `/floor/list/async`
+(through the ORM's `.values()`), and `/floor/list/raw` (raw SQL through Django's
+connection, the same token check, columns and page).
+
+The write floors (issue 39) do a create's and a release's rows in raw SQL through
+Django's connection, in sync views (the floor of what the stack can do, not of what the
+ORM does): `POST /floor/create` verifies an agent token by its hash, reads the JSON body
+({title?, payload: {question?, ...}, tags?, runId?, ttlSeconds?}) and, in ONE
+transaction, inserts the breakpoint row (waiting), its audit event (`created`) and its
+outbox row (a pending delivery whose body is the breakpoint's JSON), then answers 201
+with that JSON. `POST /floor/release/<id>` verifies a personal token (active user),
+reads the JSON body ({comment?, release: true}) and, in ONE transaction, moves the row
+with a conditional UPDATE (waiting -> released, its result), inserts the feedback row,
+the audit event (`released`) and the outbox row, and answers 201 {feedback, status,
+result}; 409 when the breakpoint is not waiting, 404 when there is none.
 
 Environment: DATABASE_URL (PostgreSQL); FLOOR_DB_POOL_MAX > 0 uses Django's native
 connection pool of that size per process (as ASGI needs), else persistent connections
@@ -22,8 +36,11 @@ connection pool of that size per process (as ASGI needs), else persistent connec
 """
 
 import hashlib
+import json
 import logging
 import os
+import secrets
+from datetime import timedelta
 
 import dj_database_url
 import django
@@ -54,7 +71,7 @@ if not settings.configured:
 
 from django.core.asgi import get_asgi_application  # noqa: E402 - after settings
 from django.core.wsgi import get_wsgi_application  # noqa: E402
-from django.db import models  # noqa: E402
+from django.db import connection, models, transaction  # noqa: E402
 from django.http import HttpRequest, JsonResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -248,6 +265,198 @@ async def list_async(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"results": [row async for row in _page_query(request)]})
 
 
+# --- raw SQL: the list, the create and the release (issue 39) --------------------------
+
+_RAW_LIST_SQL = (
+    f"SELECT {', '.join(_LIST_COLUMNS)} FROM breakpoints_breakpoint "
+    "WHERE status = 'waiting' AND NOT (expires_at IS NOT NULL AND expires_at <= %s) "
+    "ORDER BY created_at DESC, id DESC LIMIT %s"
+)
+_JSON_COLUMNS = {"payload", "tags", "result", "auto_approval", "experts", "votes"}
+_INVALID = {"error": {"code": "invalid", "message": "A JSON object with a payload object."}}
+_NOT_WAITING = {"error": {"code": "invalid_state", "message": "Breakpoint is not waiting."}}
+
+
+def _bearer_hash(request: HttpRequest) -> str | None:
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not raw:
+        return None
+    return hashlib.sha256(raw.strip().encode()).hexdigest()
+
+
+def _raw_one(sql: str, params: list) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def _raw_agent(request: HttpRequest) -> str | None:
+    digest = _bearer_hash(request)
+    row = digest and _raw_one(
+        "SELECT agent_id FROM breakpoints_apitoken WHERE token_hash = %s "
+        "AND revoked_at IS NULL AND kind = 'agent' LIMIT 1",
+        [digest],
+    )
+    return row[0] if row else None
+
+
+def _raw_user(request: HttpRequest) -> tuple[int, str] | None:
+    digest = _bearer_hash(request)
+    row = digest and _raw_one(
+        "SELECT u.id, u.username FROM breakpoints_apitoken t JOIN auth_user u ON u.id = "
+        "t.user_id WHERE t.token_hash = %s AND t.revoked_at IS NULL AND t.kind = 'user' "
+        "AND u.is_active LIMIT 1",
+        [digest],
+    )
+    return (row[0], row[1]) if row else None
+
+
+def _json_body(request: HttpRequest) -> dict | None:
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def list_raw(request: HttpRequest) -> JsonResponse:
+    if _raw_user(request) is None:
+        return JsonResponse(_UNAUTHORIZED, status=401)
+    size = min(max(int(request.GET.get("pageSize", "20")), 1), 200)
+    with connection.cursor() as cursor:
+        cursor.execute(_RAW_LIST_SQL, [timezone.now(), size])
+        names = [column[0] for column in cursor.description]
+        rows = cursor.fetchall()
+    results = [
+        {
+            name: json.loads(value) if name in _JSON_COLUMNS and isinstance(value, str) else value
+            for name, value in zip(names, row, strict=True)
+        }
+        for row in rows
+    ]
+    return JsonResponse({"results": results})
+
+
+def _outbox_write(cursor, breakpoint_id: str, event: str, now, data: dict) -> None:
+    body = {"type": f"breakpoint.{event}", "timestamp": now.isoformat(), "data": data}
+    cursor.execute(
+        "INSERT INTO breakpoints_webhookdelivery (id, channel, target, reply, breakpoint_id, "
+        "event_type, body, status, attempts, next_attempt_at, last_error, created_at) "
+        "VALUES (%s, 'webhook', '{}', '{}', %s, %s, %s, 'pending', 0, %s, '', %s)",
+        [
+            "msg_" + secrets.token_urlsafe(18),
+            breakpoint_id,
+            event,
+            json.dumps(body, default=str),
+            now,
+            now,
+        ],
+    )
+
+
+def _event_write(cursor, breakpoint_id: str, event: str, actor: str, now, meta: dict) -> None:
+    cursor.execute(
+        "INSERT INTO audit_event (breakpoint_id, type, actor, timestamp, metadata) "
+        "VALUES (%s, %s, %s, %s, %s)",
+        [breakpoint_id, event, actor, now, json.dumps(meta)],
+    )
+
+
+def _created_json(body: dict, payload: dict, agent_id: str, now) -> dict:
+    ttl = body.get("ttlSeconds")
+    title = body.get("title") or payload.get("title")
+    return {
+        "breakpointId": "bp-" + secrets.token_hex(16),
+        "status": "waiting",
+        "agentId": agent_id,
+        "runId": body.get("runId"),
+        "title": title,
+        "key": payload.get("breakpointId") or "floor",
+        "question": payload.get("question"),
+        "payload": payload,
+        "tags": body.get("tags") or [],
+        "ttlSeconds": ttl,
+        "expiresAt": (now + timedelta(seconds=ttl)).isoformat() if ttl else None,
+        "createdAt": now.isoformat(),
+        "updatedAt": now.isoformat(),
+    }
+
+
+def create_sync(request: HttpRequest) -> JsonResponse:
+    agent_id = _raw_agent(request)
+    if agent_id is None:
+        return JsonResponse(_UNAUTHORIZED, status=401)
+    body = _json_body(request)
+    if body is None or not isinstance(body.get("payload"), dict):
+        return JsonResponse(_INVALID, status=400)
+    now = timezone.now()
+    bp = _created_json(body, body["payload"], agent_id, now)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO breakpoints_breakpoint (id, status, agent_id, run_id, title, key, "
+            "question, payload, tags, ttl_seconds, expires_at, created_at, updated_at, "
+            "experts, strategy, votes, on_timeout, reminders_sent, escalate_to, "
+            "prevent_self_review) VALUES (%s, 'waiting', %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "%s, %s, '[]', 'single', '[]', 'expire', 0, '', false)",
+            [
+                bp["breakpointId"],
+                agent_id,
+                bp["runId"],
+                bp["title"],
+                bp["key"],
+                bp["question"],
+                json.dumps(bp["payload"]),
+                json.dumps(bp["tags"]),
+                bp["ttlSeconds"],
+                now + timedelta(seconds=bp["ttlSeconds"]) if bp["ttlSeconds"] else None,
+                now,
+                now,
+            ],
+        )
+        meta = {"statusTo": "waiting", "key": bp["key"]}
+        _event_write(cursor, bp["breakpointId"], "created", f"agent:{agent_id}", now, meta)
+        _outbox_write(cursor, bp["breakpointId"], "created", now, bp)
+    return JsonResponse(bp, status=201)
+
+
+_RELEASE_SQL = (
+    "UPDATE breakpoints_breakpoint SET status = 'released', result = %s, released_at = %s, "
+    "updated_at = %s WHERE id = %s AND status = 'waiting' RETURNING agent_id, run_id, key"
+)
+
+
+def release_sync(request: HttpRequest, breakpoint_id: str) -> JsonResponse:
+    user = _raw_user(request)
+    if user is None:
+        return JsonResponse(_UNAUTHORIZED, status=401)
+    body = _json_body(request)
+    if body is None or body.get("release") is not True:
+        return JsonResponse(_INVALID, status=400)
+    now, comment = timezone.now(), str(body.get("comment") or "")
+    result = {"approved": True, "response": comment, "respondedBy": user[1], "at": now}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_RELEASE_SQL, [json.dumps(result, default=str), now, now, breakpoint_id])
+        moved = cursor.fetchone()
+        if moved is None:
+            cursor.execute("SELECT 1 FROM breakpoints_breakpoint WHERE id = %s", [breakpoint_id])
+            found = cursor.fetchone() is not None
+            return JsonResponse(_NOT_WAITING if found else _NOT_FOUND, status=409 if found else 404)
+        cursor.execute(
+            "INSERT INTO reviews_feedback (breakpoint_id, author, author_user_id, comment, "
+            "releases, approved, via, created_at) VALUES (%s, %s, %s, %s, true, true, 'api', "
+            "%s) RETURNING id",
+            [breakpoint_id, user[1], user[0], comment, now],
+        )
+        feedback = {"id": str(cursor.fetchone()[0]), "author": user[1], "comment": comment}
+        meta = {"statusFrom": "waiting", "statusTo": "released", "approved": True}
+        _event_write(cursor, breakpoint_id, "released", user[1], now, meta)
+        data = {"breakpointId": breakpoint_id, "agentId": moved[0], "runId": moved[1]}
+        data.update(key=moved[2], status="released", result=result)
+        _outbox_write(cursor, breakpoint_id, "released", now, data)
+    answer = {"feedback": {**feedback, "createdAt": now}, "status": "released", "result": result}
+    return JsonResponse(answer, status=201)
+
+
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
@@ -257,6 +466,9 @@ urlpatterns = [
     path("floor/async/<str:breakpoint_id>", status_async),
     path("floor/list/sync", list_sync),
     path("floor/list/async", list_async),
+    path("floor/list/raw", list_raw),
+    path("floor/create", create_sync),
+    path("floor/release/<str:breakpoint_id>", release_sync),
     path("healthz", healthz),
 ]
 

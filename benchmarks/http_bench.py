@@ -77,14 +77,28 @@ from http_client import (
 from http_servers import ConnectionWatch, CpuMeter, Server, ServerSpec, proc_status
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("floor", "lists", "drf", "wake", "capacity")
+SECTIONS = ("floor", "lists", "writes", "drf", "wake", "capacity")
 UVICORN = "web.webserver.BalancedUvicornWorker"
 WAITERS_PER_TOKEN = 250  # the project caps open waits per token and process (429 beyond)
 # The mass expiry moves only rows whose expiresAt is set to this instant: nobody else's.
 SWEEP_CUTOFF = datetime(2000, 1, 1, tzinfo=UTC)
 
-TARGET_FLOOR_RATIO = 0.70
-TARGET_LIST_FLOOR_RATIO = 0.50
+TARGET_FLOOR_RATIO = 1.00  # issue 39: the status poll stays at or above its floor
+TARGET_LIST_FLOOR_RATIO = 0.50  # of the raw-SQL list floor (issue 39)
+TARGET_WRITE_FLOOR_RATIO = 0.50  # create and release, each of its raw-SQL floor (issue 39)
+# A create as the issue measures it: a small payload with one markdown file, a tag.
+CREATE_BODY = {
+    "title": "Deploy the billing service",
+    "payload": {
+        "question": "Deploy billing 4.2 to production?",
+        "context": {
+            "files": [{"path": "plan.md", "format": "markdown", "content": "# Plan\n\n" * 40}]
+        },
+    },
+    "tags": ["deploy"],
+    "ttlSeconds": 3600,
+}
+RELEASE_BODY = {"comment": "ok", "release": True}
 TARGET_LIST_P95_MS = {1: 30, 8: 100}  # per list filter: one client, eight clients
 LIST_QUERY = "status=waiting&pageSize=20"  # a reviewer's queue page (issue 23)
 TARGET_POLL_P99_MS = 25
@@ -116,6 +130,20 @@ class Fixtures:
         self.reviewer_token = ""
         self.group_created = None
         self.agents: list[Agent] = []
+        self.webhook = None
+
+    def subscribe(self) -> None:
+        """A webhook for every event, so that each write has its outbox row, as the floors'.
+        Never delivered: no worker reads this database's deliveries, and its URL is a
+        closed port on 127.0.0.1."""
+        from notifications.models import Webhook
+
+        self.webhook = Webhook.objects.create(url="http://127.0.0.1:9/bench-http", secret="s")
+
+    def unsubscribe(self) -> None:
+        if self.webhook is not None:
+            self.webhook.delete()  # with its deliveries
+            self.webhook = None
 
     def setup_reviewer(self) -> None:
         from django.contrib.auth import get_user_model
@@ -172,6 +200,7 @@ class Fixtures:
                 table = connection.ops.quote_name(Breakpoint._meta.db_table)
                 cursor.execute(f"DELETE FROM {table} WHERE agent_id = ANY(%s)", [agent_ids])
             ApiToken.objects.filter(pk__in=self.token_ids).delete()
+            self.unsubscribe()
             if self.reviewer is not None:
                 self.reviewer.delete()
             if self.group_created is not None and not self.group_created.user_set.exists():
@@ -272,6 +301,8 @@ class Loader:
                     "max_requests": spec.max_requests // procs,
                     "start_at": start_at,
                     "seed": spec.seed * 100 + n,
+                    # Requests sent once each: every process its own share.
+                    "requests": spec.requests[n::procs] if spec.once else spec.requests,
                 }
             )
             for n in range(procs)
@@ -443,10 +474,11 @@ def section_lists(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) ->
     cases: list[PollCase] = []
     asgi = ServerSpec("floor-asgi", "floor_app:asgi_application", UVICORN, args.workers)
     with started(asgi, args, watch, cwd=BENCH_DIR, env=floor_env) as server:
-        for view in ("sync", "async"):
+        for view in ("sync", "async", "raw"):
             paths = [f"/floor/list/{view}?{LIST_QUERY}"]
             cases.append(measure_poll(args, loader, server, f"list floor, {view}", paths, token))
-    floor = max(cases, key=lambda c: c.best_rate)
+    orm_floor = max(cases[:2], key=lambda c: c.best_rate)
+    floor = cases[2]  # raw SQL: the floor the target is measured against (issue 39)
     project = ServerSpec("project-asgi", "config.asgi:application", UVICORN, args.workers)
     with started(project, args, watch) as server:
         paths = [f"/api/breakpoints?{LIST_QUERY}"]
@@ -471,10 +503,18 @@ def section_lists(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) ->
     )
     ratio = api.best_rate / floor.best_rate if floor.best_rate else 0.0
     verdict(
-        f"list (?{LIST_QUERY}) throughput vs its floor",
+        f"list (?{LIST_QUERY}) throughput vs its raw-SQL floor",
         f"{api.best_rate:,.0f} / {floor.best_rate:,.0f} req/s ({floor.label}) = {ratio:.0%}",
         f">= {TARGET_LIST_FLOOR_RATIO:.0%}",
         ratio >= TARGET_LIST_FLOOR_RATIO and api.best is not None and errors_text(api.best) == "-",
+    )
+    orm_ratio = api.best_rate / orm_floor.best_rate if orm_floor.best_rate else 0.0
+    verdict(
+        "list throughput vs the ORM list floor (reference)",
+        f"{api.best_rate:,.0f} / {orm_floor.best_rate:,.0f} req/s ({orm_floor.label}) = "
+        f"{orm_ratio:.0%}",
+        "printed",
+        None,
     )
     list_filters_report(filters)
 
@@ -529,6 +569,136 @@ def list_filters_report(measured: list) -> None:
             ),
             f"< {target} ms",
             bool(runs) and not slow,
+        )
+
+
+# --- 1c. the write paths against their floors ----------------------------------------
+
+
+@dataclass
+class WriteCase:
+    label: str
+    server: str
+    saturation: dict[int, LoadResult] = field(default_factory=dict)  # client procs -> run
+
+    @property
+    def best(self) -> LoadResult | None:
+        return max(self.saturation.values(), key=rate, default=None)
+
+    @property
+    def best_rate(self) -> float:
+        return rate(self.best) if self.best is not None else 0.0
+
+
+def measure_write(args, loader: Loader, server: Server, label: str, requests_of) -> WriteCase:
+    """Closed loop, each client-process count; `requests_of()`: the requests of one run
+    (sent once each, in order, for releases: every one needs its own waiting row)."""
+    case = WriteCase(label, server.spec.describe())
+    for procs in args.client_procs:
+        requests, once = requests_of()
+        spec = LoadSpec(
+            port=server.port,
+            requests=requests,
+            seconds=args.seconds,
+            connections=args.connections,
+            warmup=args.warmup,
+            once=once,
+        )
+        result, meter = loader.run(spec, procs, server)
+        case.saturation[procs] = result
+        print(
+            f"    {label}: {rate(result):,.0f} req/s with {procs} client process(es), p50 "
+            f"{ms(result.latencies, 50):.1f} ms, p99 {ms(result.latencies, 99):.1f} ms, server "
+            f"{meter.server_cores():.2f} cores, machine {meter.machine_pct():.0f}% busy; "
+            f"errors {errors_text(result, 201)}",
+            flush=True,
+        )
+    return case
+
+
+WRITE_SERVERS = (
+    # (label, app, worker class, is a floor)
+    ("floor-asgi", "floor_app:asgi_application", UVICORN, True),
+    ("floor-wsgi", "floor_app:wsgi_application", "sync", True),
+    ("project-asgi", "config.asgi:application", UVICORN, False),
+)
+
+
+def section_writes(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) -> None:
+    print("\n=== 1c. writes: create and release, the floors, then the project ===", flush=True)
+    agent = fx.agent()
+    fx.subscribe()
+    cases: dict[tuple[str, str], WriteCase] = {}
+    try:
+        for label, app, worker_class, is_floor in WRITE_SERVERS:
+            workers = args.sync_workers if worker_class == "sync" else args.workers
+            spec = ServerSpec(label, app, worker_class, workers)
+            pool = "0" if worker_class == "sync" else str(args.pool_max)
+            where = {"cwd": BENCH_DIR, "env": {"FLOOR_DB_POOL_MAX": pool}} if is_floor else {}
+            with started(spec, args, watch, **where) as server:
+                create, release = writes_measure(args, fx, loader, server, agent, is_floor)
+            cases[(label, "create")], cases[(label, "release")] = create, release
+    finally:
+        fx.unsubscribe()
+    writes_report(args, cases)
+
+
+def writes_measure(
+    args, fx: Fixtures, loader: Loader, server: Server, agent: Agent, is_floor: bool
+) -> tuple[WriteCase, WriteCase]:
+    """One server's create and release runs: an agent's creates (one body, repeated), then
+    a reviewer's releases of fresh waiting rows (each released once)."""
+    label, port = server.spec.label, server.port
+    create_path = "/floor/create" if is_floor else "/api/breakpoints"
+    release_path = "/floor/release/{}" if is_floor else "/api/breakpoints/{}/feedback"
+    body = json.dumps(CREATE_BODY).encode()
+    create = build_request("POST", create_path, port=port, token=agent.token, body=body)
+    creates = measure_write(args, loader, server, f"{label} create", lambda: ([create], False))
+    body = json.dumps(RELEASE_BODY).encode()
+
+    def releases() -> tuple[list[bytes], bool]:
+        ids = rows_create(agent.agent_id, args.write_rows)
+        paths = [release_path.format(bp_id) for bp_id in ids]
+        token = fx.reviewer_token
+        return [build_request("POST", p, port=port, token=token, body=body) for p in paths], True
+
+    return creates, measure_write(args, loader, server, f"{label} release", releases)
+
+
+def writes_report(args, cases: dict[tuple[str, str], WriteCase]) -> None:
+    print()
+    print_table(
+        ("case", "server", "req/s", "p50 ms", "p99 ms", "errors"),
+        [
+            (
+                case.label,
+                case.server,
+                f"{case.best_rate:,.0f}",
+                ms(case.best.latencies, 50) if case.best else float("nan"),
+                ms(case.best.latencies, 99) if case.best else float("nan"),
+                errors_text(case.best, 201) if case.best else "-",
+            )
+            for case in cases.values()
+        ],
+    )
+    print(
+        f"(closed loop: {args.connections} connections, {args.seconds:g} s after "
+        f"{args.warmup:g} s warm-up, the best of {args.client_procs} client processes; the "
+        "floor is the faster of its two servers)"
+    )
+    for path, name in (("create", "create POST /api/breakpoints"), ("release", "release")):
+        floors = [cases[(label, path)] for label, *_, is_floor in WRITE_SERVERS if is_floor]
+        floor = max(floors, key=lambda case: case.best_rate)
+        project = cases[("project-asgi", path)]
+        ratio = project.best_rate / floor.best_rate if floor.best_rate else 0.0
+        p50 = ms(project.best.latencies, 50) if project.best else float("nan")
+        clean = project.best is not None and errors_text(project.best, 201) == "-"
+        verdict(
+            f"{name} throughput vs its floor",
+            f"{project.best_rate:,.0f} / {floor.best_rate:,.0f} req/s ({floor.label}) = "
+            f"{ratio:.0%}, p50 {p50:.1f} ms",
+            f">= {TARGET_WRITE_FLOOR_RATIO:.0%}",
+            ratio >= TARGET_WRITE_FLOOR_RATIO and clean,
         )
 
 
@@ -1146,6 +1316,12 @@ def parse_args() -> argparse.Namespace:
         "--poll-rows", type=int, default=1000, help="breakpoints the polls spread over"
     )
     parser.add_argument(
+        "--write-rows",
+        type=int,
+        default=8000,
+        help="waiting breakpoints made for each release run (each is released once)",
+    )
+    parser.add_argument(
         "--list-seconds", type=float, default=3, help="measured window per list filter run"
     )
     parser.add_argument("--wakes", type=int, default=200, help="wakes per waiter count")
@@ -1222,11 +1398,12 @@ def main() -> None:
     try:
         fx.setup_reviewer()
         with ConnectionWatch(dsn, application, args.max_db_connections) as watch:
-            if {"floor", "lists", "drf"} & set(args.sections):
+            if {"floor", "lists", "writes", "drf"} & set(args.sections):
                 loader = Loader(max(args.client_procs))
             parts = {
                 "floor": lambda: section_floor(args, fx, loader, watch),
                 "lists": lambda: section_lists(args, fx, loader, watch),
+                "writes": lambda: section_writes(args, fx, loader, watch),
                 "drf": lambda: section_drf(args, fx, loader, watch),
                 "wake": lambda: section_wake(args, fx, watch),
                 "capacity": lambda: section_capacity(args, fx, watch),

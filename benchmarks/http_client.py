@@ -157,6 +157,9 @@ class LoadSpec:
     start_at: float = 0.0  # time.time() at which to begin (lines up several processes)
     seed: int = 0
     grace: float = 10.0  # open loop: how long to wait for stragglers after the last one
+    # Closed loop: send each request once, in order (a release per waiting breakpoint);
+    # when they run out the clients stop and errors count "requests exhausted".
+    once: bool = False
 
 
 @dataclass
@@ -212,15 +215,25 @@ async def _closed_loop(spec: LoadSpec) -> LoadResult:
     await asyncio.gather(*(c.open() for c in connections))
     cpu_before = time.process_time()
     _, window_start, window_end = await _start(spec)
+    in_order = iter(spec.requests)
+
+    def next_request() -> bytes | None:
+        if not spec.once:
+            return rng.choice(spec.requests)
+        return next(in_order, None)
 
     async def client(connection: Connection) -> None:
         while result.sent < spec.max_requests:
             began = time.perf_counter()
             if began >= window_end:
                 return
+            raw = next_request()
+            if raw is None:
+                result.errors["requests exhausted"] += 1
+                return
             result.sent += 1
             try:
-                response = await connection.request(rng.choice(spec.requests))
+                response = await connection.request(raw)
             except (OSError, asyncio.IncompleteReadError, HTTPError) as error:
                 result.errors[type(error).__name__] += 1
                 connection.close()

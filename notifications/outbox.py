@@ -74,6 +74,24 @@ def deliveries_enqueue(*, breakpoint: Routed, data: dict, event_type: str) -> li
     return _deliveries_write([(breakpoint, body, targets)], subscribers, event_type, now)
 
 
+def deliveries_enqueue_many(events: Sequence[tuple[Routed, dict, str]]) -> list[str]:
+    """deliveries_enqueue of several events, each (breakpoint, data, event_type), in order:
+    one read of the subscribers and one INSERT for them all (a decision's feedback and
+    release), in the caller's transaction."""
+    if not events:
+        return []
+    current = list(Webhook.objects.current().filter(active=True))
+    now = timezone.now()
+    deliveries = []
+    for breakpoint, data, event_type in events:
+        subscribers = [webhook for webhook in current if webhook.wants(event_type)]
+        targets = channel_targets(breakpoint, event_type)
+        if subscribers or targets:
+            rows = [(breakpoint, _body(event_type, now, data), targets)]
+            deliveries += _deliveries_rows(rows, subscribers, event_type, now)
+    return _deliveries_insert(deliveries)
+
+
 def deliveries_enqueue_bulk(
     *,
     breakpoint_ids: list[str],
@@ -122,22 +140,35 @@ def _deliveries_write(
 ) -> list[str]:
     """One pending delivery per (breakpoint, body) and subscriber or channel target;
     published after commit."""
+    return _deliveries_insert(_deliveries_rows(rows, subscribers, event_type, now))
+
+
+def _deliveries_rows(
+    rows: Sequence[tuple[Routed | None, dict, list[Target]]],
+    subscribers: list[Webhook],
+    event_type: str,
+    now: datetime,
+) -> list[Delivery]:
     common = {"event_type": event_type, "next_attempt_at": now}
-    deliveries = Delivery.objects.bulk_create(
-        [
-            *(
-                Delivery(webhook=webhook, breakpoint_id=_id(bp), body=body, **common)
-                for bp, body, _ in rows
-                for webhook in subscribers
-            ),
-            *(
-                Delivery(channel=channel, target=target, breakpoint_id=_id(bp), body=body, **common)
-                for bp, body, targets in rows
-                for channel, target in targets
-            ),
-        ]
-    )
-    ids = [delivery.pk for delivery in deliveries]
+    return [
+        *(
+            Delivery(webhook=webhook, breakpoint_id=_id(bp), body=body, **common)
+            for bp, body, _ in rows
+            for webhook in subscribers
+        ),
+        *(
+            Delivery(channel=channel, target=target, breakpoint_id=_id(bp), body=body, **common)
+            for bp, body, targets in rows
+            for channel, target in targets
+        ),
+    ]
+
+
+def _deliveries_insert(deliveries: list[Delivery]) -> list[str]:
+    """Write the deliveries (one INSERT) and publish them after commit."""
+    if not deliveries:
+        return []
+    ids = [delivery.pk for delivery in Delivery.objects.bulk_create(deliveries)]
     transaction.on_commit(lambda: publish_soon(publish_deliveries, ids))
     return ids
 

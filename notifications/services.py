@@ -35,6 +35,7 @@ from notifications.outbox import (
     deliveries_due,
     deliveries_enqueue,
     deliveries_enqueue_bulk,
+    deliveries_enqueue_many,
     delivery_resend,
     publish_deliveries,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "deliveries_due",
     "deliveries_enqueue",
     "deliveries_enqueue_bulk",
+    "deliveries_enqueue_many",
     "delivery_attempt",
     "delivery_resend",
     "delivery_turn",

@@ -115,7 +115,10 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             idempotency_key=idempotency_key.strip() if idempotency_key else None,
             requested_by=data.get("requestedBy"),
         )
-        bp = services.breakpoint_read(request.user, bp.pk)
+        if not created or not bp.is_waiting:
+            # A replay, or released at birth: read as stored. A new waiting one is shown as
+            # its transaction wrote it (breakpoint_create: the row, no feedback yet).
+            bp = services.breakpoint_read(request.user, bp.pk)
         # Said in this answer only (a replay's too: the same body), never stored.
         warnings = payload_warnings(data["payload"])
         return Response(

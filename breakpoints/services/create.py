@@ -13,11 +13,11 @@ from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
 from breakpoints import forms
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import resolve_fields
 from breakpoints.results import VIA_RULE, result_auto_approved
 from breakpoints.services.nudges import timeout_columns
-from breakpoints.services.transitions import move, record
+from breakpoints.services.transitions import feedback_cached, move, record
 from core import limits
 from core.actors import Actor
 from core.choices import Status, Strategy
@@ -171,6 +171,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
+        feedback_cached(bp, Feedback.objects.none())  # a new one has none: no query for it
         record(
             bp,
             type=EventType.CREATED,
@@ -181,6 +182,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             _auto_release(bp, verdict)
         elif verdict.shadow_rules:
             _shadow_record(bp, verdict)
+        feedback_cached(bp, None)
     return bp
 
 

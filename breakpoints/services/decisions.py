@@ -3,9 +3,11 @@
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from accounts import experts as routing
@@ -16,7 +18,13 @@ from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusal_recorded, refusals_recorded
-from breakpoints.services.transitions import lock, move, record
+from breakpoints.services.transitions import (
+    feedback_cached,
+    lock,
+    move,
+    record,
+    recorded_together,
+)
 from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
@@ -271,11 +279,47 @@ def _feedback_add(
             "comment may be empty only when release is true.",
             {"comment": ["This field may not be blank unless release is true."]},
         )
-    breakpoint_expire_if_due(breakpoint_id)  # past expiresAt: too late, even before the sweep
-    with transaction.atomic():
+    decide = partial(
+        _decide, breakpoint_id, actor, comment, release, approved, option, via, values, within
+    )
+    try:
+        feedback, bp = decide(overdue_refused=True)
+    except _Overdue:
+        # Past expiresAt: too late, even before the sweep. Expired (or what its onTimeout
+        # says) in a transaction of its own, then asked again: refused unless still waiting.
+        breakpoint_expire_if_due(breakpoint_id)
+        feedback, bp = decide(overdue_refused=False)
+    feedback_cached(bp, None)  # read once for the outbox bodies (_feedback_record)
+    return feedback, bp
+
+
+class _Overdue(Exception):
+    """The locked breakpoint is past its expiresAt: roll the decision back, expire it first."""
+
+
+def _decide(
+    breakpoint_id: str,
+    actor: Actor,
+    comment: str,
+    release: bool,
+    approved: bool | None,
+    option: str | None,
+    via: str,
+    values: Any,
+    within: Callable[[], None] | None,
+    *,
+    overdue_refused: bool,
+) -> tuple[Feedback, Breakpoint]:
+    """The decision's transaction: the row locked, the feedback, the release or vote, their
+    events and outbox rows written together (transitions.recorded_together). An overdue
+    row raises _Overdue (rolled back: the caller expires it, then asks again) while
+    `overdue_refused`."""
+    with transaction.atomic(), recorded_together():
         if within is not None:
             within()
         bp = lock(breakpoint_id)
+        if overdue_refused and bp.is_overdue():
+            raise _Overdue
         verdict = _check_release(bp, option, approved)
         answer = forms.release_values(bp.payload, values=values, release=release, approved=verdict)
         outcome = None
@@ -330,6 +374,8 @@ def _feedback_record(
         option=option if releasing else None,
         via=via,
     )
+    # Its feedback read once, this one included: every outbox body of the decision shows it.
+    prefetch_related_objects([bp], "feedback")
     metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing, "via": via}
     if outcome is not None and outcome.seat is not None:
         metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}

@@ -2,15 +2,21 @@
 
 A transition moves the status with a conditional UPDATE (so two concurrent releases
 cannot both win, on any database) and records the audit event, with the webhook outbox
-rows, in the caller's transaction.
+rows, in the caller's transaction. Within `recorded_together()` (a decision's feedback
+and release) the outbox rows of the block are written together when it ends: one read
+of the subscribers, one INSERT of the deliveries.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import event_record
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.representation import breakpoint_json
 from breakpoints.results import VIA_SYSTEM, result_sealed
 from breakpoints.wakeups import announce
@@ -18,7 +24,7 @@ from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
 from notifications.models import WebhookEventType
-from notifications.services import deliveries_enqueue
+from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 
 _TIMESTAMP_FIELD = {
     Status.RELEASED: "released_at",
@@ -27,13 +33,51 @@ _TIMESTAMP_FIELD = {
 }
 
 
+# (breakpoint, the outbox body's data, event type) per record() within recorded_together().
+_Recorded = tuple[Breakpoint, dict[str, Any], str]
+_together: ContextVar[list[_Recorded] | None] = ContextVar("recorded_together", default=None)
+
+
 def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any]) -> None:
-    """The audit event, and the outbox rows for it, in the caller's transaction."""
+    """The audit event, and the outbox rows for it, in the caller's transaction (the
+    outbox rows at the end of the block within recorded_together(), each body showing
+    the breakpoint as it was when recorded)."""
     event_record(
         breakpoint_id=bp.pk, type=type, actor=actor.name, metadata={**actor.context, **metadata}
     )
-    if type in WebhookEventType.values:
+    if type not in WebhookEventType.values:
+        return
+    together = _together.get()
+    if together is not None:
+        together.append((bp, breakpoint_json(bp), type))
+    else:
         deliveries_enqueue(breakpoint=bp, data=breakpoint_json(bp), event_type=type)
+
+
+@contextmanager
+def recorded_together() -> Iterator[None]:
+    """record() within the block keeps its outbox rows and writes them, in order, when the
+    block ends without an error (in the caller's transaction: nothing is written when it
+    raises). For writes whose outbox rows do not depend on one another's (a decision's
+    feedback and release: neither announces, notifications.fanout)."""
+    kept: list[_Recorded] = []
+    token = _together.set(kept)
+    try:
+        yield
+    finally:
+        _together.reset(token)
+    deliveries_enqueue_many(kept)
+
+
+def feedback_cached(bp: Breakpoint, feedback: QuerySet[Feedback] | None) -> None:
+    """Have breakpoint_json(bp) read `feedback` as its feedback, no query (Django's prefetch
+    cache, as prefetch_related fills it), while a write records it; None drops it again, so
+    the instance a service returns reads its feedback afresh, as before."""
+    cache = bp.__dict__.setdefault("_prefetched_objects_cache", {})
+    if feedback is None:
+        cache.pop("feedback", None)
+    else:
+        cache["feedback"] = feedback
 
 
 def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:
