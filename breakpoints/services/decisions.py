@@ -3,6 +3,7 @@
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -10,7 +11,7 @@ from django.utils import timezone
 
 from accounts import experts as routing
 from audit.models import EventType
-from breakpoints import forms
+from breakpoints import expected_decision, forms
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
@@ -301,7 +302,16 @@ def _feedback_add(
             also={"votes": outcome.votes},
             via=via,
         )
+        if via != Via.TRIGGER:  # a person decided: against what was expected (metrics)
+            transaction.on_commit(partial(_decision_observed, bp), robust=True)
     return feedback, bp
+
+
+def _decision_observed(bp: Breakpoint) -> None:
+    assert bp.released_at is not None  # just released
+    expected_decision.decision_observe(
+        key=bp.key, experts=bp.experts, created_at=bp.created_at, decided_at=bp.released_at
+    )
 
 
 def _feedback_record(
