@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from breakpoints.expected_decision import MIN_SAMPLES, aggregate
 from breakpoints.models import Breakpoint, DecisionTimeStat
@@ -233,3 +234,47 @@ def test_a_process_reads_the_aggregate_once_then_holds_it(
         assert agent_client.get(url).json()["expectedDecision"]["samples"] == MIN_SAMPLES
     with django_assert_num_queries(1):
         assert agent_client.get(url).json()["expectedDecision"]["samples"] == MIN_SAMPLES
+
+
+def _measured(basis: str) -> tuple[float, float, float]:
+    labels = {"basis": basis}
+    return tuple(  # type: ignore[return-value]
+        REGISTRY.get_sample_value(name, labels) or 0.0
+        for name in (
+            "bpm_decision_seconds_count",
+            "bpm_decision_seconds_vs_expected_p50_count",
+            "bpm_decisions_past_expected_p90_total",
+        )
+    )
+
+
+def test_each_human_decision_is_measured_against_what_was_expected(
+    agent_client, reviewer_client, client, django_capture_on_commit_callbacks
+):
+    """Expected vs actual: each human release counts its time, and its time over the
+    expected p50 (past the p90 counted apart); /metrics shows the expected figures."""
+    for seconds in KEY_DURATIONS:
+        decide(agent_client, reviewer_client, key="deploy.prod", seconds=seconds)
+    refresh_decision_times()
+    before, unexpected = _measured("key"), _measured("none")
+    quick = ask(agent_client, key="deploy.prod")["breakpointId"]
+    slow = ask(agent_client, key="deploy.prod")["breakpointId"]
+    Breakpoint.objects.filter(pk=slow).update(created_at=timezone.now() - timedelta(hours=10))
+    with django_capture_on_commit_callbacks(execute=True):
+        for breakpoint_id in (quick, slow):
+            reviewer_client.post(
+                f"/api/breakpoints/{breakpoint_id}/feedback", {"release": True}, format="json"
+            )
+
+    after = _measured("key")
+    assert [after[i] - before[i] for i in range(3)] == [2, 2, 1]  # only the slow one past p90
+    assert _measured("none") == unexpected
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    everything = expected(KEY_DURATIONS, "all")
+    assert "bpm_decision_time_expected_samples 20.0" in text
+    assert 'bpm_decision_time_expected_seconds{quantile="0.9"}' in text
+    p50 = DecisionTimeStat.objects.get(basis="all").p50_seconds
+    assert f'bpm_decision_time_expected_seconds{{quantile="0.5"}} {p50}' in text
+    assert round(p50) == everything["p50Seconds"]
