@@ -75,6 +75,11 @@ class _Aggregate:
                 self._set(_stats_read())
             return self._stats
 
+    def held(self) -> Stats:
+        """The figures held now, however old, without reading: for code that may not query
+        (the ASGI handler's event loop), after current() was called where it could."""
+        return self._stats
+
     def remember(self, stats: Stats) -> None:
         """The figures just computed here (the refresh): no need to read them back."""
         with self._lock:
@@ -112,9 +117,10 @@ def stats_of(rows: Iterable[tuple[str, str | Seats, float, float, int]]) -> Stat
 aggregate = _Aggregate()
 
 
-def expectation(key: str, experts: list[str]) -> dict[str, Any] | None:
-    """The figures for a breakpoint of this key and these seats (see the module)."""
-    stats = aggregate.current()
+def expectation(key: str, experts: list[str], *, read: bool = True) -> dict[str, Any] | None:
+    """The figures for a breakpoint of this key and these seats (see the module); `read`
+    False: from the figures held, never a query."""
+    stats = aggregate.current() if read else aggregate.held()
     if not stats:
         return None
     found = stats.get((DecisionBasis.KEY, key)) if key != FALLBACK_KEY else None
@@ -125,11 +131,13 @@ def expectation(key: str, experts: list[str]) -> dict[str, Any] | None:
     return dict(found) if found is not None else None
 
 
-def expected_decision(*, status: str, key: str, experts: list[str]) -> dict[str, Any] | None:
+def expected_decision(
+    *, status: str, key: str, experts: list[str], read: bool = True
+) -> dict[str, Any] | None:
     """expectedDecision as the API shows it: the expectation while waiting, else None."""
     if status != Status.WAITING:
         return None
-    return expectation(key, experts)
+    return expectation(key, experts, read=read)
 
 
 # --- how the expectation held up (ops.metrics serves these) --------------------------

@@ -59,7 +59,9 @@ def poll_after_ms(status: str) -> int | None:
 
 def status_body(row: dict[str, Any]) -> dict[str, Any]:
     """`{status, updatedAt, result, pollAfterMs, expectedDecision}` from a status row
-    (selectors); expectedDecision comes from this process's copy of the aggregate."""
+    (selectors). expectedDecision comes from this process's copy of the aggregate as held:
+    the ASGI handler builds this on its event loop, where no query may run (the status
+    read, services.breakpoint_statuses_read, keeps the copy current)."""
     status = row["status"]
     return {
         "status": status,
@@ -67,7 +69,7 @@ def status_body(row: dict[str, Any]) -> dict[str, Any]:
         "result": row["result"],
         "pollAfterMs": poll_after_ms(status),
         "expectedDecision": expected_decision(
-            status=status, key=row["key"], experts=row["experts"]
+            status=status, key=row["key"], experts=row["experts"], read=False
         ),
     }
 

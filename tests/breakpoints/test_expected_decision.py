@@ -21,6 +21,7 @@ from breakpoints.models import Breakpoint, DecisionTimeStat
 from breakpoints.tasks import refresh_decision_times
 from core.actors import Actor
 from policies.autoapproval import rule_create
+from tests.aio import run_asgi
 
 SEATS = ["tech-lead", "ops-lead"]
 
@@ -278,3 +279,31 @@ def test_each_human_decision_is_measured_against_what_was_expected(
     p50 = DecisionTimeStat.objects.get(basis="all").p50_seconds
     assert f'bpm_decision_time_expected_seconds{{quantile="0.5"}} {p50}' in text
     assert round(p50) == everything["p50Seconds"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_waiting_handler_answers_it_even_when_its_copy_is_stale(
+    agent_client, agent_token, reviewer_client, settings
+):
+    """The ASGI status handler builds its answer on the event loop, where no query may run:
+    its status read (on a bridge thread) reads the aggregate when this process's copy is
+    stale, so the answer has the figures, for one id and for many, and never fails."""
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    for seconds in KEY_DURATIONS:
+        decide(agent_client, reviewer_client, key="deploy.prod", seconds=seconds)
+    refresh_decision_times()
+    waiting = ask(agent_client, key="deploy.prod")["breakpointId"]
+    headers = {"Authorization": f"Bearer {agent_token}"}
+
+    async def poll(client):
+        aggregate.forget()  # as a web process whose copy is older than CACHE_SECONDS
+        one = await client.get(f"/api/breakpoints/{waiting}/status", headers=headers)
+        aggregate.forget()
+        many = await client.get(f"/api/breakpoints/status?id={waiting}", headers=headers)
+        return one, many
+
+    one, many = run_asgi(poll)
+
+    assert one.status_code == 200 and many.status_code == 200, (one.text, many.text)
+    assert one.json()["expectedDecision"] == expected(KEY_DURATIONS, "key")
+    assert many.json()["results"][0]["expectedDecision"] == expected(KEY_DURATIONS, "key")
