@@ -14,17 +14,21 @@ and that time against the p50 it was expected to take (ops.metrics serves them).
 """
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.db import DatabaseError, transaction
 from prometheus_client import Counter, Histogram
 
 from breakpoints.models import DecisionBasis, DecisionTimeStat
 from core.choices import Status
 from core.naming import FALLBACK_KEY
+
+logger = logging.getLogger(__name__)
 
 WINDOW_DAYS = 90
 MIN_SAMPLES = 20
@@ -95,10 +99,20 @@ class _Aggregate:
 
 
 def _stats_read() -> Stats:
-    """The whole aggregate, in one query (it holds only groups of MIN_SAMPLES or more)."""
-    rows = DecisionTimeStat.objects.values_list(
-        "basis", "value", "p50_seconds", "p90_seconds", "samples"
-    )
+    """The whole aggregate, in one query (it holds only groups of MIN_SAMPLES or more).
+
+    A failure (its table not migrated yet) means no figures, never a failed answer: the
+    read has its own savepoint inside a caller's transaction, which it cannot abort."""
+    try:
+        with transaction.atomic():
+            rows = list(
+                DecisionTimeStat.objects.values_list(
+                    "basis", "value", "p50_seconds", "p90_seconds", "samples"
+                )
+            )
+    except DatabaseError:
+        logger.warning("expectedDecision: the decision-time aggregate is unreadable", exc_info=True)
+        return {}
     return stats_of(rows)
 
 

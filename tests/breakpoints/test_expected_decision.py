@@ -231,8 +231,12 @@ def test_a_process_reads_the_aggregate_once_then_holds_it(
     agent_client.get(url)
     aggregate.forget()  # as a web process that has not read it yet
 
-    with django_assert_num_queries(2):  # the status row, and the aggregate once
+    with CaptureQueriesContext(connection) as cold:
         assert agent_client.get(url).json()["expectedDecision"]["samples"] == MIN_SAMPLES
+    # The aggregate's read has a savepoint inside a transaction (the test's own here; a
+    # poll runs in none): the queries are the aggregate, once, and the status row.
+    read = [q["sql"] for q in cold.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(read) == 2 and "decisiontimestat" in read[0]
     with django_assert_num_queries(1):
         assert agent_client.get(url).json()["expectedDecision"]["samples"] == MIN_SAMPLES
 
@@ -307,3 +311,15 @@ def test_the_waiting_handler_answers_it_even_when_its_copy_is_stale(
     assert one.status_code == 200 and many.status_code == 200, (one.text, many.text)
     assert one.json()["expectedDecision"] == expected(KEY_DURATIONS, "key")
     assert many.json()["results"][0]["expectedDecision"] == expected(KEY_DURATIONS, "key")
+
+
+def test_an_unreadable_aggregate_means_no_figures_not_a_failed_answer(agent_client, monkeypatch):
+    """As before its migration ran: the create (whose transaction reads the aggregate for
+    its webhook body) and the poll still answer, with expectedDecision null."""
+    monkeypatch.setattr(DecisionTimeStat._meta, "db_table", "no_such_table_yet")
+    aggregate.forget()
+
+    created = ask(agent_client, key="deploy.prod")
+
+    assert created["expectedDecision"] is None
+    assert shown(agent_client, created["breakpointId"]) is None
