@@ -11,7 +11,7 @@ from tests.support.mcp import mcp_call
 from tests.support.scripted import Answer, breakpoint_json, status_json
 
 EXPECTED = {"p50Seconds": 240, "p90Seconds": 1320, "samples": 31, "basis": "key"}
-RELEASED = {"approved": True, "respondedBy": "alice", "feedback": "go"}
+RELEASED = {"approved": True, "respondedBy": "alice", "feedback": "go", "allResponses": []}
 
 
 def test_the_sdk_decodes_it_on_the_create_answer_and_the_status(scripted):
@@ -32,7 +32,7 @@ def test_the_sdk_decodes_it_on_the_create_answer_and_the_status(scripted):
 def test_bpm_ask_says_how_long_people_usually_take_on_stderr(scripted, capsys):
     server = scripted(
         Answer(201, breakpoint_json(expectedDecision=EXPECTED)),
-        Answer(200, status_json(status="released", result=RESULT_OF(RELEASED), pollAfterMs=None)),
+        Answer(200, status_json(status="released", result=RELEASED, pollAfterMs=None)),
     )
 
     code = main(["--url", server.url, "--token", "bpm_test", "ask", "Ship?"])
@@ -46,15 +46,11 @@ def test_bpm_ask_says_how_long_people_usually_take_on_stderr(scripted, capsys):
 def test_bpm_ask_says_nothing_of_it_without_figures(scripted, capsys):
     server = scripted(
         Answer(201, breakpoint_json()),
-        Answer(200, status_json(status="released", result=RESULT_OF(RELEASED), pollAfterMs=None)),
+        Answer(200, status_json(status="released", result=RELEASED, pollAfterMs=None)),
     )
 
     assert main(["--url", server.url, "--token", "bpm_test", "ask", "Ship?"]) == 0
     assert "usually" not in capsys.readouterr().err
-
-
-def RESULT_OF(result: dict) -> dict:  # noqa: N802 - reads as the constant it builds
-    return {**result, "allResponses": []}
 
 
 @pytest.mark.parametrize(
@@ -71,14 +67,29 @@ def test_the_figures_read_as_people_say_durations(p50, p90, said):
     assert expected.describe() == said
 
 
+def test_request_human_approval_says_it_in_its_progress_while_it_waits(scripted):
+    server = scripted(
+        Answer(201, breakpoint_json(expectedDecision=EXPECTED)),
+        Answer(200, status_json(status="released", result=RELEASED, pollAfterMs=None)),
+    )
+    progress: list[str] = []
+
+    result = mcp_call(server.url, "request_human_approval", {"question": "Ship?"}, progress)
+
+    assert result.structured_content["approved"] is True
+    assert progress and all(
+        message.endswith("; usually answered in about 4 min (p90 22 min))") for message in progress
+    )
+
+
 def test_the_mcp_tools_return_it_while_waiting_and_null_once_decided(scripted):
     waiting = scripted(Answer(201, breakpoint_json(expectedDecision=EXPECTED)))
     created = mcp_call(waiting.url, "create_breakpoint", {"question": "Ship?"})
     assert created.structured_content["expectedDecision"] == EXPECTED
 
     decided = scripted(
-        Answer(200, status_json(status="released", result=RESULT_OF(RELEASED), pollAfterMs=None)),
-        Answer(200, breakpoint_json(status="released", result=RESULT_OF(RELEASED))),
+        Answer(200, status_json(status="released", result=RELEASED, pollAfterMs=None)),
+        Answer(200, breakpoint_json(status="released", result=RELEASED)),
     )
     answer = mcp_call(decided.url, "get_breakpoint_status", {"breakpoint_id": "bp_1"})
     assert answer.structured_content["expectedDecision"] is None
