@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from accounts import experts as routing
+from breakpoints.expected_decision import expected_decision
 from breakpoints.models import Breakpoint, Feedback
 from core.ijson import as_doubles
 from core.timestamps import timestamp
@@ -97,13 +98,14 @@ def _breakpoint_json(
 ) -> dict[str, Any]:
     """The contract's fields, each read by attribute name with `get`."""
     breakpoint_id = _text(get("id"))
+    status, key, experts = get("status"), get("key"), get("experts")
     return {
         "breakpointId": breakpoint_id,
-        "status": _text(get("status")),
+        "status": _text(status),
         "agentId": _text(get("agent_id")),
         "runId": _text(get("run_id")),
         "title": _text(get("title")),
-        "key": _text(get("key")),
+        "key": _text(key),
         "question": _text(get("question")),
         # As digested: PostgreSQL writes a double of 1e16 or more as a long integer.
         "payload": as_doubles(get("payload")),
@@ -119,11 +121,13 @@ def _breakpoint_json(
         "result": get("result"),
         "autoApproval": get("auto_approval"),
         "strategy": _text(get("strategy")),
-        "experts": experts_json(get("experts"), seats),
+        "experts": experts_json(experts, seats),
         "votes": get("votes"),
         "requestedBy": _text(get("requested_by")),
         "payloadDigest": _text(get("payload_digest")),
         "consoleUrl": console_url(str(breakpoint_id)),
+        # From this process's copy of the aggregate: no query (breakpoints.expected_decision).
+        "expectedDecision": expected_decision(status=status, key=key, experts=experts),
     }
 
 

@@ -6,6 +6,7 @@ an overdue waiting breakpoint before anyone sees it.
 """
 
 import functools
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
@@ -15,6 +16,7 @@ from django.db.models import (
     BooleanField,
     ExpressionWrapper,
     F,
+    FloatField,
     Func,
     JSONField,
     Prefetch,
@@ -26,9 +28,9 @@ from django.db.models import (
 
 from audit.models import Event, EventType
 from breakpoints import representation
-from breakpoints.models import Breakpoint, Feedback
+from breakpoints.expected_decision import percentile, seats_of
+from breakpoints.models import Breakpoint, DecisionBasis, Feedback
 from breakpoints.models.breakpoint import BreakpointQuerySet
-from breakpoints.results import TIMEOUT_POLICY_RESPONDER
 from core.actors import AgentPrincipal
 from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
@@ -205,14 +207,15 @@ def breakpoint_get(user: Any, breakpoint_id: str) -> Breakpoint:
     return bp
 
 
-_STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at")
+# key and experts: what expectedDecision is looked up by, in the same read.
+_STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at", "key", "experts")
 
 
 def breakpoint_statuses(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The polling hot path: status rows of the visible ones among `breakpoint_ids`.
 
-    One indexed primary-key query of five columns (ids the caller may not see are simply
-    absent).
+    One indexed primary-key query of seven small columns (ids the caller may not see are
+    simply absent).
     """
     ids = list(breakpoint_ids)
     # order_by(): rows by primary key need no ORDER BY (Meta.ordering would add one).
@@ -262,8 +265,7 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
     if agent_id is not None:
         decided = decided.filter(agent_id=agent_id)
     decisions = (
-        decided.exclude(auto_approval__recommended=True)
-        .exclude(result__respondedBy=TIMEOUT_POLICY_RESPONDER)  # nobody decided those either
+        decided_by_people(decided)
         .order_by("-created_at")
         .values_list("result__approved", flat=True)[:limit]
     )
@@ -273,6 +275,13 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
             break
         streak += 1
     return streak
+
+
+def decided_by_people(released: BreakpointQuerySet) -> BreakpointQuerySet:
+    """Of released breakpoints, those a person decided: not an auto-approval (a rule,
+    autoApproveAfterN), not a timeout policy. The one definition is the model's
+    person_decided, kept by the database as `person_decision` (NULL: nobody decided)."""
+    return released.filter(person_decision__isnull=False)
 
 
 def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
@@ -301,3 +310,123 @@ def history(*, limit: int = 20, key: str | None = None) -> list[dict[str, Any]]:
         }
         for bp in rows
     ]
+
+
+# --- how long people take to decide (the aggregate behind expectedDecision) -----------
+
+# A trigger rule's release (triggers.actions) answers for an event, not a person.
+_TRIGGER_RESPONDER_PREFIX = "trigger:"
+# SQLite (the embedded default) computes in Python over at most this many decisions.
+SQLITE_MAX_DECISIONS = 100_000
+
+
+class _DecisionSeconds(Func):
+    """released_at - created_at in seconds (PostgreSQL)."""
+
+    template = "EXTRACT(EPOCH FROM (%(expressions)s))"
+    arg_joiner = " - "
+    output_field = FloatField()
+
+
+class _SortedSeats(Func):
+    """The experts array's names sorted, as jsonb text; NULL when it has none (PostgreSQL)."""
+
+    template = (
+        "(SELECT jsonb_agg(seat ORDER BY seat)::text "
+        "FROM jsonb_array_elements_text(%(expressions)s) AS seat)"
+    )
+    output_field = TextField()
+
+
+def human_decisions_since(since: datetime) -> BreakpointQuerySet:
+    """Breakpoints created since `since` that a person released: decided_by_people, and
+    not by a trigger rule."""
+    released = Breakpoint.objects.filter(
+        status=Status.RELEASED, created_at__gte=since, released_at__isnull=False
+    )
+    return decided_by_people(released).exclude(
+        result__respondedBy__startswith=_TRIGGER_RESPONDER_PREFIX
+    )
+
+
+def decision_time_groups(*, since: datetime, min_samples: int) -> list[dict[str, Any]]:
+    """p50 and p90 of the decision time (released_at - created_at, seconds) of the human
+    decisions since `since`, per key (not FALLBACK_KEY), per set of expert seats (routed
+    ones) and over all, for each group of at least `min_samples` decisions: dicts of
+    DecisionTimeStat's columns. PostgreSQL computes them (percentile_cont, one pass with
+    grouping sets); SQLite in Python, over the newest SQLITE_MAX_DECISIONS."""
+    decided = human_decisions_since(since).order_by()
+    if connection.vendor == "postgresql":
+        groups = _decision_time_groups_sql(decided, min_samples)
+    else:
+        groups = _decision_time_groups_python(decided, min_samples)
+    return [
+        group
+        for group in groups
+        if not (group["basis"] == DecisionBasis.KEY and group["value"] == FALLBACK_KEY)
+    ]
+
+
+def _decision_time_groups_sql(decided: BreakpointQuerySet, min_samples: int) -> list[dict]:
+    rows = decided.annotate(
+        seats=_SortedSeats("experts"), seconds=_DecisionSeconds("released_at", "created_at")
+    ).values_list("key", "seats", "seconds")
+    inner, params = rows.query.sql_with_params()
+    sql = (
+        'SELECT GROUPING(d."key"), GROUPING(d.seats), d."key", d.seats, '
+        "percentile_cont(0.5) WITHIN GROUP (ORDER BY d.seconds), "
+        "percentile_cont(0.9) WITHIN GROUP (ORDER BY d.seconds), COUNT(*) "
+        f"FROM ({inner}) AS d "
+        'GROUP BY GROUPING SETS ((d."key"), (d.seats), ()) HAVING COUNT(*) >= %s'
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, min_samples])
+        found = cursor.fetchall()
+    groups = []
+    for no_key, no_seats, key, seats, p50, p90, samples in found:
+        if not no_key:
+            basis, value = DecisionBasis.KEY, key
+        elif not no_seats:
+            if seats is None:  # the unrouted ones
+                continue
+            basis, value = DecisionBasis.EXPERTS, _seats_value(json.loads(seats))
+        else:
+            basis, value = DecisionBasis.ALL, ""
+        groups.append(_group(basis, value, p50, p90, samples))
+    return groups
+
+
+def _decision_time_groups_python(decided: BreakpointQuerySet, min_samples: int) -> list[dict]:
+    newest = decided.order_by("-created_at").values_list(
+        "key", "experts", "created_at", "released_at"
+    )[:SQLITE_MAX_DECISIONS]
+    by_group: dict[tuple[str, str], list[float]] = {}
+    for key, experts, created_at, released_at in newest.iterator(chunk_size=2_000):
+        seconds = (cast(datetime, released_at) - created_at).total_seconds()  # not null
+        wanted = [(DecisionBasis.KEY, key), (DecisionBasis.ALL, "")]
+        if experts:
+            wanted.append((DecisionBasis.EXPERTS, _seats_value(experts)))
+        for group in wanted:
+            by_group.setdefault(group, []).append(seconds)
+    groups = []
+    for (basis, value), durations in by_group.items():
+        if len(durations) >= min_samples:
+            durations.sort()
+            p50, p90 = percentile(durations, 0.5), percentile(durations, 0.9)
+            groups.append(_group(basis, value, p50, p90, len(durations)))
+    return groups
+
+
+def _seats_value(names: Iterable[str]) -> str:
+    """DecisionTimeStat.value of a set of seats: the sorted names as a JSON array."""
+    return json.dumps(list(seats_of(names)), ensure_ascii=False, separators=(",", ":"))
+
+
+def _group(basis: str, value: str, p50: float, p90: float, samples: int) -> dict[str, Any]:
+    return {
+        "basis": basis,
+        "value": value,
+        "p50_seconds": float(p50),
+        "p90_seconds": float(p90),
+        "samples": int(samples),
+    }

@@ -24,3 +24,9 @@ def nudge_waiting_breakpoints() -> int:
 def purge_finished_breakpoints() -> int:
     """Retention: delete finished breakpoints older than BPM_RETENTION_DAYS."""
     return services.breakpoints_purge(older_than_days=settings.BPM_RETENTION_DAYS)
+
+
+@shared_task(name=tasknames.REFRESH_DECISION_TIMES, acks_late=True, ignore_result=True)
+def refresh_decision_times() -> int:
+    """The aggregate behind expectedDecision, from the last 90 days of human decisions."""
+    return services.decision_times_refresh()

@@ -446,6 +446,9 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # wait for a lost broker (not exit 
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one place that defines the periodic tasks. Run exactly one beat process.
 _TTL, _OUTBOX = float(BPM_TTL_SWEEP_SECONDS), float(BPM_OUTBOX_SWEEP_SECONDS)
+# expectedDecision's aggregate (breakpoints.services.decision_times): a few seconds of
+# PostgreSQL at a million breakpoints, so every five minutes.
+_DECISION_TIMES = 300.0
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": schedule}
     for name, task, schedule in [
@@ -454,6 +457,7 @@ CELERY_BEAT_SCHEDULE = {
         ("dispatch-due-webhooks", tasknames.DISPATCH_DUE_DELIVERIES, _OUTBOX),
         ("dispatch-due-events", tasknames.DISPATCH_DUE_EVENTS, _OUTBOX),
         ("purge-finished-breakpoints", tasknames.PURGE_FINISHED, crontab(hour=3, minute=17)),
+        ("refresh-decision-times", tasknames.REFRESH_DECISION_TIMES, _DECISION_TIMES),
     ]
 }
 CELERY_TIMEZONE = TIME_ZONE

@@ -11,6 +11,7 @@ schedule (config.settings) names them.
 EXPIRE_DUE = "breakpoints.tasks.expire_due_breakpoints"
 NUDGE_WAITING = "breakpoints.tasks.nudge_waiting_breakpoints"
 PURGE_FINISHED = "breakpoints.tasks.purge_finished_breakpoints"
+REFRESH_DECISION_TIMES = "breakpoints.tasks.refresh_decision_times"
 # notifications: the webhook outbox (published before the apps were split, under breakpoints)
 DELIVER = "breakpoints.tasks.deliver_webhook"
 DISPATCH_DUE_DELIVERIES = "breakpoints.tasks.dispatch_due_webhooks"
@@ -23,6 +24,7 @@ PUBLISHED = frozenset(
         EXPIRE_DUE,
         NUDGE_WAITING,
         PURGE_FINISHED,
+        REFRESH_DECISION_TIMES,
         DELIVER,
         DISPATCH_DUE_DELIVERIES,
         EVALUATE_EVENT,

@@ -7,7 +7,11 @@ Three kinds of series:
 - This process's long-poll state (open waits, wake-up listener), from hub_state().
 - Domain gauges, read from the database by DomainCollector when /metrics is scraped,
   with bounded, indexed queries only (capped counts, first row of an index): they are the
-  same whichever process answers the scrape.
+  same whichever process answers the scrape. Among them, the expected decision time over
+  all human decisions (the aggregate behind expectedDecision).
+- Expected vs actual decision time, recorded by the decision service on each human
+  release (breakpoints.expected_decision): a histogram of the time it took, and one of that
+  time over the p50 it was expected to take, by basis (key, experts, all, none).
 
 Under gunicorn, set PROMETHEUS_MULTIPROC_DIR to an empty directory writable by the web
 processes: each process then writes its series to files there and any of them answers a
@@ -43,7 +47,7 @@ from psycopg_pool import PoolTimeout
 
 from accounts.authentication import bearer_credentials
 from audit.models import Event, EventType
-from breakpoints.models import Breakpoint
+from breakpoints.models import Breakpoint, DecisionBasis, DecisionTimeStat
 from breakpoints.waiting.metrics import (
     ensure_process_gauges_refresher,
     multiprocess_enabled,
@@ -109,6 +113,7 @@ class DomainCollector(Collector):
         yield from _outbox_gauges(now)
         yield from _event_gauges(now)
         yield from _shadow_gauges()
+        yield from _decision_time_gauges()
 
 
 def _waiting_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
@@ -206,6 +211,32 @@ def _shadow_gauges() -> Iterator[GaugeMetricFamily]:
         for name, family in families.items():
             family.add_metric([rule_id], getattr(counted, name))
     yield from families.values()
+
+
+def _decision_time_gauges() -> Iterator[GaugeMetricFamily]:
+    """The p50 and p90 a breakpoint with no figures of its own is expected to take (over
+    all human decisions of the last 90 days); no sample while fewer than 20 back them."""
+    overall = (
+        DecisionTimeStat.objects.filter(basis=DecisionBasis.ALL)
+        .values_list("p50_seconds", "p90_seconds", "samples")
+        .first()
+    )
+    expected = GaugeMetricFamily(
+        "bpm_decision_time_expected_seconds",
+        "Expected decision time over all human decisions of the last 90 days, by quantile "
+        "(compare bpm_decision_seconds, the actual times).",
+        labels=["quantile"],
+    )
+    samples = GaugeMetricFamily(
+        "bpm_decision_time_expected_samples",
+        "How many human decisions bpm_decision_time_expected_seconds comes from (0: too few).",
+    )
+    if overall is not None:
+        expected.add_metric(["0.5"], overall[0])
+        expected.add_metric(["0.9"], overall[1])
+    samples.add_metric([], overall[2] if overall is not None else 0)
+    yield expected
+    yield samples
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

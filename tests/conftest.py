@@ -14,6 +14,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
+from breakpoints.expected_decision import aggregate
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.support.receipts import TEST_KEYS_SETTING
@@ -180,6 +181,14 @@ def _publish_inline(settings):
     """A committed transaction's publish runs in the request, so a test sees what was
     handed over when its transaction commits (tests/core/test_publishing.py runs the thread)."""
     settings.BPM_PUBLISH_INLINE = True
+
+
+@pytest.fixture(autouse=True)
+def _no_decision_times():
+    """Each test starts with no expectedDecision figures and no query to read them (this
+    process's copy is shared by every test): a test of them refreshes the aggregate, which
+    updates the copy, or calls aggregate.forget() to read it again."""
+    aggregate.forget(empty=True)
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ PUBLISHED = {
     "breakpoints.tasks.expire_due_breakpoints",
     "breakpoints.tasks.nudge_waiting_breakpoints",
     "breakpoints.tasks.purge_finished_breakpoints",
+    "breakpoints.tasks.refresh_decision_times",
     "triggers.tasks.dispatch_due_events",
     "triggers.tasks.evaluate_event",
 }

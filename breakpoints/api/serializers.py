@@ -7,7 +7,7 @@ from rest_framework import serializers
 from audit.models import Event
 from breakpoints import representation
 from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
-from breakpoints.models import Breakpoint, Feedback
+from breakpoints.models import Breakpoint, DecisionBasis, Feedback
 from core import limits
 from core.choices import Status, Strategy
 from policies.api.serializers import AutoApprovalSerializer
@@ -122,6 +122,37 @@ class ResultField(serializers.JSONField):
     pass
 
 
+class ExpectedDecisionSerializer(serializers.Serializer):
+    """How long people took to decide breakpoints like this one (docs/waiting.md)."""
+
+    p50Seconds = serializers.IntegerField(
+        min_value=0, help_text="Half the decisions came within this many seconds (median)."
+    )
+    p90Seconds = serializers.IntegerField(
+        min_value=0, help_text="Nine decisions in ten came within this many seconds."
+    )
+    samples = serializers.IntegerField(
+        min_value=20, help_text="How many human decisions these figures come from."
+    )
+    basis = serializers.ChoiceField(
+        choices=DecisionBasis.choices,
+        help_text="Which decisions: those of the same key, else of the same expert seats, "
+        "else all of them.",
+    )
+
+
+EXPECTED_DECISION_HELP = (
+    "While waiting: how long a person usually takes to decide it, from the human decisions "
+    "of the last 90 days (the same key, else the same expert seats, else all; refreshed "
+    "every few minutes). Null once it is decided, and while fewer than 20 decisions back it."
+)
+
+
+@extend_schema_field(ExpectedDecisionSerializer(allow_null=True))
+class ExpectedDecisionField(serializers.JSONField):
+    pass
+
+
 @extend_schema_field(AutoApprovalSerializer(allow_null=True))
 class AutoApprovalField(serializers.JSONField):
     pass
@@ -189,6 +220,7 @@ class BreakpointSerializer(serializers.ModelSerializer):
         help_text="The breakpoint's page in the reviewer console (absolute, from "
         "BPM_PUBLIC_URL): where a person answers it. Every channel's message links to it.",
     )
+    expectedDecision = ExpectedDecisionField(allow_null=True, help_text=EXPECTED_DECISION_HELP)
 
     warnings = serializers.ListField(
         child=serializers.CharField(),
@@ -205,7 +237,7 @@ class BreakpointSerializer(serializers.ModelSerializer):
             "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
             "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
             "strategy", "experts", "votes", "requestedBy", "payloadDigest", "consoleUrl",
-            "warnings",
+            "expectedDecision", "warnings",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -236,6 +268,7 @@ class StatusSerializer(serializers.Serializer):
     updatedAt = UtcDateTimeField(source="updated_at")
     result = ResultField(allow_null=True)
     pollAfterMs = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
+    expectedDecision = ExpectedDecisionField(allow_null=True, help_text=EXPECTED_DECISION_HELP)
 
 
 class NotVisibleSerializer(serializers.Serializer):
@@ -252,6 +285,9 @@ class ManyStatusEntrySerializer(serializers.Serializer):
     result = ResultField(allow_null=True, required=False)
     pollAfterMs = serializers.IntegerField(
         allow_null=True, required=False, help_text=POLL_AFTER_HELP
+    )
+    expectedDecision = ExpectedDecisionField(
+        allow_null=True, required=False, help_text=EXPECTED_DECISION_HELP
     )
     error = NotVisibleSerializer(required=False)
 

@@ -9,10 +9,12 @@
 - nudges: escalation (escalateAfterSeconds) and reminders while a breakpoint waits
 - reads: reads that first expire what is overdue, for views (selectors only read)
 - refusals: a refused decision on the record, once, whatever the channel
+- decision_times: decision_times_refresh, the aggregate behind expectedDecision
 - transitions: the locked, conditional, audited state change they all share
 """
 
 from breakpoints.services.create import breakpoint_create
+from breakpoints.services.decision_times import decision_times_refresh
 from breakpoints.services.decisions import (
     breakpoint_always_approve,
     feedback_add,
@@ -53,6 +55,7 @@ __all__ = [
     "breakpoints_page_read",
     "breakpoints_purge",
     "breakpoints_remind_due",
+    "decision_times_refresh",
     "feedback_add",
     "release_check",
     "release_preview",

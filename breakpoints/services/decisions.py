@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts import experts as routing
 from audit.models import EventType
-from breakpoints import forms
+from breakpoints import expected_decision, forms
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.results import result_released, result_voted, vote
@@ -347,7 +347,16 @@ def _decide(
         )
         if (bp.auto_approval or {}).get("shadow"):  # read from the locked row: no query
             shadow.shadow_outcome_record(breakpoint_id=bp.pk, approved=outcome.decision)
+        if via != Via.TRIGGER:  # a person decided: against what was expected (metrics)
+            transaction.on_commit(partial(_decision_observed, bp), robust=True)
     return feedback, bp
+
+
+def _decision_observed(bp: Breakpoint) -> None:
+    assert bp.released_at is not None  # just released
+    expected_decision.decision_observe(
+        key=bp.key, experts=bp.experts, created_at=bp.created_at, decided_at=bp.released_at
+    )
 
 
 def _feedback_record(

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from breakpoints import selectors
+from breakpoints.expected_decision import aggregate
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import is_overdue
 from breakpoints.services.expiry import breakpoint_expire_if_due
@@ -57,7 +58,12 @@ def _expired_now(overdue: Iterable[str]) -> list[str]:
 
 
 def breakpoint_statuses_read(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The polling hot path: status rows of the visible ones among `breakpoint_ids`."""
+    """The polling hot path: status rows of the visible ones among `breakpoint_ids`.
+
+    It also keeps this process's copy of the decision-time aggregate current (a query at
+    most once per CACHE_SECONDS), for the answer's expectedDecision: that answer may be
+    built where no query can run (breakpoints.waiting.bodies)."""
+    aggregate.current()
     rows = selectors.breakpoint_statuses(user, breakpoint_ids)
     overdue = [pk for pk, row in rows.items() if is_overdue(row["status"], row["expires_at"])]
     for breakpoint_id in overdue:

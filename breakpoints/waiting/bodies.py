@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from breakpoints.expected_decision import expected_decision
 from core.choices import Status
 from core.timestamps import timestamp
 
@@ -57,12 +58,19 @@ def poll_after_ms(status: str) -> int | None:
 
 
 def status_body(row: dict[str, Any]) -> dict[str, Any]:
-    """`{status, updatedAt, result, pollAfterMs}` from a status row (selectors)."""
+    """`{status, updatedAt, result, pollAfterMs, expectedDecision}` from a status row
+    (selectors). expectedDecision comes from this process's copy of the aggregate as held:
+    the ASGI handler builds this on its event loop, where no query may run (the status
+    read, services.breakpoint_statuses_read, keeps the copy current)."""
+    status = row["status"]
     return {
-        "status": row["status"],
+        "status": status,
         "updatedAt": timestamp(row["updated_at"]),
         "result": row["result"],
-        "pollAfterMs": poll_after_ms(row["status"]),
+        "pollAfterMs": poll_after_ms(status),
+        "expectedDecision": expected_decision(
+            status=status, key=row["key"], experts=row["experts"], read=False
+        ),
     }
 
 

@@ -122,9 +122,11 @@ def test_released_detail_carries_the_full_result(agent_client, reviewer, make_br
 # --- status poll -------------------------------------------------------------------------
 
 
-def test_status_poll_is_small_status_updated_at_result_and_a_poll_hint(
+def test_status_poll_is_small_status_updated_at_result_a_poll_hint_and_an_expectation(
     agent_client, make_breakpoint
 ):
+    """expectedDecision is null without 20 past decisions (tests/breakpoints/
+    test_expected_decision.py)."""
     bp = make_breakpoint()
 
     response = agent_client.get(detail(bp.pk, "/status"))
@@ -135,6 +137,7 @@ def test_status_poll_is_small_status_updated_at_result_and_a_poll_hint(
         "updatedAt": response.json()["updatedAt"],
         "result": None,
         "pollAfterMs": 1000,
+        "expectedDecision": None,
     }
     assert response.json()["updatedAt"]
 

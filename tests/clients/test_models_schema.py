@@ -36,6 +36,7 @@ MODELS: dict[type[sdk.Model], str] = {
     sdk.Feedback: "Feedback",
     sdk.Expert: "Expert",
     sdk.AutoApproval: "AutoApproval",
+    sdk.ExpectedDecision: "ExpectedDecision",
     sdk.NotVisible: "NotVisible",
     sdk.Event: "Event",
     sdk.EventList: "EventList",

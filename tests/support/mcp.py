@@ -11,12 +11,19 @@ from mcp.types import CallToolResult, TextContent
 from tests.aio import run_async
 
 
-def mcp_call(url: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-    """`tool` called through an in-process MCP session with the server `bpm mcp` serves."""
+def mcp_call(
+    url: str, tool: str, arguments: dict[str, Any], progress: list[str] | None = None
+) -> CallToolResult:
+    """`tool` called through an in-process MCP session with the server `bpm mcp` serves;
+    `progress` collects the messages of its progress notifications."""
+
+    async def noted(done: float, total: float | None, message: str | None) -> None:
+        if progress is not None and message is not None:
+            progress.append(message)
 
     async def call() -> CallToolResult:
         async with Client(build_server(url, "bpm_test")) as session:
-            return await session.call_tool(tool, arguments)
+            return await session.call_tool(tool, arguments, progress_callback=noted)
 
     return run_async(call())
 

@@ -26,12 +26,14 @@ def breakpoint_json(**changes: Any) -> dict[str, Any]:
         "result": None, "autoApproval": None, "strategy": "single", "experts": [], "votes": [],
         "requestedBy": None, "payloadDigest": None,
         "consoleUrl": "http://127.0.0.1:8000/admin/breakpoints/breakpoint/bp_1/change/",
+        "expectedDecision": None,
     }  # fmt: skip
     return {**body, **changes}
 
 
 def status_json(**changes: Any) -> dict[str, Any]:
-    return {"status": "waiting", "updatedAt": NOW, "result": None, "pollAfterMs": 1000, **changes}
+    body = {"status": "waiting", "updatedAt": NOW, "result": None, "pollAfterMs": 1000}
+    return {**body, "expectedDecision": None, **changes}
 
 
 def envelope(code: str, message: str = "Nope.", **details: Any) -> dict[str, Any]:

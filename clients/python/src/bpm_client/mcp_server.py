@@ -87,6 +87,15 @@ class Decision(TypedDict):
         Field(description="The server's signed statement of the decision (a compact JWS)."),
     ]
     consoleUrl: Annotated[str, Field(description="Where a reviewer answers it.")]
+    expectedDecision: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="While waiting: how long people usually take to answer a question "
+            "like this one ({p50Seconds, p90Seconds, samples, basis}), from past decisions; "
+            "decide whether to do other work meanwhile. null once answered, or when the "
+            "server has too little history."
+        ),
+    ]
     warnings: Annotated[
         list[str],
         Field(
@@ -245,7 +254,8 @@ class Tools:
         )
         if created.done:  # an auto-approval rule answered at once
             return await self._decision(created.breakpoint_id, created, noticed)
-        status = await self._wait(ctx, created.breakpoint_id, timeout=None)
+        expected = created.expected_decision
+        status = await self._wait(ctx, created.breakpoint_id, timeout=None, expected=expected)
         assert status is not None  # no timeout: only a decision ends the wait
         return await self._decision(created.breakpoint_id, status, noticed)
 
@@ -345,19 +355,26 @@ class Tools:
         return url
 
     async def _wait(
-        self, ctx: Context, breakpoint_id: str, *, timeout: float | None
+        self,
+        ctx: Context,
+        breakpoint_id: str,
+        *,
+        timeout: float | None,
+        expected: models.ExpectedDecision | None = None,
     ) -> models.Status | None:
-        """Long-poll until decided, reporting progress every PROGRESS_SECONDS.
+        """Long-poll until decided, reporting progress every PROGRESS_SECONDS (with how long
+        people usually take, when `expected` says).
 
         Each slice is a `wait` that returns the moment the breakpoint is decided, and the
         status lives on the server, so slicing never loses an answer. None: `timeout` passed.
         """
         client = self.client()
         where = await self._console_url(breakpoint_id)
+        usually = f"; {expected.describe()}" if expected is not None else ""
         started = time.monotonic()
         while True:
             elapsed = min(time.monotonic() - started, timeout or math.inf)  # progress <= total
-            message = f"waiting for a human: {where} ({elapsed:.0f} s so far)"
+            message = f"waiting for a human: {where} ({elapsed:.0f} s so far{usually})"
             await ctx.report_progress(elapsed, timeout, message)
             remaining = math.inf if timeout is None else timeout - elapsed
             if remaining <= 0:
@@ -381,7 +398,11 @@ class Tools:
         else:  # the result's keys, all empty: nobody has answered yet
             body = {**models.BreakpointResult(approved=False).to_json(), "approved": None}
             body.update(breakpointId=breakpoint_id, status=status.status)
-        return cast(Decision, {**body, "consoleUrl": url, "warnings": noticed or []})
+        expected = models.to_wire(status.expected_decision) if not status.done else None
+        return cast(
+            Decision,
+            {**body, "consoleUrl": url, "expectedDecision": expected, "warnings": noticed or []},
+        )
 
 
 DESCRIPTIONS = {
@@ -397,7 +418,8 @@ human first. Attach what the reviewer needs (files: the plan, the diff) and, for
 Then run what comes back in `values` (it may differ from your proposal: `edited`).
 
 The call blocks until a reviewer answers (that can take minutes or hours; progress
-notifications are sent while it waits) or until ttl_seconds pass. Then check `approved`:
+notifications are sent while it waits, saying how long people usually take when the server
+knows) or until ttl_seconds pass. Then check `approved`:
 act only when it is true. Always read `feedback`: on approval it may add conditions, on
 rejection it says what to change before asking again. `option` is the reviewer's choice.
 Status 'expired' or 'cancelled' means nobody approved: do not act. `warnings` says what the
@@ -410,7 +432,8 @@ Post a question for a human reviewer WITHOUT waiting for the answer; returns its
 at once (status 'waiting', approved null).
 
 Use it instead of request_human_approval when you have other work to do meanwhile, or several
-questions to ask in parallel. Later call wait_for_breakpoint (or get_breakpoint_status) with
+questions to ask in parallel. `expectedDecision` (when not null) says how long people usually
+take to answer such a question: p50Seconds, p90Seconds. Later call wait_for_breakpoint (or get_breakpoint_status) with
 the breakpointId, and do the guarded action only once status is 'released' and approved is
 true. Same inputs as request_human_approval.
 """,

@@ -256,6 +256,38 @@ class AutoApproval(Model):
 
 
 @dataclasses.dataclass
+class ExpectedDecision(Model):
+    """How long a person usually takes to decide a breakpoint like this one: p50 and p90
+    of the human decisions of the last 90 days with the same key (`basis` "key"), else
+    the same expert seats ("experts"), else all of them ("all")."""
+
+    p50_seconds: int
+    p90_seconds: int
+    samples: int
+    basis: Literal["key", "experts", "all"]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def describe(self) -> str:
+        """`usually answered in about 4 min (p90 22 min)`."""
+        return (
+            f"usually answered in about {_duration(self.p50_seconds)} "
+            f"(p90 {_duration(self.p90_seconds)})"
+        )
+
+
+def _duration(seconds: int) -> str:
+    """Roughly, for people: 40 s, 4 min, 2.5 h, 3 days."""
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 36 * 3600:
+        hours = seconds / 3600
+        return f"{hours:.1f} h".replace(".0 h", " h")
+    return f"{round(seconds / 86400)} days"
+
+
+@dataclasses.dataclass
 class Breakpoint(Model):
     """The full representation (`GET /api/breakpoints/{id}`)."""
 
@@ -285,6 +317,8 @@ class Breakpoint(Model):
     payload_digest: str | None
     # The breakpoint's page in the reviewer console, absolute: where a person answers it.
     console_url: str
+    # While waiting: how long people usually take (None once decided, or too little history).
+    expected_decision: ExpectedDecision | None
     # The create answer's only: payload keys that look misspelt ("payload.questoin: did you
     # mean question?"). The payload was stored as sent; empty elsewhere.
     warnings: list[str] = dataclasses.field(default_factory=list)
@@ -310,6 +344,8 @@ class Status(Model):
     updated_at: datetime
     result: BreakpointResult | None
     poll_after_ms: int | None
+    # As Breakpoint.expected_decision.
+    expected_decision: ExpectedDecision | None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -333,6 +369,7 @@ class StatusEntry(Model):
     updated_at: datetime | None = None
     result: BreakpointResult | None = None
     poll_after_ms: int | None = None
+    expected_decision: ExpectedDecision | None = None
     error: NotVisible | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 

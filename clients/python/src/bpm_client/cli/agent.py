@@ -45,7 +45,9 @@ def ask(
 ) -> int:
     """Ask QUESTION and wait for a human's decision.
 
-    Prints the decision (`approved by alice: "go ahead"`) or, with --json, the
+    While it waits, says on stderr how long people usually take to answer such a question
+    ("usually answered in about 4 min (p90 22 min)"), when the server knows. Prints the
+    decision (`approved by alice: "go ahead"`) or, with --json, the
     BreakpointResult; the exit code says it too (see `bpm --help`).
     """
     key = given.pop("idempotency_key")
@@ -58,6 +60,8 @@ def ask(
         warn_about(breakpoint)
         if not breakpoint.done:  # else an auto-approval rule decided at once
             click.echo(f"created {breakpoint.breakpoint_id}, waiting for a decision", err=True)
+            if breakpoint.expected_decision is not None:  # enough history to say
+                click.echo(breakpoint.expected_decision.describe(), err=True)
 
     try:
         result = client.breakpoint(
