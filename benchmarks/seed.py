@@ -148,7 +148,13 @@ def breakpoint_children() -> list[tuple[type, str]]:
     from breakpoints.models import Breakpoint
 
     children = []
-    for relation in Breakpoint._meta.related_objects:
+    # Hidden ones too (related_name="+", as policies.ShadowFire's): their rows go as well.
+    relations = [
+        field
+        for field in Breakpoint._meta.get_fields(include_hidden=True)
+        if field.auto_created and not field.concrete and (field.one_to_many or field.one_to_one)
+    ]
+    for relation in relations:
         if relation.on_delete is not CASCADE:
             raise SystemExit(
                 f"{relation.related_model._meta.label}.{relation.field.name} references "

@@ -61,3 +61,22 @@ def test_a_column_without_default_or_null_stops_the_seed_with_its_name(bench):
     message = str(raised.value)
     assert "breakpoints_breakpoint.created_at has no default and is NOT NULL" in message
     assert "breakpoints_breakpoint.ttl is not a column" in message
+
+
+def test_the_reset_knows_every_table_that_references_a_breakpoint(bench):
+    """seed.py --reset truncates the breakpoints with every table that references them:
+    one it missed (a hidden relation, related_name="+") made TRUNCATE fail."""
+    from django.apps import apps
+
+    referencing = {
+        (model, field.name)
+        for model in apps.get_models()
+        for field in model._meta.concrete_fields
+        if field.is_relation and field.related_model is Breakpoint
+    }
+    import seed
+
+    try:
+        assert referencing and set(seed.breakpoint_children()) == referencing
+    finally:
+        sys.modules.pop("seed", None)
