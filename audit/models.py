@@ -1,6 +1,6 @@
 """The append-only audit trail: one Event per transition, comment and notification; one
 AccessEvent per sign-in, refusal and role change that an identity provider brought; one
-RuleEvent per change of an auto-approval rule's standing (a promotion to live)."""
+RuleEvent per change of the auto-approval rules (added, removed, promoted to live)."""
 
 from django.db import models
 
@@ -76,6 +76,8 @@ class AccessEvent(models.Model):
 
 
 class RuleEventType(models.TextChoices):
+    CREATED = "created"  # a rule added (by an admin, a command, a reviewer's Always approve)
+    REMOVED = "removed"
     PROMOTED = "promoted"  # a shadow rule made live
 
 

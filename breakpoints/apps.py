@@ -13,7 +13,7 @@ class BreakpointsConfig(AppConfig):
         from breakpoints.selectors import consecutive_approvals
         from policies.autoapproval import decision_history_register
         from policies.replay import replay_register
-        from policies.shadow import rule_audit_register
+        from policies.ruleaudit import rule_audit_register
         from web.api import schema  # noqa: F401 - registers the OpenAPI auth scheme
 
         decision_history_register(consecutive_approvals)

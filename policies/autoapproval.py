@@ -40,6 +40,7 @@ from policies.answers import NEEDS_ANSWER_REASON
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, RuleMode
 from policies.patterns import PatternError, parse_pattern, stored_pattern
+from policies.ruleaudit import RULE_CREATED, RULE_REMOVED, rule_audit
 
 logger = logging.getLogger(__name__)
 
@@ -107,13 +108,24 @@ def _rule_insert(
             f"note has at most {MAX_RULE_NOTE_LENGTH} characters.",
             {"note": [f"At most {MAX_RULE_NOTE_LENGTH} characters."]},
         )
-    return AutoApprovalRule.objects.create(
-        pattern=canonical_pattern(pattern),
-        action=action,
-        note=note,
-        created_by=created_by,
-        mode=mode,
-    )
+    with transaction.atomic():
+        rule = AutoApprovalRule.objects.create(
+            pattern=canonical_pattern(pattern),
+            action=action,
+            note=note,
+            created_by=created_by,
+            mode=mode,
+        )
+        rule_audit(
+            type=RULE_CREATED,
+            rule_id=rule.pk,
+            pattern=rule.pattern,
+            actor=created_by,
+            action=action,
+            mode=mode,
+            note=note,
+        )
+    return rule
 
 
 def _check_mode(mode: str, action: str) -> None:
@@ -160,9 +172,20 @@ def rule_always_approve_key(*, actor: Actor, key: str, note: str) -> AutoApprova
 
 def rule_remove(*, actor: Actor, rule_id: str) -> None:
     _check_manager(actor)
-    deleted, _ = AutoApprovalRule.objects.filter(pk=rule_id).delete()
-    if not deleted:
-        raise NotFound(f"No rule {rule_id}.")
+    with transaction.atomic():
+        rule = AutoApprovalRule.objects.select_for_update().filter(pk=rule_id).first()
+        if rule is None:
+            raise NotFound(f"No rule {rule_id}.")
+        AutoApprovalRule.objects.filter(pk=rule.pk).delete()
+        rule_audit(
+            type=RULE_REMOVED,
+            rule_id=rule.pk,
+            pattern=rule.pattern,
+            actor=actor.name,
+            action=rule.action,
+            mode=rule.mode,
+            note=rule.note,
+        )
 
 
 def rule_list() -> QuerySet[AutoApprovalRule]:

@@ -12,7 +12,6 @@ expiry or a cancellation is nobody's judgement and leaves the fire undecided.
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
@@ -21,8 +20,7 @@ from django.db.models.functions import Coalesce
 from core.actors import Actor, require_admin
 from core.exceptions import Conflict, NotFound
 from policies.models import AutoApprovalRule, RuleMode, ShadowFire, ShadowOutcome
-
-RULE_PROMOTED = "promoted"  # audit.models.RuleEventType.PROMOTED (audit is a sibling app)
+from policies.ruleaudit import RULE_PROMOTED, rule_audit
 
 
 @dataclass(frozen=True)
@@ -37,32 +35,6 @@ class ShadowCounts:
     def undecided(self) -> int:
         """Still waiting, or ended without a person's decision (timeout, expiry, cancel)."""
         return self.fires - self.agreed - self.disagreed
-
-
-# --- the audit of promotions ----------------------------------------------------------
-
-
-class RuleAuditRecorder(Protocol):
-    def __call__(
-        self, *, type: str, rule_id: str, pattern: str, actor: str, **metadata: Any
-    ) -> Any: ...
-
-
-_rule_audit: RuleAuditRecorder | None = None
-
-
-def rule_audit_register(recorder: RuleAuditRecorder) -> None:
-    """audit.services.rule_event_record, registered by the breakpoints app when ready (this
-    app and the audit app are siblings: neither imports the other)."""
-    global _rule_audit
-    _rule_audit = recorder
-
-
-def _audit(**event: Any) -> None:
-    if _rule_audit is None:
-        # Never promote unrecorded: a missing recorder is a wiring bug, not a choice.
-        raise RuntimeError("No rule audit registered (the breakpoints app is not ready).")
-    _rule_audit(**event)
 
 
 # --- writes ---------------------------------------------------------------------------
@@ -88,7 +60,7 @@ def rule_promote(*, actor: Actor, rule_id: str) -> AutoApprovalRule:
             raise Conflict(f"Rule {rule.pk} is already live.", {"mode": RuleMode.LIVE})
         rule.mode = RuleMode.LIVE
         fires = shadow_counts([rule.pk]).get(rule.pk, ShadowCounts())
-        _audit(
+        rule_audit(
             type=RULE_PROMOTED,
             rule_id=rule.pk,
             pattern=rule.pattern,

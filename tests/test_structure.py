@@ -52,7 +52,7 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
-        "from policies.shadow import rule_audit_register",
+        "from policies.ruleaudit import rule_audit_register",
     ): "registers the audit of rule promotions (see above); " + READY,
     (
         "breakpoints/apps.py",

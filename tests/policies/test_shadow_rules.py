@@ -278,7 +278,7 @@ def test_promotion_makes_the_rule_decide_for_the_next_breakpoint_and_is_audited(
     assert response.status_code == 200
     assert response.json()["mode"] == "live"
     assert AutoApprovalRule.objects.get(pk=rule_id).mode == "live"
-    event = RuleEvent.objects.get()
+    event = RuleEvent.objects.get(type="promoted")
     assert (event.type, event.rule_id, event.pattern, event.actor) == (
         "promoted",
         rule_id,
@@ -303,7 +303,7 @@ def test_promoting_a_live_rule_is_409_and_recorded_once(admin_client):
     assert admin_client.post(f"{RULES}/{rule_id}/promote/").status_code == 200
 
     assert_error(admin_client.post(f"{RULES}/{rule_id}/promote"), 409, "conflict")
-    assert RuleEvent.objects.count() == 1
+    assert RuleEvent.objects.filter(type="promoted").count() == 1
 
 
 def test_promoting_an_unknown_rule_is_404_and_a_body_is_400(admin_client):
@@ -321,7 +321,7 @@ def test_only_admins_promote(request, admin_client, who):
     assert_error(request.getfixturevalue(who).post(f"{RULES}/{rule_id}/promote"), 403, "permission_denied")  # fmt: skip
 
     assert AutoApprovalRule.objects.get(pk=rule_id).mode == "shadow"
-    assert not RuleEvent.objects.exists()
+    assert not RuleEvent.objects.filter(type="promoted").exists()
 
 
 def test_the_schema_documents_the_mode_and_the_promotion(admin_client):
@@ -400,7 +400,7 @@ def test_the_console_promotes_through_the_button_and_the_list_action(
     assert f"Rule {by_button} is already live." in messages(response)
 
     assert set(AutoApprovalRule.objects.values_list("mode", flat=True)) == {"live"}
-    assert set(RuleEvent.objects.values_list("rule_id", "actor")) == {
+    assert set(RuleEvent.objects.filter(type="promoted").values_list("rule_id", "actor")) == {
         (by_button, console_admin.username),
         (by_action, console_admin.username),
     }
@@ -501,7 +501,7 @@ def test_the_commands_add_list_and_promote_a_shadow_rule():
     assert f"Promoted rule {rule_id}: it now decides." in run("promote_rule", rule_id)
 
     assert json.loads(run("list_rules", "--json"))[0]["mode"] == "live"
-    assert RuleEvent.objects.get().actor == "system:cli"
+    assert RuleEvent.objects.get(type="promoted").actor == "system:cli"
     with pytest.raises(CommandError, match="already live"):
         run("promote_rule", rule_id)
     with pytest.raises(CommandError, match="Only auto-approve rules"):
