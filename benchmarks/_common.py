@@ -243,3 +243,19 @@ def standalone_database(args: argparse.Namespace, name: str) -> Iterator[None]:
         if workdir is not None:
             connections.close_all()
             workdir.cleanup()
+
+
+# The writes measured (http_bench.py, write_paths.py): a create as issue 39 measures it
+# (a small payload with one markdown file, a tag) and a reviewer's release.
+CREATE_BODY = {
+    "title": "Deploy the billing service",
+    "payload": {
+        "question": "Deploy billing 4.2 to production?",
+        "context": {
+            "files": [{"path": "plan.md", "format": "markdown", "content": "# Plan\n\n" * 40}]
+        },
+    },
+    "tags": ["deploy"],
+    "ttlSeconds": 3600,
+}
+RELEASE_BODY = {"comment": "ok", "release": True}

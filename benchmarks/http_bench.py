@@ -57,6 +57,8 @@ from pathlib import Path
 
 from _common import (
     AGENT_PREFIX,
+    CREATE_BODY,
+    RELEASE_BODY,
     ROOT,
     bootstrap,
     database_label,
@@ -86,19 +88,6 @@ SWEEP_CUTOFF = datetime(2000, 1, 1, tzinfo=UTC)
 TARGET_FLOOR_RATIO = 1.00  # issue 39: the status poll stays at or above its floor
 TARGET_LIST_FLOOR_RATIO = 0.50  # of the raw-SQL list floor (issue 39)
 TARGET_WRITE_FLOOR_RATIO = 0.50  # create and release, each of its raw-SQL floor (issue 39)
-# A create as the issue measures it: a small payload with one markdown file, a tag.
-CREATE_BODY = {
-    "title": "Deploy the billing service",
-    "payload": {
-        "question": "Deploy billing 4.2 to production?",
-        "context": {
-            "files": [{"path": "plan.md", "format": "markdown", "content": "# Plan\n\n" * 40}]
-        },
-    },
-    "tags": ["deploy"],
-    "ttlSeconds": 3600,
-}
-RELEASE_BODY = {"comment": "ok", "release": True}
 TARGET_LIST_P95_MS = {1: 30, 8: 100}  # per list filter: one client, eight clients
 LIST_QUERY = "status=waiting&pageSize=20"  # a reviewer's queue page (issue 23)
 TARGET_POLL_P99_MS = 25

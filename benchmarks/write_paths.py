@@ -21,20 +21,16 @@ import os
 import pstats
 import time
 
-from _common import AGENT_PREFIX, bootstrap, database_label, guard_database, summary_ms
+from _common import (
+    AGENT_PREFIX,
+    CREATE_BODY,
+    RELEASE_BODY,
+    bootstrap,
+    database_label,
+    guard_database,
+    summary_ms,
+)
 
-BODY = {
-    "title": "Deploy the billing service",
-    "payload": {
-        "question": "Deploy billing 4.2 to production?",
-        "context": {
-            "files": [{"path": "plan.md", "format": "markdown", "content": "# Plan\n\n" * 40}]
-        },
-    },
-    "tags": ["deploy"],
-    "ttlSeconds": 3600,
-}
-RELEASE = {"comment": "ok", "release": True}
 SORT = os.environ.get("PROFILE_SORT", "cumulative")  # or tottime
 CPU = os.environ.get("PROFILE_CLOCK", "wall") == "cpu"  # the profile's clock
 
@@ -89,7 +85,7 @@ def client_for(token: str):
 
 
 def create(agent) -> str:
-    response = agent.post("/api/breakpoints", BODY, content_type="application/json")
+    response = agent.post("/api/breakpoints", CREATE_BODY, content_type="application/json")
     if response.status_code != 201:
         raise SystemExit(f"create answered {response.status_code}: {response.content[:300]!r}")
     return response.json()["breakpointId"]
@@ -97,7 +93,7 @@ def create(agent) -> str:
 
 def release(reviewer, bp_id: str) -> None:
     response = reviewer.post(
-        f"/api/breakpoints/{bp_id}/feedback", RELEASE, content_type="application/json"
+        f"/api/breakpoints/{bp_id}/feedback", RELEASE_BODY, content_type="application/json"
     )
     if response.status_code != 201:
         raise SystemExit(f"release answered {response.status_code}: {response.content[:300]!r}")
