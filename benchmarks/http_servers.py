@@ -59,6 +59,8 @@ class Server:
         self.log = tempfile.NamedTemporaryFile(
             prefix=f"bpm-bench-{spec.label}-", suffix=".log", delete=False
         )
+        # A file per worker whose application is loaded (gunicorn_ready.conf.py).
+        self.ready_dir = tempfile.TemporaryDirectory(prefix=f"bpm-bench-{spec.label}-ready-")
 
     def __enter__(self) -> "Server":
         try:
@@ -94,6 +96,8 @@ class Server:
             "4096",  # as the Procfile
             "--keep-alive",
             "75",  # as the Procfile
+            "--config",
+            str(Path(__file__).resolve().parent / "gunicorn_ready.conf.py"),
         ]
         if spec.access_log:
             command += ["--access-logfile", "-"]
@@ -105,6 +109,7 @@ class Server:
                 filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])
             ),
             "PYTHONWARNINGS": "ignore:No directory at:UserWarning",  # no collectstatic needed
+            "BPM_BENCH_READY_DIR": self.ready_dir.name,
             **spec.env,
         }
         # A session of its own: stopping it reaches its workers and nothing else.
@@ -127,12 +132,18 @@ class Server:
                     f"{self.spec.label}: gunicorn exited with {self.process.returncode}\n"
                     + self.log_tail()
                 )
-            if self.healthy() and len(self.worker_pids()) >= self.spec.workers:
+            if self.healthy() and self.workers_ready():
                 return
             time.sleep(0.2)
         raise RuntimeError(
             f"{self.spec.label}: no answer on /healthz in {timeout:g}s\n{self.log_tail()}"
         )
+
+    def workers_ready(self) -> bool:
+        """Every worker is up and has loaded its application."""
+        pids = self.worker_pids()
+        ready = set(os.listdir(self.ready_dir.name))
+        return len(pids) >= self.spec.workers and all(str(pid) in ready for pid in pids)
 
     def healthy(self) -> bool:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
@@ -168,6 +179,7 @@ class Server:
             except ProcessLookupError:
                 pass
         self.log.close()
+        self.ready_dir.cleanup()
         if process is None or process.returncode in (0, -signal.SIGTERM, None):
             Path(self.log.name).unlink(missing_ok=True)
 

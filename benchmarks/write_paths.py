@@ -33,6 +33,7 @@ from _common import (
 
 SORT = os.environ.get("PROFILE_SORT", "cumulative")  # or tottime
 CPU = os.environ.get("PROFILE_CLOCK", "wall") == "cpu"  # the profile's clock
+DUMP = os.environ.get("PROFILE_DUMP")  # a directory: each path's stats, for pstats or snakeviz
 
 
 class Fixtures:
@@ -131,6 +132,8 @@ def profiled(name: str, calls, top: int) -> None:
     for call in calls:
         call()
     profile.disable()
+    if DUMP:
+        profile.dump_stats(os.path.join(DUMP, f"{name.split()[0]}.prof"))
     out = io.StringIO()
     stats = pstats.Stats(profile, stream=out).strip_dirs().sort_stats(SORT)
     stats.print_stats(top)
