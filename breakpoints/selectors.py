@@ -36,6 +36,7 @@ from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
 from core.ijson import MAX_EXACT_INTEGER
 from core.naming import FALLBACK_KEY
+from core.prepared import Prepared
 from core.rawjson import RawJSON
 from core.timestamps import timestamp
 from policies.autoapproval import MAX_HISTORY_LIMIT
@@ -259,22 +260,35 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
     """
     if limit < 1:
         return 0
-    decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
-    if key == FALLBACK_KEY:  # only the breakpoints that chose this key, not the unnamed ones
-        decided = decided.filter(Q(payload__breakpointId=key) | Q(title__isnull=False))
-    if agent_id is not None:
-        decided = decided.filter(agent_id=agent_id)
-    decisions = (
-        decided_by_people(decided)
-        .order_by("-created_at")
-        .values_list("result__approved", flat=True)[:limit]
-    )
+    read = _decisions_read(fallback=key == FALLBACK_KEY, of_agent=agent_id is not None, limit=limit)
+    decisions = read.rows(key, agent_id) if agent_id is not None else read.rows(key)
     streak = 0
-    for approved in decisions:
-        if approved is not True:
+    for decision in decisions:
+        if decision != "approved":
             break
         streak += 1
     return streak
+
+
+@functools.lru_cache(maxsize=256)  # limits: the autoApproveAfterN thresholds in use
+def _decisions_read(*, fallback: bool, of_agent: bool, limit: int) -> Prepared[Breakpoint]:
+    """consecutive_approvals' read, compiled once per shape (core.prepared): the latest
+    `limit` person decisions on a key ('approved' or 'rejected'), of one agent's when
+    `of_agent`; with `fallback`, only the breakpoints that chose FALLBACK_KEY."""
+
+    def build(key: str, agent_id: str | None = None) -> QuerySet[Breakpoint]:
+        decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
+        if fallback:  # only the breakpoints that chose this key, not the unnamed ones
+            decided = decided.filter(Q(payload__breakpointId=FALLBACK_KEY) | Q(title__isnull=False))
+        if of_agent:
+            decided = decided.filter(agent_id=agent_id)
+        return (
+            decided_by_people(decided)
+            .order_by("-created_at")
+            .values_list("person_decision", flat=True)[:limit]
+        )
+
+    return Prepared(build, parameters=2 if of_agent else 1)
 
 
 def decided_by_people(released: BreakpointQuerySet) -> BreakpointQuerySet:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidState, NotFound
+from core.prepared import Prepared
 from core.timestamps import timestamp
 from infra.publishing import publish, publish_soon
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
@@ -47,8 +48,12 @@ def cancel_pending(deliveries: QuerySet[Delivery]) -> int:
     )
 
 
+# The subscriptions every change reads: compiled once (core.prepared).
+_ACTIVE_WEBHOOKS = Prepared(lambda: Webhook.objects.current().filter(active=True))
+
+
 def _subscribers(event_type: str) -> list[Webhook]:
-    return [w for w in Webhook.objects.current().filter(active=True) if w.wants(event_type)]
+    return [w for w in _ACTIVE_WEBHOOKS.instances() if w.wants(event_type)]
 
 
 def _body(event_type: str, now: datetime, data: dict) -> dict:
@@ -80,7 +85,7 @@ def deliveries_enqueue_many(events: Sequence[tuple[Routed, dict, str]]) -> list[
     release), in the caller's transaction."""
     if not events:
         return []
-    current = list(Webhook.objects.current().filter(active=True))
+    current = _ACTIVE_WEBHOOKS.instances()
     now = timezone.now()
     deliveries = []
     for breakpoint, data, event_type in events:

@@ -19,6 +19,7 @@ verdict's `shadowRules` when it would have approved: the same precedence with it
 live approves, and the live verdict does not.
 """
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
     NO_AUTO_APPROVE_THRESHOLD,
 )
+from core.prepared import Prepared
 from policies.answers import NEEDS_ANSWER_REASON
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, RuleMode
@@ -204,6 +206,10 @@ def rule_list_all() -> QuerySet[AutoApprovalRule]:
     return AutoApprovalRule.objects.order_by("created_at", "id")
 
 
+# rule_list_all(), as every create reads it: compiled once (core.prepared).
+_EVERY_RULE = Prepared(rule_list_all)
+
+
 def rule_get(rule_id: str) -> AutoApprovalRule:
     rule = AutoApprovalRule.objects.filter(pk=rule_id).first()
     if rule is None:
@@ -315,7 +321,7 @@ def evaluate(
         key=key,
         tags=tags,
         experts=experts,
-        rules=rule_list_all(),
+        rules=_EVERY_RULE.instances(),
         blocking_tag=_blocking_tag,
         four_eyes=under_four_eyes(prevent_self_review),
         needs_answer=needs_answer,
@@ -408,8 +414,18 @@ def _blocking_tag(tags: list[str]) -> str | None:
     """The first of `tags` that is in the always-break-on list."""
     if not tags:
         return None
-    blocking = set(AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True))
+    distinct = list(dict.fromkeys(tags))
+    blocking = set(_always_break_on_read(len(distinct)).rows(*distinct))
     return next((tag for tag in tags if tag in blocking), None)
+
+
+@functools.lru_cache(maxsize=64)
+def _always_break_on_read(count: int) -> Prepared[AlwaysBreakOnTag]:
+    """Which of `count` distinct tags are always-break-on: compiled once per count."""
+    return Prepared(
+        lambda *tags: AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True),
+        parameters=count,
+    )
 
 
 def forbidding_reason(

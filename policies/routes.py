@@ -14,6 +14,7 @@ from core import limits
 from core.actors import Actor, require_admin
 from core.choices import Channel
 from core.exceptions import Conflict, InvalidInput, NotFound
+from core.prepared import Prepared
 from core.storable import storable_text
 from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
@@ -230,13 +231,17 @@ def route_remove(*, actor: Actor, route_id: int) -> None:
         raise NotFound(f"No route with id {route_id}.")
 
 
+# Read on every create: its SQL compiled once (core.prepared).
+_ENABLED_ROUTES = Prepared(lambda: NotificationRoute.objects.filter(enabled=True))
+
+
 def routes_matching(
     *, key: str, tags: Iterable[str], experts: Iterable[str]
 ) -> list[NotificationRoute]:
     """The enabled routes whose pattern matches this breakpoint, by name."""
     tags, experts = list(tags), list(experts)
     matching = []
-    for route in NotificationRoute.objects.filter(enabled=True):
+    for route in _ENABLED_ROUTES.instances():
         pattern = stored_pattern(route.pattern)
         if pattern is not None and pattern.matches(key, tags=tags, experts=experts):
             matching.append(route)

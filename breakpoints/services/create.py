@@ -13,7 +13,7 @@ from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
 from breakpoints import forms
-from breakpoints.models import Breakpoint, Feedback
+from breakpoints.models import Breakpoint
 from breakpoints.payload import resolve_fields
 from breakpoints.results import VIA_RULE, result_auto_approved
 from breakpoints.services.nudges import timeout_columns
@@ -171,7 +171,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
         bp.save(force_insert=True)
-        feedback_cached(bp, Feedback.objects.none())  # a new one has none: no query for it
+        feedback_cached(bp, [])  # a new one has none: no query for it
         record(
             bp,
             type=EventType.CREATED,
@@ -182,7 +182,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             _auto_release(bp, verdict)
         elif verdict.shadow_rules:
             _shadow_record(bp, verdict)
-        feedback_cached(bp, None)
+        # Still none: the answer shows it as written (breakpoints.api.views.create).
     return bp
 
 

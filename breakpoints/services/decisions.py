@@ -7,7 +7,6 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from accounts import experts as routing
@@ -20,6 +19,7 @@ from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusal_recorded, refusals_recorded
 from breakpoints.services.transitions import (
     feedback_cached,
+    feedback_read,
     lock,
     move,
     record,
@@ -384,7 +384,7 @@ def _feedback_record(
         via=via,
     )
     # Its feedback read once, this one included: every outbox body of the decision shows it.
-    prefetch_related_objects([bp], "feedback")
+    feedback_read(bp)
     metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing, "via": via}
     if outcome is not None and outcome.seat is not None:
         metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}

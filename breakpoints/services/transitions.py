@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import event_record
@@ -23,6 +22,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
+from core.prepared import Prepared
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 
@@ -69,26 +69,47 @@ def recorded_together() -> Iterator[None]:
     deliveries_enqueue_many(kept)
 
 
-def feedback_cached(bp: Breakpoint, feedback: QuerySet[Feedback] | None) -> None:
+# A breakpoint's feedback, oldest first (Feedback's order), as a write reads it.
+_FEEDBACK_OF = Prepared(lambda pk: Feedback.objects.filter(breakpoint_id=pk), parameters=1)
+
+
+def feedback_cached(bp: Breakpoint, feedback: list[Feedback] | None) -> None:
     """Have breakpoint_json(bp) read `feedback` as its feedback, no query (Django's prefetch
     cache, as prefetch_related fills it), while a write records it; None drops it again, so
     the instance a service returns reads its feedback afresh, as before."""
     cache = bp.__dict__.setdefault("_prefetched_objects_cache", {})
     if feedback is None:
         cache.pop("feedback", None)
-    else:
-        cache["feedback"] = feedback
+        return
+    queryset = Feedback.objects.all()  # not run: its rows are these
+    queryset._result_cache = feedback
+    queryset._prefetch_done = True  # type: ignore[attr-defined]  # as prefetch_related sets
+    cache["feedback"] = queryset
+
+
+def feedback_read(bp: Breakpoint) -> None:
+    """Read bp's feedback now into its cache (feedback_cached): once for the outbox bodies
+    of a write that adds to it."""
+    feedback_cached(bp, _FEEDBACK_OF.instances(bp.pk))
+
+
+# The row locked for a write, compiled once (core.prepared): any breakpoint, or an agent's own.
+_LOCKED = Prepared(lambda pk: Breakpoint.objects.select_for_update().filter(pk=pk), parameters=1)
+_LOCKED_OF_AGENT = Prepared(
+    lambda pk, agent_id: Breakpoint.objects.select_for_update().filter(pk=pk, agent_id=agent_id),
+    parameters=2,
+)
 
 
 def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:
     """Lock the row for this transaction; another agent's breakpoint is not found."""
-    queryset = Breakpoint.objects.select_for_update()
     if actor is not None and actor.is_agent:
-        queryset = queryset.filter(agent_id=actor.agent_id)
-    try:
-        return queryset.get(pk=breakpoint_id)
-    except Breakpoint.DoesNotExist:
-        raise NotFound("Breakpoint not found.") from None
+        found = _LOCKED_OF_AGENT.instances(breakpoint_id, actor.agent_id)
+    else:
+        found = _LOCKED.instances(breakpoint_id)
+    if not found:
+        raise NotFound("Breakpoint not found.")
+    return found[0]
 
 
 def move(

@@ -1,0 +1,133 @@
+"""Reads of the hot write paths, their SQL built by the ORM once per process.
+
+Building a statement is most of what a small ORM query costs in Python: the queryset's
+filters resolved, the SQL compiled, its converters looked up, about a millisecond each
+on this project's creates and releases (docs/benchmarks.md). A `Prepared` read is
+written as an ordinary queryset whose varying values are placeholders; the first call
+compiles it through the ORM, and every later one sends that SQL with the values in their
+places, through Django's cursor (so the queries are counted, logged and wrapped as any),
+and reads the rows with the same converters the ORM would apply.
+
+What it takes: a plain queryset of one model (instances: no select_related, no
+annotations) or a values_list() (rows, or a flat list); each placeholder used where the
+ORM passes the value through as a query parameter (an exact or comparison lookup on a
+text or number column). A placeholder the compiled SQL does not carry exactly once is a
+programming error, raised on first use.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any, Generic, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model, QuerySet
+from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
+
+M = TypeVar("M", bound=Model)
+
+_PLACEHOLDER = "\x00prepared-parameter-{}\x00"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    # Per parameter of the SQL: the index of the caller's value, or None for a constant.
+    slots: tuple[int | None, ...]
+    constants: tuple[Any, ...]
+    converters: tuple[tuple[int, tuple[Callable[..., Any], ...], Any], ...]
+    model: type[Model] | None  # instances of it (ModelIterable), else rows
+    attnames: tuple[str, ...]
+    flat: bool
+
+
+class Prepared(Generic[M]):
+    """`build(*placeholders)` -> the queryset; call with the values for the placeholders."""
+
+    def __init__(self, build: Callable[..., QuerySet[M, Any]], *, parameters: int = 0):
+        self._build = build
+        self._parameters = parameters
+        self._compiled: dict[tuple[str, str], _Compiled] = {}
+        self._lock = Lock()
+
+    def instances(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> list[M]:
+        """The model instances the queryset would give (a queryset of instances)."""
+        compiled = self._compiled_for(using)
+        if compiled.model is None:
+            raise TypeError("instances() of a values_list() read: call rows().")
+        model = compiled.model
+        return [
+            model.from_db(using, compiled.attnames, row)  # type: ignore[misc]
+            for row in self._fetch(compiled, values, using)
+        ]
+
+    def rows(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> list[Any]:
+        """The values_list() rows (tuples, or values when flat=True)."""
+        compiled = self._compiled_for(using)
+        if compiled.model is not None:
+            raise TypeError("rows() of a read of instances: call instances().")
+        rows = self._fetch(compiled, values, using)
+        return [row[0] for row in rows] if compiled.flat else [tuple(row) for row in rows]
+
+    def _fetch(self, compiled: _Compiled, values: Sequence[Any], using: str) -> list[list[Any]]:
+        if len(values) != self._parameters:
+            raise TypeError(f"{self._parameters} value(s) expected, {len(values)} given.")
+        params = [
+            compiled.constants[index] if slot is None else values[slot]
+            for index, slot in enumerate(compiled.slots)
+        ]
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = [list(row) for row in cursor.fetchall()]
+        for row in rows:
+            for position, functions, expression in compiled.converters:
+                value = row[position]
+                for function in functions:
+                    value = function(value, expression, connection)
+                row[position] = value
+        return rows
+
+    def _compiled_for(self, using: str) -> _Compiled:
+        connection = connections[using]
+        key = (using, connection.vendor)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.get(key) or self._compile(using)
+                self._compiled[key] = compiled
+        return compiled
+
+    def _compile(self, using: str) -> _Compiled:
+        placeholders = [_PLACEHOLDER.format(n) for n in range(self._parameters)]
+        queryset = self._build(*placeholders)
+        compiler = queryset.query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        slots = tuple(placeholders.index(p) if p in placeholders else None for p in params)
+        for n in range(self._parameters):
+            if slots.count(n) != 1:
+                raise ValueError(f"Placeholder {n} is not one parameter of the compiled SQL.")
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        converters = tuple(
+            (position, tuple(functions), expression)
+            for position, (functions, expression) in compiler.get_converters(fields).items()
+        )
+        iterable = queryset._iterable_class
+        model, attnames = None, ()
+        if iterable is ModelIterable:
+            info = compiler.klass_info
+            if info.get("related_klass_infos") or compiler.annotation_col_map:
+                raise ValueError("A prepared read of instances takes no joins or annotations.")
+            model = info["model"]
+            attnames = tuple(column[0].target.attname for column in compiler.select)
+        elif iterable not in (ValuesListIterable, FlatValuesListIterable):
+            raise ValueError("A prepared read is a queryset of instances or a values_list().")
+        return _Compiled(
+            sql=sql,
+            slots=slots,
+            constants=tuple(params),
+            converters=converters,
+            model=model,
+            attnames=attnames,
+            flat=iterable is FlatValuesListIterable,
+        )
