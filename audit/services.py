@@ -4,14 +4,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.models import AccessEvent, Event, EventType, RuleEvent
+from core.prepared import insert
 
 
 def event_record(
     *, breakpoint_id: str, type: str, actor: str, metadata: dict[str, Any] | None = None
 ) -> Event:
-    return Event.objects.create(
-        breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata or {}
-    )
+    event = Event(breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata or {})
+    return insert([event])[0]  # every write records one: its INSERT built once
 
 
 def event_record_bulk(

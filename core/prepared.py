@@ -1,4 +1,4 @@
-"""Reads of the hot write paths, their SQL built by the ORM once per process.
+"""Reads and inserts of the hot write paths, their SQL built once per process.
 
 Building a statement is most of what a small ORM query costs in Python: the queryset's
 filters resolved, the SQL compiled, its converters looked up, about a millisecond each
@@ -13,6 +13,10 @@ annotations) or a values_list() (rows, or a flat list); each placeholder used wh
 ORM passes the value through as a query parameter (an exact or comparison lookup on a
 text or number column). A placeholder the compiled SQL does not carry exactly once is a
 programming error, raised on first use.
+
+`insert(rows)` is bulk_create's INSERT for the same rows, its statement written once per
+model and row count: the columns' values prepared as the ORM prepares them (pre_save, then
+get_db_prep_save), an automatic primary key read back with RETURNING.
 """
 
 from collections.abc import Callable, Sequence
@@ -21,7 +25,7 @@ from threading import Lock
 from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
 M = TypeVar("M", bound=Model)
@@ -131,3 +135,91 @@ class Prepared(Generic[M]):
             attnames=attnames,
             flat=iterable is FlatValuesListIterable,
         )
+
+
+@dataclass(frozen=True)
+class _Insert:
+    sql: str
+    fields: tuple[Field, ...]
+    # What RETURNING gives back, as save() sets it: the automatic key, the generated columns.
+    returned: tuple[tuple[Field, tuple[Callable[..., Any], ...], Any], ...]
+
+
+_inserts: dict[tuple[type[Model], int, bool, str, str], _Insert] = {}
+
+
+def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
+    """Write `rows` (new instances of one model) in one INSERT, as bulk_create and save()
+    would: an automatic primary key and the generated columns set from RETURNING. No
+    signals are sent (these models have no receivers)."""
+    if not rows:
+        return rows
+    model = type(rows[0])
+    auto = model._meta.auto_field is not None and rows[0].pk is None
+    connection = connections[using]
+    if not connection.features.can_return_rows_from_bulk_insert:
+        return model._default_manager.using(using).bulk_create(rows)
+    statement = _insert_statement(model, len(rows), auto, using)
+    params = [
+        field.get_db_prep_save(field.pre_save(row, True), connection)
+        for row in rows
+        for field in statement.fields
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        returned = (
+            connection.ops.fetch_returned_insert_rows(cursor)  # type: ignore[attr-defined]
+            if statement.returned
+            else []
+        )
+    for row, values in zip(rows, returned, strict=False):
+        for (field, functions, expression), value in zip(statement.returned, values, strict=True):
+            for function in functions:
+                value = function(value, expression, connection)
+            setattr(row, field.attname, value)
+    for row in rows:
+        row._state.adding, row._state.db = False, using
+    return rows
+
+
+def _insert_statement(model: type[Model], count: int, auto: bool, using: str) -> _Insert:
+    connection = connections[using]
+    key = (model, count, auto, using, connection.vendor)
+    statement = _inserts.get(key)
+    if statement is None:
+        opts, quote = model._meta, connection.ops.quote_name
+        assert opts.db_table
+        fields = tuple(
+            field
+            for field in opts.concrete_fields
+            if not field.generated and not (auto and field is opts.auto_field)
+        )
+        for field in fields:
+            placeholder = getattr(field, "get_placeholder", None)
+            if field.has_db_default() or (
+                placeholder is not None and placeholder(None, None, connection) != "%s"
+            ):
+                raise ValueError(f"{field}: a database default or placeholder of its own.")
+        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        sql = (
+            f"INSERT INTO {quote(opts.db_table)} "
+            f"({', '.join(quote(str(field.column)) for field in fields)}) "
+            f"VALUES {', '.join([row] * count)}"
+        )
+        returning = [
+            field
+            for field in opts.db_returning_fields
+            if field.generated or (auto and field is opts.auto_field)
+        ]
+        returned = []
+        if returning:
+            clause, _ = connection.ops.return_insert_columns(returning)  # type: ignore[attr-defined]
+            sql += f" {clause}"
+            for field in returning:
+                column = field.get_col(opts.db_table)
+                functions = connection.ops.get_db_converters(column) + field.get_db_converters(
+                    connection
+                )
+                returned.append((field, tuple(functions), column))
+        statement = _inserts[key] = _Insert(sql, fields, tuple(returned))
+    return statement

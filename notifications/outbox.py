@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared
+from core.prepared import Prepared, insert
 from core.timestamps import timestamp
 from infra.publishing import publish, publish_soon
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
@@ -173,7 +173,7 @@ def _deliveries_insert(deliveries: list[Delivery]) -> list[str]:
     """Write the deliveries (one INSERT) and publish them after commit."""
     if not deliveries:
         return []
-    ids = [delivery.pk for delivery in Delivery.objects.bulk_create(deliveries)]
+    ids = [delivery.pk for delivery in insert(deliveries)]  # bulk_create's, built once
     transaction.on_commit(lambda: publish_soon(publish_deliveries, ids))
     return ids
 

@@ -23,6 +23,7 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
+from core.prepared import insert
 from policies import answers, autoapproval, foureyes, shadow
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
@@ -170,7 +171,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
-        bp.save(force_insert=True)
+        insert([bp])  # bp.save(force_insert=True), its INSERT built once (core.prepared)
         feedback_cached(bp, [])  # a new one has none: no query for it
         record(
             bp,

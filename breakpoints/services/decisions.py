@@ -30,6 +30,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
+from core.prepared import insert
 from policies import autoapproval, foureyes, shadow
 from policies.models import AutoApprovalRule
 
@@ -373,15 +374,19 @@ def _feedback_record(
     """The comment and its event; a release (outcome) also stores its verdict and option,
     and its event the values it approves (the history shows each vote's)."""
     releasing = outcome is not None
-    feedback = Feedback.objects.create(
-        breakpoint=bp,
-        author=actor.name,
-        author_user=actor.user,
-        comment=comment,
-        releases=outcome is not None and outcome.decision is not None,
-        approved=verdict if releasing else None,
-        option=option if releasing else None,
-        via=via,
+    [feedback] = insert(
+        [
+            Feedback(
+                breakpoint=bp,
+                author=actor.name,
+                author_user=actor.user,
+                comment=comment,
+                releases=outcome is not None and outcome.decision is not None,
+                approved=verdict if releasing else None,
+                option=option if releasing else None,
+                via=via,
+            )
+        ]
     )
     # Its feedback read once, this one included: every outbox body of the decision shows it.
     feedback_read(bp)
