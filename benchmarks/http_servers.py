@@ -44,6 +44,10 @@ class ServerSpec:
         return f"gunicorn {self.app} {self.workers} x {kind}{threads}"
 
 
+# After every worker has loaded its application, before the first request is sent.
+WORKER_STARTUP_SECONDS = 2.0
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -133,6 +137,9 @@ class Server:
                     + self.log_tail()
                 )
             if self.healthy() and self.workers_ready():
+                # post_worker_init comes before the ASGI lifespan's startup (the waiting
+                # path's listener), and a worker accepts only after it: let them finish.
+                time.sleep(WORKER_STARTUP_SECONDS)
                 return
             time.sleep(0.2)
         raise RuntimeError(

@@ -1,7 +1,7 @@
 """ASGI middleware: every request body is read whole, in the event loop, before Django.
 
-Django runs as WSGI behind a2wsgi on BPM_WEB_THREADS threads. a2wsgi takes a thread at
-once and lets the view pull the body from wsgi.input as it arrives, so a client that sent
+Django runs as WSGI on BPM_WEB_THREADS threads (web.asgi_wsgi). A WSGI bridge takes a
+thread at once and lets the view pull the body from wsgi.input as it arrives, so a client that sent
 its headers and then trickled (or stopped sending) its body held a thread for as long as
 it liked: a few dozen such connections stalled every Django request (issue 19). Here the
 body is read first, where waiting costs no thread:
@@ -31,6 +31,7 @@ from django.conf import settings
 from django.template.defaultfilters import pluralize
 
 from web.asgi_http import header, request_id, scope_address, send_json
+from web.asgi_wsgi import BODY
 from web.errors import envelope
 
 Scope = dict[str, Any]
@@ -79,7 +80,9 @@ class BufferedBodyApp:
         except TimeoutError:
             await _timed_out(scope, send, seconds)
             return
-        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
+        # The body also under BODY: web.asgi_wsgi hands it to Django from memory.
+        scope = {**_with_length(scope, len(body)), BODY: body}
+        await self.app(scope, _replay(body, receive), send)
 
     @contextmanager
     def _uploading(self, address: str) -> Iterator[None]:
