@@ -223,3 +223,43 @@ def _insert_statement(model: type[Model], count: int, auto: bool, using: str) ->
                 returned.append((field, tuple(functions), column))
         statement = _inserts[key] = _Insert(sql, fields, tuple(returned))
     return statement
+
+
+_updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], str, str], str] = {}
+
+
+def update_where(
+    model: type[Model],
+    values: dict[str, Any],
+    *,
+    where: dict[str, Any],
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """`model.objects.filter(**where).update(**values)` for plain columns compared for
+    equality (no expressions, no joins): how many rows it changed. The statement is built
+    once per set of column names; the values are prepared as the ORM prepares them."""
+    connection = connections[using]
+    opts = model._meta
+    set_fields = [opts.get_field(name) for name in values]
+    where_fields = [opts.get_field(name) for name in where]
+    key = (model, tuple(values), tuple(where), using, connection.vendor)
+    sql = _updates.get(key)
+    if sql is None:
+        quote = connection.ops.quote_name
+        assert opts.db_table
+        assignments = ", ".join(f"{quote(str(field.column))} = %s" for field in set_fields)  # type: ignore[union-attr]
+        conditions = " AND ".join(f"{quote(str(field.column))} = %s" for field in where_fields)  # type: ignore[union-attr]
+        sql = _updates[key] = f"UPDATE {quote(opts.db_table)} SET {assignments} WHERE {conditions}"
+    params = []
+    for field, value in zip(set_fields, values.values(), strict=True):
+        if hasattr(value, "resolve_expression"):
+            raise TypeError(f"update_where takes values, not expressions ({field.name}).")
+        params.append(field.get_db_prep_save(value, connection))  # type: ignore[union-attr]
+    for field, value in zip(where_fields, where.values(), strict=True):
+        if value is None or hasattr(value, "resolve_expression"):
+            raise TypeError(f"update_where compares with values, not NULL ({field.name}).")
+        prepared = field.get_prep_value(value)  # type: ignore[union-attr]
+        params.append(field.get_db_prep_value(prepared, connection, prepared=True))  # type: ignore[union-attr]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount

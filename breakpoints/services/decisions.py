@@ -30,7 +30,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
-from core.prepared import insert
+from core.prepared import insert, update_where
 from policies import autoapproval, foureyes, shadow
 from policies.models import AutoApprovalRule
 
@@ -402,8 +402,10 @@ def _feedback_record(
 def _votes_save(bp: Breakpoint, votes: list[dict[str, Any]]) -> None:
     """Record a vote that did not decide yet, only while the breakpoint is still waiting."""
     now = timezone.now()
-    saved = Breakpoint.objects.filter(pk=bp.pk, status=Status.WAITING).update(
-        votes=votes, updated_at=now
+    saved = update_where(
+        Breakpoint,
+        {"votes": votes, "updated_at": now},
+        where={"id": bp.pk, "status": Status.WAITING},
     )
     if not saved:
         current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)

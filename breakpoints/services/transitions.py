@@ -22,7 +22,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared
+from core.prepared import Prepared, update_where
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 
@@ -149,7 +149,8 @@ def move(
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
-    moved = Breakpoint.objects.filter(pk=bp.pk, status=bp.status).update(**changes)
+    # Its statement built once per set of columns (core.prepared).
+    moved = update_where(Breakpoint, changes, where={"id": bp.pk, "status": bp.status})
     if not moved:
         current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
         raise InvalidState(f"Breakpoint is already {current}.", current_status=current)

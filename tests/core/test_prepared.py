@@ -1,0 +1,127 @@
+"""core.prepared: reads, inserts and updates whose SQL is built once give what the ORM gives."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from audit.models import Event
+from breakpoints.models import Breakpoint
+from core.choices import Status
+from core.prepared import Prepared, insert, update_where
+from tests.factories import BreakpointFactory
+
+pytestmark = pytest.mark.django_db
+
+BY_AGENT = Prepared(
+    lambda agent: Breakpoint.objects.filter(agent_id=agent, status=Status.WAITING).order_by("id"),
+    parameters=1,
+)
+PAYLOADS = Prepared(
+    lambda agent: (
+        Breakpoint.objects.filter(agent_id=agent).order_by("id").values_list("id", "payload")
+    ),
+    parameters=1,
+)
+
+
+def test_a_prepared_read_gives_the_orm_instances_with_each_call_values():
+    first = BreakpointFactory(agent_id="a", payload={"n": 1.5, "list": [1, "x"]})
+    BreakpointFactory(agent_id="b")
+    BreakpointFactory(agent_id="a", status=Status.CANCELLED)
+
+    found = BY_AGENT.instances("a")
+    expected = list(Breakpoint.objects.filter(agent_id="a", status=Status.WAITING).order_by("id"))
+    assert [bp.pk for bp in found] == [bp.pk for bp in expected] == [first.pk]
+    assert found[0].payload == {"n": 1.5, "list": [1, "x"]}  # JSON converted as the ORM does
+    assert found[0].created_at == expected[0].created_at and found[0].created_at.tzinfo
+    assert found[0]._state.adding is False
+    assert [bp.agent_id for bp in BY_AGENT.instances("b")] == ["b"]
+    assert BY_AGENT.instances("nobody") == []
+
+
+def test_rows_of_a_values_list_are_converted():
+    bp = BreakpointFactory(agent_id="c", payload={"question": "q", "deep": {"k": [True]}})
+    assert PAYLOADS.rows("c") == [(bp.pk, {"question": "q", "deep": {"k": [True]}})]
+
+
+def test_the_statement_is_built_once_and_sent_as_one_query():
+    BreakpointFactory(agent_id="d")
+    read = Prepared(lambda agent: Breakpoint.objects.filter(agent_id=agent), parameters=1)
+    calls = []
+    original = read._compile
+
+    def counting(using):
+        calls.append(using)
+        return original(using)
+
+    read._compile = counting  # type: ignore[method-assign]
+    with CaptureQueriesContext(connection) as queries:
+        read.instances("d")
+        read.instances("d")
+    assert len(calls) == 1
+    assert len(queries) == 2
+
+
+def test_a_placeholder_the_sql_does_not_carry_is_refused():
+    unused = Prepared(lambda agent: Breakpoint.objects.all(), parameters=1)
+    with pytest.raises(ValueError, match="Placeholder 0"):
+        unused.instances("x")
+    with pytest.raises(TypeError, match="1 value"):
+        BY_AGENT.instances()
+
+
+def test_insert_sets_the_automatic_key_and_the_row_reads_back_the_same():
+    bp = BreakpointFactory()
+    events = insert(
+        [
+            Event(breakpoint_id=bp.pk, type="created", actor="agent:a", metadata={"k": [1, 2]}),
+            Event(breakpoint_id=bp.pk, type="feedback", actor="bob", metadata={}),
+        ]
+    )
+    assert all(isinstance(event.pk, int) for event in events)
+    assert events[0].pk != events[1].pk
+    stored = Event.objects.get(pk=events[0].pk)
+    assert (stored.type, stored.actor, stored.metadata) == ("created", "agent:a", {"k": [1, 2]})
+    assert stored.timestamp == events[0].timestamp  # auto_now_add filled by pre_save
+
+
+def test_insert_of_a_breakpoint_sets_its_generated_columns_as_save_does():
+    saved = BreakpointFactory.build(agent_id="e")
+    saved.save(force_insert=True)
+    inserted = BreakpointFactory.build(agent_id="e")
+    insert([inserted])
+    assert "person_decision" in inserted.__dict__  # set, not deferred (no query to read it)
+    assert inserted.person_decision == saved.person_decision
+    assert inserted.needs_person == saved.needs_person
+    assert Breakpoint.objects.get(pk=inserted.pk).title == inserted.title
+
+
+def test_update_where_changes_only_the_rows_matching_and_says_how_many():
+    waiting, other = BreakpointFactory(), BreakpointFactory()
+    now = timezone.now()
+    result = {"approved": True, "big": 2**40}
+    changed = update_where(
+        Breakpoint,
+        {"status": Status.RELEASED, "result": result, "released_at": now},
+        where={"id": waiting.pk, "status": Status.WAITING},
+    )
+    assert changed == 1
+    waiting.refresh_from_db()
+    other.refresh_from_db()
+    assert (waiting.status, waiting.result, waiting.released_at) == (Status.RELEASED, result, now)
+    assert other.status == Status.WAITING
+    again = update_where(
+        Breakpoint, {"status": Status.CANCELLED}, where={"id": waiting.pk, "status": Status.WAITING}
+    )
+    assert again == 0  # no longer waiting: the conditional UPDATE changes nothing
+
+
+def test_update_where_refuses_expressions_and_null_comparisons():
+    from django.db.models import F
+
+    bp = BreakpointFactory()
+    with pytest.raises(TypeError, match="expressions"):
+        update_where(Breakpoint, {"ttl_seconds": F("ttl_seconds")}, where={"id": bp.pk})
+    with pytest.raises(TypeError, match="NULL"):
+        update_where(Breakpoint, {"ttl_seconds": 5}, where={"run_id": None})
