@@ -14,6 +14,8 @@ PURGE_FINISHED = "breakpoints.tasks.purge_finished_breakpoints"
 REFRESH_DECISION_TIMES = "breakpoints.tasks.refresh_decision_times"
 # notifications: the webhook outbox (published before the apps were split, under breakpoints)
 DELIVER = "breakpoints.tasks.deliver_webhook"
+# Several deliveries published as one message; the worker hands each on as DELIVER.
+DELIVER_MANY = "notifications.tasks.deliver_many"
 DISPATCH_DUE_DELIVERIES = "breakpoints.tasks.dispatch_due_webhooks"
 # triggers: the events' outbox
 EVALUATE_EVENT = "triggers.tasks.evaluate_event"
@@ -26,6 +28,7 @@ PUBLISHED = frozenset(
         PURGE_FINISHED,
         REFRESH_DECISION_TIMES,
         DELIVER,
+        DELIVER_MANY,
         DISPATCH_DUE_DELIVERIES,
         EVALUATE_EVENT,
         DISPATCH_DUE_EVENTS,

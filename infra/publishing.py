@@ -46,6 +46,17 @@ def publish(task_name: str, ids: list[str]) -> int:
     return published
 
 
+def publish_together(task_name: str, ids: list[str]) -> int:
+    """Hand rows of an outbox to the workers in ONE message, `task_name(ids)`: how many
+    that handed over (all or none). As publish: never raises, never waits long."""
+    try:
+        current_app.send_task(task_name, args=(ids,), retry=False, ignore_result=True)
+    except Exception:  # noqa: BLE001 - broker down: the sweep covers them
+        logger.warning("Could not publish %s(%d rows); the sweep will retry.", task_name, len(ids))
+        return 0
+    return len(ids)
+
+
 Publish = Callable[[list[str]], int]  # a publish of rows by id: how many it handed over
 
 

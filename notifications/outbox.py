@@ -18,7 +18,7 @@ from core import tasknames
 from core.exceptions import InvalidState, NotFound
 from core.prepared import Prepared, insert
 from core.timestamps import timestamp
-from infra.publishing import publish, publish_soon
+from infra.publishing import publish, publish_soon, publish_together
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
 
@@ -179,8 +179,17 @@ def _deliveries_insert(deliveries: list[Delivery]) -> list[str]:
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:
-    """Hand deliveries to the workers (infra.publishing.publish: never raises; the outbox
-    sweep publishes what a failed publish left pending)."""
+    """Hand deliveries to the workers (infra.publishing: never raises; the outbox sweep
+    publishes what a failed publish left pending): one alone as its deliver task, several
+    (a release's feedback and released events, the sweep's batch) as one message the worker
+    hands on one by one (publish_deliveries_each), so the web process publishes once."""
+    if len(delivery_ids) > 1:
+        return publish_together(tasknames.DELIVER_MANY, delivery_ids)
+    return publish_deliveries_each(delivery_ids)
+
+
+def publish_deliveries_each(delivery_ids: list[str]) -> int:
+    """One deliver task per delivery: a slow target holds up none of the others."""
     return publish(tasknames.DELIVER, delivery_ids)  # by name: notifications.tasks runs it
 
 

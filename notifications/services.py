@@ -38,6 +38,7 @@ from notifications.outbox import (
     deliveries_enqueue_many,
     delivery_resend,
     publish_deliveries,
+    publish_deliveries_each,
 )
 from notifications.subscriptions import (
     webhook_add,
@@ -64,6 +65,7 @@ __all__ = [
     "delivery_resend",
     "delivery_turn",
     "publish_deliveries",
+    "publish_deliveries_each",
     "signed_request",
     "webhook_add",
     "webhook_build",

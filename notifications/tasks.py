@@ -21,6 +21,14 @@ def deliver(delivery_id: str) -> str:
     return outcome.status
 
 
+@shared_task(name=tasknames.DELIVER_MANY, acks_late=True, ignore_result=True)
+def deliver_many(delivery_ids: list[str]) -> int:
+    """Deliveries published together (outbox.publish_deliveries), each handed on as its own
+    deliver task. Run again (a worker lost), it hands them on again: a delivery is claimed
+    before it is sent, so none is sent twice."""
+    return outbox.publish_deliveries_each(list(delivery_ids))
+
+
 @shared_task(name=tasknames.DISPATCH_DUE_DELIVERIES, acks_late=True, ignore_result=True)
 def dispatch_due() -> int:
     """The outbox sweep: publish pending deliveries that are due (retries, lost publishes)."""
