@@ -86,10 +86,7 @@ class Prepared(Generic[M]):
             rows = [list(row) for row in cursor.fetchall()]
         for row in rows:
             for position, functions, expression in compiled.converters:
-                value = row[position]
-                for function in functions:
-                    value = function(value, expression, connection)
-                row[position] = value
+                row[position] = _converted(row[position], functions, expression, connection)
         return rows
 
     def _compiled_for(self, using: str) -> _Compiled:
@@ -137,6 +134,15 @@ class Prepared(Generic[M]):
         )
 
 
+def _converted(
+    value: Any, functions: Sequence[Callable[..., Any]], expression: Any, connection: Any
+) -> Any:
+    """A value from the database as the ORM gives it: its column's converters, in order."""
+    for function in functions:
+        value = function(value, expression, connection)
+    return value
+
+
 @dataclass(frozen=True)
 class _Insert:
     sql: str
@@ -174,9 +180,7 @@ def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
         )
     for row, values in zip(rows, returned, strict=False):
         for (field, functions, expression), value in zip(statement.returned, values, strict=True):
-            for function in functions:
-                value = function(value, expression, connection)
-            setattr(row, field.attname, value)
+            setattr(row, field.attname, _converted(value, functions, expression, connection))
     for row in rows:
         row._state.adding, row._state.db = False, using
     return rows

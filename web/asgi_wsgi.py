@@ -103,34 +103,25 @@ class DjangoApp:
             await send(
                 {"type": "http.response.start", "status": whole.status, "headers": whole.headers}
             )
-            await send({"type": "http.response.body", "body": whole.body})
-        elif not response.started:  # a streaming response that sent nothing
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status,
-                    "headers": response.headers,
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
-        else:
-            await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": whole.body if whole else b""})
 
     def _respond(self, environ: Any, response: _Response) -> _Whole | None:
-        """In a worker thread: the view's answer, whole unless it streams (then sent)."""
+        """In a worker thread: the view's answer, whole unless it streams (then sent, and
+        None: the event loop ends it). A streaming answer that sent nothing is whole."""
         iterable = self.app(environ, response.start_response)
         try:
             if getattr(iterable, "streaming", True) or response.started:
                 for chunk in iterable:
                     if chunk:
                         response.write(chunk)
-                return None
-            body = b"".join(iterable)
+                body = b""
+            else:
+                body = b"".join(iterable)
         finally:
             close = getattr(iterable, "close", None)
             if close is not None:
                 close()
-        return _Whole(response.status, response.headers, body)
+        return None if response.started else _Whole(response.status, response.headers, body)
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
