@@ -22,7 +22,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from config.startup import require_production_settings
-from infra.logging import current_context, current_request_id, log_context
+from infra.logging import (
+    context_adopt,
+    context_restore,
+    current_context,
+    current_request_id,
+    log_context,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -79,11 +85,7 @@ def _adopt_log_context(task_id: str | None = None, task=None, **kwargs) -> None:
         context = (request.get("headers") or {}).get(LOG_CONTEXT_HEADER)
     if not isinstance(context, dict) or task_id is None:
         return  # an eager task keeps the context of its caller
-    fields = {k: str(v) for k, v in context.items() if k != "request_id"}
-    _task_log_tokens[task_id] = (
-        current_request_id.set(str(context.get("request_id", "-"))),
-        log_context.set(fields),
-    )
+    _task_log_tokens[task_id] = context_adopt(context)
 
 
 @task_postrun.connect
@@ -92,8 +94,7 @@ def _drop_log_context(task_id: str | None = None, **kwargs) -> None:
     if tokens is None:
         return
     try:
-        current_request_id.reset(tokens[0])
-        log_context.reset(tokens[1])
+        context_restore(tokens)
     except ValueError:  # run in another context than prerun's: just clear it
         current_request_id.set("-")
         log_context.set({})

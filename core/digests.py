@@ -4,19 +4,36 @@ payloadDigest: "sha256:" + the hex SHA-256 of the RFC 8785 (JSON Canonicalizatio
 form of {"question", "title", "payload"} as stored (context files are inside the payload),
 so any party holding the same content computes the same digest, in any language.
 valuesDigest: the same over the approved values (a form's answer) alone.
+
+`canonical_json` writes that form. For JSON made of strings, booleans, null and integers
+within JSON's safe range (no floats), RFC 8785's form is what the standard library's
+encoder writes with sorted keys and no spaces: the same escapes (the two characters that
+must be escaped, the control characters as \\b \\f \\n \\r \\t or \\u00xx in lower case,
+nothing else), the integers' plain digits, and keys in the same order as long as none
+holds a character from U+E000 to U+FFFF (RFC 8785 orders keys by their UTF-16 code units,
+Python by code points: they differ only there). Such a value, the common case, is written
+by that encoder (in C); anything else by the rfc8785 package. tests/core/test_digests.py
+checks the two agree.
 """
 
 import hashlib
+import json
+import re
 from typing import Any
 
 import rfc8785
 
 DIGEST_PREFIX = "sha256:"
 
+_SAFE_INTEGER = 2**53 - 1
+# Where UTF-16 and code-point order differ (and the lone surrogates, which RFC 8785 refuses).
+_ORDER_DIFFERS = re.compile("[\ud800-\udfff\ue000-\uffff]")
+_PLAIN_SCALARS = (str, bool, type(None))
+
 
 def content_digest(*, question: str | None, title: str | None, payload: Any) -> str:
     """The payloadDigest of a breakpoint's question, title and payload."""
-    canonical = rfc8785.dumps({"question": question, "title": title, "payload": payload})
+    canonical = canonical_json({"question": question, "title": title, "payload": payload})
     return DIGEST_PREFIX + hashlib.sha256(canonical).hexdigest()
 
 
@@ -25,4 +42,40 @@ def values_digest(values: Any) -> str | None:
     SHA-256) over the values alone; None when there are none."""
     if values is None:
         return None
-    return DIGEST_PREFIX + hashlib.sha256(rfc8785.dumps(values)).hexdigest()
+    return DIGEST_PREFIX + hashlib.sha256(canonical_json(values)).hexdigest()
+
+
+def canonical_json(value: Any) -> bytes:
+    """The RFC 8785 canonical form of `value` (UTF-8); raises rfc8785's errors for what it
+    cannot write (floats that are not finite, integers past 2**53 - 1, other types)."""
+    if _plain(value):
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if _ORDER_DIFFERS.search(text) is None:
+            return text.encode()
+    return rfc8785.dumps(value)
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` holds only objects with string keys, arrays, strings, booleans, null
+    and safe integers (exactly these types: subclasses may write themselves otherwise)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind in _PLAIN_SCALARS:
+            continue
+        if kind is int:
+            if -_SAFE_INTEGER <= item <= _SAFE_INTEGER:
+                continue
+            return False
+        if kind is dict:
+            for key, member in item.items():
+                if type(key) is not str:
+                    return False
+                pending.append(member)
+            continue
+        if kind is list or kind is tuple:
+            pending.extend(item)
+            continue
+        return False
+    return True

@@ -9,7 +9,9 @@ the request id of the request that enqueued it.
 import json
 import logging
 import re
-from contextvars import ContextVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
@@ -77,6 +79,30 @@ def current_context() -> dict[str, str]:
         fields.update(request_fields(request))
     fields["request_id"] = current_request_id.get()
     return fields
+
+
+def context_adopt(fields: dict[str, Any]) -> tuple[Token[str], Token[dict[str, str]]]:
+    """Make `fields` (another process's current_context(): a task's headers, a row's) the
+    context of what runs now; the tokens undo it (context_restore)."""
+    return (
+        current_request_id.set(str(fields.get("request_id", "-"))),
+        log_context.set({k: str(v) for k, v in fields.items() if k != "request_id"}),
+    )
+
+
+def context_restore(tokens: tuple[Token[str], Token[dict[str, str]]]) -> None:
+    current_request_id.reset(tokens[0])
+    log_context.reset(tokens[1])
+
+
+@contextmanager
+def adopted_context(fields: dict[str, Any]) -> Iterator[None]:
+    """Run a block in the context `fields` describe (context_adopt), then restore."""
+    tokens = context_adopt(fields)
+    try:
+        yield
+    finally:
+        context_restore(tokens)
 
 
 class RequestIDFilter(logging.Filter):

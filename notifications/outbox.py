@@ -18,6 +18,7 @@ from core import tasknames
 from core.exceptions import InvalidState, NotFound
 from core.prepared import Prepared, insert
 from core.timestamps import timestamp
+from infra.logging import adopted_context
 from infra.publishing import publish, publish_soon, publish_together
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
@@ -174,15 +175,21 @@ def _deliveries_insert(deliveries: list[Delivery]) -> list[str]:
     if not deliveries:
         return []
     ids = [delivery.pk for delivery in insert(deliveries)]  # bulk_create's, built once
-    transaction.on_commit(lambda: publish_soon(publish_deliveries, ids))
+    transaction.on_commit(lambda: publish_soon_deliveries(ids))
     return ids
+
+
+def publish_soon_deliveries(delivery_ids: list[str]) -> None:
+    """After commit: the publisher thread publishes them (publish_deliveries), or, with
+    other requests' deliveries waiting, all of them as one deliver_many message."""
+    publish_soon(publish_deliveries, delivery_ids, together=tasknames.DELIVER_MANY)
 
 
 def publish_deliveries(delivery_ids: list[str]) -> int:
     """Hand deliveries to the workers (infra.publishing: never raises; the outbox sweep
     publishes what a failed publish left pending): one alone as its deliver task, several
     (a release's feedback and released events, the sweep's batch) as one message the worker
-    hands on one by one (publish_deliveries_each), so the web process publishes once."""
+    hands on one by one (publish_deliveries_handed_on), so the web process publishes once."""
     if len(delivery_ids) > 1:
         return publish_together(tasknames.DELIVER_MANY, delivery_ids)
     return publish_deliveries_each(delivery_ids)
@@ -191,6 +198,25 @@ def publish_deliveries(delivery_ids: list[str]) -> int:
 def publish_deliveries_each(delivery_ids: list[str]) -> int:
     """One deliver task per delivery: a slow target holds up none of the others."""
     return publish(tasknames.DELIVER, delivery_ids)  # by name: notifications.tasks runs it
+
+
+def publish_deliveries_handed_on(rows: list[Any]) -> int:
+    """A deliver_many message's rows, each handed on as its own deliver task: a delivery id
+    (published by the sweep: the message's own context), or [id, log context] (rows of
+    several requests: each task carries the context of the request that wrote its row).
+    How many were handed over; after a failed publish the rest are left to the sweep."""
+    handed = 0
+    for row in rows:
+        if isinstance(row, str):
+            published = publish_deliveries_each([row])
+        else:
+            delivery_id, fields = row
+            with adopted_context(fields):
+                published = publish_deliveries_each([str(delivery_id)])
+        if not published:
+            break
+        handed += published
+    return handed
 
 
 def deliveries_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
@@ -224,5 +250,5 @@ def delivery_resend(*, delivery_id: str) -> Delivery:
                     current_status=current.status,
                 )
             raise NotFound(f"No delivery {delivery_id}.")
-        transaction.on_commit(lambda: publish_soon(publish_deliveries, [delivery_id]))
+        transaction.on_commit(lambda: publish_soon_deliveries([delivery_id]))
     return Delivery.objects.get(pk=delivery_id)

@@ -38,7 +38,7 @@ from notifications.outbox import (
     deliveries_enqueue_many,
     delivery_resend,
     publish_deliveries,
-    publish_deliveries_each,
+    publish_deliveries_handed_on,
 )
 from notifications.subscriptions import (
     webhook_add,
@@ -65,7 +65,7 @@ __all__ = [
     "delivery_resend",
     "delivery_turn",
     "publish_deliveries",
-    "publish_deliveries_each",
+    "publish_deliveries_handed_on",
     "signed_request",
     "webhook_add",
     "webhook_build",

@@ -22,11 +22,12 @@ def deliver(delivery_id: str) -> str:
 
 
 @shared_task(name=tasknames.DELIVER_MANY, acks_late=True, ignore_result=True)
-def deliver_many(delivery_ids: list[str]) -> int:
-    """Deliveries published together (outbox.publish_deliveries), each handed on as its own
-    deliver task. Run again (a worker lost), it hands them on again: a delivery is claimed
-    before it is sent, so none is sent twice."""
-    return outbox.publish_deliveries_each(list(delivery_ids))
+def deliver_many(rows: list) -> int:
+    """Deliveries published together (outbox.publish_deliveries: ids; the web process's
+    publisher: [id, log context] of several requests), each handed on as its own deliver
+    task. Run again (a worker lost), it hands them on again: a delivery is claimed before
+    it is sent, so none is sent twice."""
+    return outbox.publish_deliveries_handed_on(list(rows))
 
 
 @shared_task(name=tasknames.DISPATCH_DUE_DELIVERIES, acks_late=True, ignore_result=True)

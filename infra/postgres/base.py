@@ -16,8 +16,8 @@ taken, at once: no request is given a connection the server has already let go.
 import select
 from typing import Any
 
-from django.db.backends.postgresql import base
-from psycopg import pq
+from django.db.backends.postgresql import base, operations
+from psycopg import ClientCursor, pq
 
 
 def is_cut(connection: Any) -> bool:
@@ -31,7 +31,19 @@ def is_cut(connection: Any) -> bool:
     return bool(readable)
 
 
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor: Any, sql: str, params: Any) -> str:
+        """The statement with its values in place, as logged (DEBUG, CaptureQueriesContext)
+        also for a statement bound on the server (core.prepared): Django reads the text a
+        client-side cursor sent, which such a cursor never writes."""
+        if isinstance(cursor, ClientCursor) or params is None:
+            return super().last_executed_query(cursor, sql, params)
+        return self.compose_sql(sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
         if not self.pool:

@@ -125,3 +125,35 @@ def test_update_where_refuses_expressions_and_null_comparisons():
         update_where(Breakpoint, {"ttl_seconds": F("ttl_seconds")}, where={"id": bp.pk})
     with pytest.raises(TypeError, match="NULL"):
         update_where(Breakpoint, {"ttl_seconds": 5}, where={"run_id": None})
+
+
+def _prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_statement_is_prepared_on_the_server_with_its_values_bound():
+    BreakpointFactory(agent_id="it's", payload={"quote": "it's"})
+    read = Prepared(
+        lambda agent: Breakpoint.objects.filter(agent_id=agent).values_list("payload", flat=True),
+        parameters=1,
+    )
+    with CaptureQueriesContext(connection) as queries:
+        assert read.rows("it's") == [{"quote": "it's"}]
+        assert read.rows("nobody") == []
+    # One statement, prepared once for both calls: its text holds placeholders, not values.
+    prepared = [sql for sql in _prepared_statements() if "breakpoints_breakpoint" in sql]
+    assert len(prepared) == 1 and "$1" in prepared[0] and "it's" not in prepared[0]
+    # The query log still shows each call's values in place (DEBUG, CaptureQueriesContext).
+    assert "'it''s'" in queries[0]["sql"] and "'nobody'" in queries[1]["sql"]
+
+
+@pytest.mark.postgres
+def test_on_postgresql_an_insert_binds_its_json_on_the_server():
+    tricky = {"text": "quote ' backslash \\ percent % dollar $1", "n": [1, 2.5, None]}
+    bp = Breakpoint(agent_id="binds", title="t", key="k", question="q", payload=tricky)
+    insert([bp])
+    assert Breakpoint.objects.get(pk=bp.pk).payload == tricky
+    assert any(sql.startswith("INSERT INTO") for sql in _prepared_statements())

@@ -82,3 +82,104 @@ def test_a_publisher_that_raises_leaves_the_thread_running():
     publishing.publish_soon(broken, ["d-1"])
     publishing.publish_soon(lambda ids: done.set() or len(ids), ["d-2"])
     assert done.wait(SAFETY_SECONDS)
+
+
+@pytest.fixture
+def messages(monkeypatch):
+    """What the thread sends through Celery: (task name, args, the request id it ran in)."""
+    sent: list[tuple[str, tuple, str]] = []
+
+    def send_task(name, args=(), **options):
+        sent.append((name, args, current_request_id.get()))
+
+    monkeypatch.setattr(publishing.current_app, "send_task", send_task)
+    return sent
+
+
+def _held_thread() -> threading.Event:
+    """Keep the publisher thread busy until the event is set, so batches queue up."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def busy(ids: list[str]) -> int:
+        started.set()
+        release.wait(SAFETY_SECONDS)
+        return len(ids)
+
+    publishing.publish_soon(busy, ["busy"])
+    assert started.wait(SAFETY_SECONDS)
+    return release
+
+
+def _as_request(request_id: str, publish) -> None:
+    token = current_request_id.set(request_id)
+    try:
+        publish()
+    finally:
+        current_request_id.reset(token)
+
+
+def test_rows_of_several_requests_waiting_together_go_in_one_message_each_with_its_context(
+    messages,
+):
+    def by_id(ids: list[str]) -> int:
+        return publishing.publish("task.each", ids)
+
+    release = _held_thread()
+    _as_request("req-1", lambda: publishing.publish_soon(by_id, ["d-1"], together="task.many"))
+    _as_request(
+        "req-2", lambda: publishing.publish_soon(by_id, ["d-2", "d-3"], together="task.many")
+    )
+    _as_request("req-3", lambda: publishing.publish_soon(by_id, ["d-4"], together="task.many"))
+    release.set()
+    publishing._current_publisher().batches.join()
+
+    assert len(messages) == 1
+    name, (rows,), _ = messages[0]
+    assert name == "task.many"
+    assert [(row_id, fields["request_id"]) for row_id, fields in rows] == [
+        ("d-1", "req-1"),
+        ("d-2", "req-2"),
+        ("d-3", "req-2"),
+        ("d-4", "req-3"),
+    ]
+
+
+def test_one_row_waiting_alone_goes_through_its_own_publisher_in_its_context(messages):
+    def by_id(ids: list[str]) -> int:
+        return publishing.publish("task.each", ids)
+
+    release = _held_thread()
+    _as_request("req-1", lambda: publishing.publish_soon(by_id, ["d-1"], together="task.many"))
+    release.set()
+    publishing._current_publisher().batches.join()
+
+    assert messages == [("task.each", ("d-1",), "req-1")]
+
+
+def test_batches_without_a_together_task_are_published_one_by_one(messages):
+    def by_id(ids: list[str]) -> int:
+        return publishing.publish("task.each", ids)
+
+    release = _held_thread()
+    _as_request("req-1", lambda: publishing.publish_soon(by_id, ["d-1"]))
+    _as_request("req-2", lambda: publishing.publish_soon(by_id, ["d-2"]))
+    release.set()
+    publishing._current_publisher().batches.join()
+
+    assert messages == [("task.each", ("d-1",), "req-1"), ("task.each", ("d-2",), "req-2")]
+
+
+def test_rows_together_beyond_the_bound_are_split_into_several_messages(messages, monkeypatch):
+    monkeypatch.setattr(publishing, "MAX_ROWS_TOGETHER", 2)
+    release = _held_thread()
+    for n in range(5):
+        publishing.publish_soon(lambda ids: 0, [f"d-{n}"], together="task.many")
+    release.set()
+    publishing._current_publisher().batches.join()
+
+    assert [[row_id for row_id, _ in args[0]] for _, args, _ in messages] == [
+        ["d-0", "d-1"],
+        ["d-2", "d-3"],
+        ["d-4"],
+    ]
