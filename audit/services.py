@@ -10,8 +10,21 @@ from core.prepared import insert
 def event_record(
     *, breakpoint_id: str, type: str, actor: str, metadata: dict[str, Any] | None = None
 ) -> Event:
-    event = Event(breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata or {})
-    return insert([event])[0]  # every write records one: its INSERT built once
+    event = event_new(breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata)
+    return events_write([event])[0]
+
+
+def event_new(
+    *, breakpoint_id: str, type: str, actor: str, metadata: dict[str, Any] | None = None
+) -> Event:
+    """An event not written yet: events_write writes several in one INSERT."""
+    return Event(breakpoint_id=breakpoint_id, type=type, actor=actor, metadata=metadata or {})
+
+
+def events_write(events: list[Event]) -> list[Event]:
+    """Write new events, in order, in one INSERT (every write records one or two: the
+    statement is built once, core.prepared)."""
+    return list(insert(events))
 
 
 def event_record_bulk(

@@ -3,8 +3,8 @@
 A transition moves the status with a conditional UPDATE (so two concurrent releases
 cannot both win, on any database) and records the audit event, with the webhook outbox
 rows, in the caller's transaction. Within `recorded_together()` (a decision's feedback
-and release) the outbox rows of the block are written together when it ends: one read
-of the subscribers, one INSERT of the deliveries.
+and release) the events and outbox rows of the block are written together when it ends:
+one INSERT of the events, one read of the subscribers, one INSERT of the deliveries.
 """
 
 from collections.abc import Iterator
@@ -14,7 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from audit.services import event_record
+from audit.models import Event
+from audit.services import event_new, events_write
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.representation import breakpoint_json
 from breakpoints.results import VIA_SYSTEM, result_sealed
@@ -35,37 +36,47 @@ _TIMESTAMP_FIELD = {
 
 # (breakpoint, the outbox body's data, event type) per record() within recorded_together().
 _Recorded = tuple[Breakpoint, dict[str, Any], str]
-_together: ContextVar[list[_Recorded] | None] = ContextVar("recorded_together", default=None)
+# What record() keeps within recorded_together(): the events, the outbox rows.
+_Kept = tuple[list[Event], list[_Recorded]]
+_together: ContextVar[_Kept | None] = ContextVar("recorded_together", default=None)
 
 
 def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any]) -> None:
-    """The audit event, and the outbox rows for it, in the caller's transaction (the
-    outbox rows at the end of the block within recorded_together(), each body showing
-    the breakpoint as it was when recorded)."""
-    event_record(
+    """The audit event, and the outbox rows for it, in the caller's transaction (within
+    recorded_together(), both at the end of the block, each outbox body showing the
+    breakpoint as it was when recorded)."""
+    event = event_new(
         breakpoint_id=bp.pk, type=type, actor=actor.name, metadata={**actor.context, **metadata}
     )
+    together = _together.get()
+    if together is None:
+        events_write([event])
+    else:
+        together[0].append(event)
     if type not in WebhookEventType.values:
         return
-    together = _together.get()
     if together is not None:
-        together.append((bp, breakpoint_json(bp), type))
+        together[1].append((bp, breakpoint_json(bp), type))
     else:
         deliveries_enqueue(breakpoint=bp, data=breakpoint_json(bp), event_type=type)
 
 
 @contextmanager
 def recorded_together() -> Iterator[None]:
-    """record() within the block keeps its outbox rows and writes them, in order, when the
-    block ends without an error (in the caller's transaction: nothing is written when it
-    raises). For writes whose outbox rows do not depend on one another's (a decision's
-    feedback and release: neither announces, notifications.fanout)."""
+    """record() within the block keeps its events and outbox rows and writes them, in
+    order, when the block ends without an error (in the caller's transaction: nothing is
+    written when it raises). For writes whose records depend on none of the block's
+    (a decision's feedback and release: nothing reads their events meanwhile, neither
+    announces, notifications.fanout)."""
+    events: list[Event] = []
     kept: list[_Recorded] = []
-    token = _together.set(kept)
+    token = _together.set((events, kept))
     try:
         yield
     finally:
         _together.reset(token)
+    if events:
+        events_write(events)
     deliveries_enqueue_many(kept)
 
 

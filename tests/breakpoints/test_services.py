@@ -203,14 +203,14 @@ def test_system_actor_may_expire(make_breakpoint):
 
 def _fail_on(monkeypatch, event_type: str) -> None:
     """Make the audit write of `event_type` fail, to prove the change rolls back with it."""
-    real = transitions.event_record
+    real = transitions.events_write
 
-    def failing(**kwargs):
-        if kwargs["type"] == event_type:
+    def failing(events):
+        if any(event.type == event_type for event in events):
             raise RuntimeError("audit store unavailable")
-        return real(**kwargs)
+        return real(events)
 
-    monkeypatch.setattr(transitions, "event_record", failing)
+    monkeypatch.setattr(transitions, "events_write", failing)
 
 
 def test_create_rolls_back_when_its_event_cannot_be_written(db, monkeypatch):
