@@ -1,6 +1,7 @@
 """The API views' shared pieces: the error responses an operation declares, a body validated."""
 
 import threading
+from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.request import Request
@@ -39,7 +40,7 @@ def validated(serializer_class: type[Serializer], request: Request) -> dict:
     validation but its parent (set to the new serializer), and a thread validates one
     body at a time."""
     serializer = serializer_class(data=request.data)
-    built: dict[type[Serializer], BindingDict] = _fields_built.__dict__
+    built: dict[Any, BindingDict] = _fields_built.__dict__
     fields = built.get(serializer_class)
     if fields is None:
         built[serializer_class] = serializer.fields
