@@ -34,6 +34,13 @@ def announce(breakpoint_ids: Iterable[str]) -> None:
         transaction.on_commit(partial(_wake_local, ids))
 
 
+def update_channel() -> str | None:
+    """The channel on which a transition's conditional UPDATE announces the row it moved,
+    in the same statement (core.prepared.update_where(notify=...)): on PostgreSQL; None
+    elsewhere, where the caller announces() instead."""
+    return CHANNEL if connection.vendor == "postgresql" else None
+
+
 def _wake_local(ids: list[str]) -> None:
     for listener in list(_local_listeners):
         listener(ids)

@@ -267,7 +267,7 @@ def _insert_statement(model: type[Model], count: int, auto: bool, using: str) ->
     return statement
 
 
-_updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], str, str], str] = {}
+_updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], bool, str, str], str] = {}
 
 
 def update_where(
@@ -275,24 +275,35 @@ def update_where(
     values: dict[str, Any],
     *,
     where: dict[str, Any],
+    notify: str | None = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> int:
     """`model.objects.filter(**where).update(**values)` for plain columns compared for
     equality (no expressions, no joins): how many rows it changed. The statement is built
-    once per set of column names; the values are prepared as the ORM prepares them."""
+    once per set of column names; the values are prepared as the ORM prepares them.
+
+    `notify` (PostgreSQL only): a channel on which the same statement announces the primary
+    key of each row it changed (`RETURNING pg_notify(...)`): delivered when the transaction
+    commits, never on a rollback, no round trip of its own."""
     connection = connections[using]
     opts = model._meta
     set_fields = [opts.get_field(name) for name in values]
     where_fields = [opts.get_field(name) for name in where]
-    key = (model, tuple(values), tuple(where), using, connection.vendor)
+    if notify is not None and connection.vendor != "postgresql":
+        raise ValueError("update_where(notify=...) announces through PostgreSQL's NOTIFY.")
+    key = (model, tuple(values), tuple(where), notify is not None, using, connection.vendor)
     sql = _updates.get(key)
     if sql is None:
         quote = connection.ops.quote_name
         assert opts.db_table
         assignments = ", ".join(f"{quote(str(field.column))} = %s" for field in set_fields)  # type: ignore[union-attr]
         conditions = " AND ".join(f"{quote(str(field.column))} = %s" for field in where_fields)  # type: ignore[union-attr]
-        sql = _updates[key] = f"UPDATE {quote(opts.db_table)} SET {assignments} WHERE {conditions}"
-    params = []
+        sql = f"UPDATE {quote(opts.db_table)} SET {assignments} WHERE {conditions}"
+        if notify is not None:
+            assert opts.pk is not None
+            sql += f" RETURNING pg_notify(%s, {quote(str(opts.pk.column))}::text)"
+        _updates[key] = sql
+    params: list[Any] = []
     for field, value in zip(set_fields, values.values(), strict=True):
         if hasattr(value, "resolve_expression"):
             raise TypeError(f"update_where takes values, not expressions ({field.name}).")
@@ -302,6 +313,8 @@ def update_where(
             raise TypeError(f"update_where compares with values, not NULL ({field.name}).")
         prepared = field.get_prep_value(value)  # type: ignore[union-attr]
         params.append(field.get_db_prep_value(prepared, connection, prepared=True))  # type: ignore[union-attr]
+    if notify is not None:
+        params.append(notify)
     with _cursor(connection) as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount

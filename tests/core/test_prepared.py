@@ -157,3 +157,34 @@ def test_on_postgresql_an_insert_binds_its_json_on_the_server():
     insert([bp])
     assert Breakpoint.objects.get(pk=bp.pk).payload == tricky
     assert any(sql.startswith("INSERT INTO") for sql in _prepared_statements())
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_update_where_with_notify_announces_each_changed_row_once_committed():
+    import psycopg
+    from django.db import transaction
+
+    moving = BreakpointFactory(agent_id="n")
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute("LISTEN test_moves")
+        with transaction.atomic():
+            changed = update_where(
+                Breakpoint,
+                {"status": Status.CANCELLED},
+                where={"id": moving.pk, "status": Status.WAITING},
+                notify="test_moves",
+            )
+            unchanged = update_where(
+                Breakpoint,
+                {"status": Status.CANCELLED},
+                where={"id": moving.pk, "status": Status.WAITING},
+                notify="test_moves",
+            )
+        heard = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
+        heard += [n.payload for n in listener.notifies(timeout=0.3)]
+    assert (changed, unchanged) == (1, 0)
+    assert heard == [moving.pk]  # the row that moved, once; nothing for the one that did not
