@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Field, Model, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
@@ -148,15 +149,12 @@ def _cursor(connection: Any) -> CursorWrapper:
     time zone, and the wrapper that counts and logs the queries)."""
     if connection.vendor != "postgresql":
         return connection.cursor()
-    from django.db.backends.postgresql.psycopg_any import register_tzloader
-    from psycopg import adapters, pq
-
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
         cursor = _PreparingCursor(connection.connection)
-        timestamptz = adapters.types["timestamptz"].oid
-        loader = connection.connection.adapters.get_loader(timestamptz, pq.Format.TEXT)
+        timestamptz = psycopg.adapters.types["timestamptz"].oid
+        loader = connection.connection.adapters.get_loader(timestamptz, psycopg.pq.Format.TEXT)
         if connection.timezone != loader.timezone:
             register_tzloader(connection.timezone, cursor)
         return connection._prepare_cursor(cursor)
