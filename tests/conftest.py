@@ -255,3 +255,19 @@ def _fresh_rate_limit_counters(settings):
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "t"}
     }
     cache.clear()
+
+
+@pytest.fixture
+def sent_tasks(monkeypatch):
+    """What is published through Celery (infra.publishing's current_app.send_task):
+    (task name, args, the request id the publish ran in)."""
+    from infra import publishing
+    from infra.logging import current_request_id
+
+    sent: list[tuple[str, tuple, str]] = []
+
+    def send_task(name, args=(), **options):
+        sent.append((name, args, current_request_id.get()))
+
+    monkeypatch.setattr(publishing.current_app, "send_task", send_task)
+    return sent

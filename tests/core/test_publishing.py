@@ -84,18 +84,6 @@ def test_a_publisher_that_raises_leaves_the_thread_running():
     assert done.wait(SAFETY_SECONDS)
 
 
-@pytest.fixture
-def messages(monkeypatch):
-    """What the thread sends through Celery: (task name, args, the request id it ran in)."""
-    sent: list[tuple[str, tuple, str]] = []
-
-    def send_task(name, args=(), **options):
-        sent.append((name, args, current_request_id.get()))
-
-    monkeypatch.setattr(publishing.current_app, "send_task", send_task)
-    return sent
-
-
 def _held_thread() -> threading.Event:
     """Keep the publisher thread busy until the event is set, so batches queue up."""
     release = threading.Event()
@@ -120,7 +108,7 @@ def _as_request(request_id: str, publish) -> None:
 
 
 def test_rows_of_several_requests_waiting_together_go_in_one_message_each_with_its_context(
-    messages,
+    sent_tasks,
 ):
     def by_id(ids: list[str]) -> int:
         return publishing.publish("task.each", ids)
@@ -134,8 +122,8 @@ def test_rows_of_several_requests_waiting_together_go_in_one_message_each_with_i
     release.set()
     publishing._current_publisher().batches.join()
 
-    assert len(messages) == 1
-    name, (rows,), _ = messages[0]
+    assert len(sent_tasks) == 1
+    name, (rows,), _ = sent_tasks[0]
     assert name == "task.many"
     assert [(row_id, fields["request_id"]) for row_id, fields in rows] == [
         ("d-1", "req-1"),
@@ -145,7 +133,7 @@ def test_rows_of_several_requests_waiting_together_go_in_one_message_each_with_i
     ]
 
 
-def test_one_row_waiting_alone_goes_through_its_own_publisher_in_its_context(messages):
+def test_one_row_waiting_alone_goes_through_its_own_publisher_in_its_context(sent_tasks):
     def by_id(ids: list[str]) -> int:
         return publishing.publish("task.each", ids)
 
@@ -154,10 +142,10 @@ def test_one_row_waiting_alone_goes_through_its_own_publisher_in_its_context(mes
     release.set()
     publishing._current_publisher().batches.join()
 
-    assert messages == [("task.each", ("d-1",), "req-1")]
+    assert sent_tasks == [("task.each", ("d-1",), "req-1")]
 
 
-def test_batches_without_a_together_task_are_published_one_by_one(messages):
+def test_batches_without_a_together_task_are_published_one_by_one(sent_tasks):
     def by_id(ids: list[str]) -> int:
         return publishing.publish("task.each", ids)
 
@@ -167,10 +155,10 @@ def test_batches_without_a_together_task_are_published_one_by_one(messages):
     release.set()
     publishing._current_publisher().batches.join()
 
-    assert messages == [("task.each", ("d-1",), "req-1"), ("task.each", ("d-2",), "req-2")]
+    assert sent_tasks == [("task.each", ("d-1",), "req-1"), ("task.each", ("d-2",), "req-2")]
 
 
-def test_rows_together_beyond_the_bound_are_split_into_several_messages(messages, monkeypatch):
+def test_rows_together_beyond_the_bound_are_split_into_several_messages(sent_tasks, monkeypatch):
     monkeypatch.setattr(publishing, "MAX_ROWS_TOGETHER", 2)
     release = _held_thread()
     for n in range(5):
@@ -178,7 +166,7 @@ def test_rows_together_beyond_the_bound_are_split_into_several_messages(messages
     release.set()
     publishing._current_publisher().batches.join()
 
-    assert [[row_id for row_id, _ in args[0]] for _, args, _ in messages] == [
+    assert [[row_id for row_id, _ in args[0]] for _, args, _ in sent_tasks] == [
         ["d-0", "d-1"],
         ["d-2", "d-3"],
         ["d-4"],

@@ -43,20 +43,8 @@ def test_a_failed_message_of_several_hands_over_none(monkeypatch):
     assert outbox.publish_deliveries(["d-1", "d-2"]) == 0  # all left pending for the sweep
 
 
-@pytest.fixture
-def sent_in_context(monkeypatch):
-    """(task name, args, the request id the publish ran in)."""
-    messages: list[tuple[str, tuple, str]] = []
-
-    def send_task(name, args=(), **options):
-        messages.append((name, args, current_request_id.get()))
-
-    monkeypatch.setattr(publishing.current_app, "send_task", send_task)
-    return messages
-
-
 def test_rows_of_several_requests_are_handed_on_each_in_the_context_of_its_request(
-    sent_in_context,
+    sent_tasks,
 ):
     rows = [
         ["d-1", {"request_id": "req-1", "agent": "a1"}],
@@ -68,7 +56,7 @@ def test_rows_of_several_requests_are_handed_on_each_in_the_context_of_its_reque
         assert deliver_many.run(rows) == 3
     finally:
         current_request_id.reset(token)
-    assert sent_in_context == [
+    assert sent_tasks == [
         (tasknames.DELIVER, ("d-1",), "req-1"),
         (tasknames.DELIVER, ("d-2",), "req-2"),
         (tasknames.DELIVER, ("d-3",), "task-context"),
