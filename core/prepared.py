@@ -25,7 +25,9 @@ again on the same connection is prepared there once (psycopg's prepare_threshold
 database parses and plans it once per connection instead of once per request.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any, Generic, TypeVar
@@ -190,15 +192,48 @@ class _Insert:
 _inserts: dict[tuple[type[Model], int, bool, str, str], _Insert] = {}
 
 
+# Within inserts_held(): the groups of rows held for its one statement, per database alias.
+_held: ContextVar[dict[str, list[Sequence[Model]]] | None] = ContextVar(
+    "inserts_held", default=None
+)
+
+
+@contextmanager
+def inserts_held() -> Iterator[None]:
+    """insert() within the block is held, and every held group is written when the block
+    ends without an error, in order, in ONE statement on PostgreSQL (insert_together): a
+    write's new rows (a breakpoint, its event, its outbox rows) in one round trip. When the
+    block raises, nothing held is written. For blocks that read neither the rows they
+    insert nor their automatic keys and generated columns before the end (those are set
+    then). Elsewhere (SQLite), each insert() is written at once, as outside the block.
+    Within another such block, the rows join the outer block's statement."""
+    if _held.get() is not None:
+        yield
+        return
+    held: dict[str, list[Sequence[Model]]] = {}
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+    for using, groups in held.items():
+        insert_together(*groups, using=using)
+
+
 def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
     """Write `rows` (new instances of one model) in one INSERT, as bulk_create and save()
     would: an automatic primary key and the generated columns set from RETURNING. No
-    signals are sent (these models have no receivers)."""
+    signals are sent (these models have no receivers). Within inserts_held(), on
+    PostgreSQL, the rows are written at the end of that block."""
     if not rows:
         return rows
-    model = type(rows[0])
-    auto = model._meta.auto_field is not None and rows[0].pk is None
     connection = connections[using]
+    held = _held.get()
+    if held is not None and connection.vendor == "postgresql":
+        held.setdefault(using, []).append(rows)
+        return rows
+    model = type(rows[0])
+    auto = _auto(rows[0])
     if not connection.features.can_return_rows_from_bulk_insert:
         return model._default_manager.using(using).bulk_create(rows)
     statement = _insert_statement(model, len(rows), auto, using)
@@ -220,6 +255,70 @@ def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
     for row in rows:
         row._state.adding, row._state.db = False, using
     return rows
+
+
+def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
+    """insert() of each group (new instances of one model each), in order, in ONE statement
+    on PostgreSQL: one round trip for a write's rows (a breakpoint, its event, its outbox
+    rows). Each INSERT but the last is a data-modifying WITH query, run once and to
+    completion with the rest; the rows of a group may refer to an earlier group's (the
+    foreign keys are checked at the end of the statement, or at commit). Every automatic
+    key and generated column comes back as insert() sets them, each group's in its own
+    array. Elsewhere, one insert() per group."""
+    groups = tuple(group for group in groups if group)
+    connection = connections[using]
+    if len(groups) < 2 or connection.vendor != "postgresql":
+        for group in groups:
+            insert(group, using=using)
+        return
+    shapes = tuple((type(group[0]), len(group), _auto(group[0])) for group in groups)
+    statement = _together_statement(shapes, using)
+    params = [
+        field.get_db_prep_save(field.pre_save(row, True), connection)
+        for group, part in zip(groups, statement.parts, strict=True)
+        for row in group
+        for field in part.fields
+    ]
+    with _cursor(connection) as cursor:
+        cursor.execute(statement.sql, params)
+        arrays = list(cursor.fetchone() or ())
+    for group, part in zip(groups, statement.parts, strict=True):
+        returned = [arrays.pop(0) for _ in part.returned]
+        for position, row in enumerate(group):
+            for (field, functions, expression), values in zip(part.returned, returned, strict=True):
+                value = _converted(values[position], functions, expression, connection)
+                setattr(row, field.attname, value)
+            row._state.adding, row._state.db = False, using
+
+
+def _auto(row: Model) -> bool:
+    return row._meta.auto_field is not None and row.pk is None
+
+
+@dataclass(frozen=True)
+class _Together:
+    sql: str
+    parts: tuple[_Insert, ...]
+
+
+_Shapes = tuple[tuple[type[Model], int, bool], ...]  # per group: its model, rows, automatic key
+_togethers: dict[tuple[_Shapes, str, str], _Together] = {}
+
+
+def _together_statement(shapes: _Shapes, using: str) -> _Together:
+    key = (shapes, using, connections[using].vendor)
+    statement = _togethers.get(key)
+    if statement is None:
+        parts = tuple(_insert_statement(model, count, auto, using) for model, count, auto in shapes)
+        queries = ", ".join(f"i{n} AS ({part.sql})" for n, part in enumerate(parts))
+        arrays = [
+            f"ARRAY(SELECT {connections[using].ops.quote_name(str(field.column))} FROM i{n})"
+            for n, part in enumerate(parts)
+            for field, *_ in part.returned
+        ]
+        sql = f"WITH {queries} SELECT {', '.join(arrays) or 'NULL'}"
+        statement = _togethers[key] = _Together(sql, parts)
+    return statement
 
 
 def _insert_statement(model: type[Model], count: int, auto: bool, using: str) -> _Insert:

@@ -22,6 +22,7 @@ from infra.logging import adopted_context
 from infra.publishing import publish, publish_soon, publish_together
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
 from notifications.models import Delivery, DeliveryStatus, Webhook, WebhookEventType
+from policies.configuration import Copied
 
 DUE_BATCH_SIZE = 500
 REMOVED_ERROR = "cancelled: the webhook was removed"
@@ -49,12 +50,13 @@ def cancel_pending(deliveries: QuerySet[Delivery]) -> int:
     )
 
 
-# The subscriptions every change reads: compiled once (core.prepared).
-_ACTIVE_WEBHOOKS = Prepared(lambda: Webhook.objects.current().filter(active=True))
+# The subscriptions every change reads: compiled once (core.prepared), read again only after
+# the configuration changed (policies.configuration).
+_ACTIVE_WEBHOOKS = Copied(Prepared(lambda: Webhook.objects.current().filter(active=True)).instances)
 
 
 def _subscribers(event_type: str) -> list[Webhook]:
-    return [w for w in _ACTIVE_WEBHOOKS.instances() if w.wants(event_type)]
+    return [w for w in _ACTIVE_WEBHOOKS.get() if w.wants(event_type)]
 
 
 def _body(event_type: str, now: datetime, data: dict) -> dict:
@@ -86,7 +88,7 @@ def deliveries_enqueue_many(events: Sequence[tuple[Routed, dict, str]]) -> list[
     release), in the caller's transaction."""
     if not events:
         return []
-    current = _ACTIVE_WEBHOOKS.instances()
+    current = _ACTIVE_WEBHOOKS.get()
     now = timezone.now()
     deliveries = []
     for breakpoint, data, event_type in events:

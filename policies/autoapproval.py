@@ -19,7 +19,6 @@ verdict's `shadowRules` when it would have approved: the same precedence with it
 live approves, and the live verdict does not.
 """
 
-import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from core.limits import (
 )
 from core.prepared import Prepared
 from policies.answers import NEEDS_ANSWER_REASON
+from policies.configuration import Copied
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, RuleAction, RuleMode
 from policies.patterns import PatternError, parse_pattern, stored_pattern
@@ -206,8 +206,9 @@ def rule_list_all() -> QuerySet[AutoApprovalRule]:
     return AutoApprovalRule.objects.order_by("created_at", "id")
 
 
-# rule_list_all(), as every create reads it: compiled once (core.prepared).
-_EVERY_RULE = Prepared(rule_list_all)
+# rule_list_all(), as every create reads it: compiled once (core.prepared), read again only
+# after the configuration changed (policies.configuration).
+_EVERY_RULE = Copied(Prepared(rule_list_all).instances)
 
 
 def rule_get(rule_id: str) -> AutoApprovalRule:
@@ -321,7 +322,7 @@ def evaluate(
         key=key,
         tags=tags,
         experts=experts,
-        rules=_EVERY_RULE.instances(),
+        rules=_EVERY_RULE.get(),
         blocking_tag=_blocking_tag,
         four_eyes=under_four_eyes(prevent_self_review),
         needs_answer=needs_answer,
@@ -414,18 +415,12 @@ def _blocking_tag(tags: list[str]) -> str | None:
     """The first of `tags` that is in the always-break-on list."""
     if not tags:
         return None
-    distinct = list(dict.fromkeys(tags))
-    blocking = set(_always_break_on_read(len(distinct)).rows(*distinct))
+    blocking = _ALWAYS_BREAK_ON.get()
     return next((tag for tag in tags if tag in blocking), None)
 
 
-@functools.lru_cache(maxsize=64)
-def _always_break_on_read(count: int) -> Prepared[AlwaysBreakOnTag]:
-    """Which of `count` distinct tags are always-break-on: compiled once per count."""
-    return Prepared(
-        lambda *tags: AlwaysBreakOnTag.objects.filter(tag__in=tags).values_list("tag", flat=True),
-        parameters=count,
-    )
+# Every always-break-on tag, as each create with tags reads them (policies.configuration).
+_ALWAYS_BREAK_ON = Copied(lambda: frozenset(AlwaysBreakOnTag.objects.values_list("tag", flat=True)))
 
 
 def forbidding_reason(

@@ -16,6 +16,7 @@ from core.choices import Channel
 from core.exceptions import Conflict, InvalidInput, NotFound
 from core.prepared import Prepared
 from core.storable import storable_text
+from policies.configuration import Copied
 from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
 from policies.patterns import PatternError, parse_pattern, stored_pattern
@@ -231,8 +232,9 @@ def route_remove(*, actor: Actor, route_id: int) -> None:
         raise NotFound(f"No route with id {route_id}.")
 
 
-# Read on every create: its SQL compiled once (core.prepared).
-_ENABLED_ROUTES = Prepared(lambda: NotificationRoute.objects.filter(enabled=True))
+# Read on every create: its SQL compiled once (core.prepared), its rows read again only after
+# the configuration changed (policies.configuration).
+_ENABLED_ROUTES = Copied(Prepared(lambda: NotificationRoute.objects.filter(enabled=True)).instances)
 
 
 def routes_matching(
@@ -241,7 +243,7 @@ def routes_matching(
     """The enabled routes whose pattern matches this breakpoint, by name."""
     tags, experts = list(tags), list(experts)
     matching = []
-    for route in _ENABLED_ROUTES.instances():
+    for route in _ENABLED_ROUTES.get():
         pattern = stored_pattern(route.pattern)
         if pattern is not None and pattern.matches(key, tags=tags, experts=experts):
             matching.append(route)

@@ -23,8 +23,8 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
-from core.prepared import insert
-from policies import answers, autoapproval, foureyes, shadow
+from core.prepared import insert, inserts_held
+from policies import answers, autoapproval, configuration, foureyes, shadow
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
 
@@ -141,8 +141,11 @@ def _check_ttl(ttl_seconds: int | None) -> None:
 
 
 def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
-    """Save a new breakpoint with the rules' verdict, record it, auto-release if they say so."""
-    with transaction.atomic():
+    """Save a new breakpoint with the rules' verdict, record it, auto-release if they say so.
+
+    The routes, rules, always-break-on tags and webhooks it reads are each process's copies,
+    checked with one read of the configuration's generation (policies.configuration)."""
+    with transaction.atomic(), configuration.reading():
         now = timezone.now()
         routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
         defaults = route_defaults(routes)
@@ -171,14 +174,17 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
         bp.auto_approval = verdict.as_dict()
-        insert([bp])  # bp.save(force_insert=True), its INSERT built once (core.prepared)
         feedback_cached(bp, [])  # a new one has none: no query for it
-        record(
-            bp,
-            type=EventType.CREATED,
-            actor=actor,
-            metadata={"statusTo": Status.WAITING, "key": bp.key},
-        )
+        # bp.save(force_insert=True), its event and its outbox rows: one statement, built
+        # once (core.prepared)
+        with inserts_held():
+            insert([bp])
+            record(
+                bp,
+                type=EventType.CREATED,
+                actor=actor,
+                metadata={"statusTo": Status.WAITING, "key": bp.key},
+            )
         if verdict.recommended:
             _auto_release(bp, verdict)
         elif verdict.shadow_rules:

@@ -23,7 +23,7 @@ from breakpoints.wakeups import announce, update_channel
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared, update_where
+from core.prepared import Prepared, inserts_held, update_where
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 
@@ -65,9 +65,10 @@ def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any])
 def recorded_together() -> Iterator[None]:
     """record() within the block keeps its events and outbox rows and writes them, in
     order, when the block ends without an error (in the caller's transaction: nothing is
-    written when it raises). For writes whose records depend on none of the block's
-    (a decision's feedback and release: nothing reads their events meanwhile, neither
-    announces, notifications.fanout)."""
+    written when it raises), in one statement on PostgreSQL (core.prepared.inserts_held).
+    For writes whose records depend on none of the block's (a decision's feedback and
+    release: nothing reads their events meanwhile, neither announces,
+    notifications.fanout)."""
     events: list[Event] = []
     kept: list[_Recorded] = []
     token = _together.set((events, kept))
@@ -75,9 +76,10 @@ def recorded_together() -> Iterator[None]:
         yield
     finally:
         _together.reset(token)
-    if events:
-        events_write(events)
-    deliveries_enqueue_many(kept)
+    with inserts_held():
+        if events:
+            events_write(events)
+        deliveries_enqueue_many(kept)
 
 
 # A breakpoint's feedback, oldest first (Feedback's order), as a write reads it.

@@ -1,5 +1,7 @@
-"""Models of the policies app: auto-approval rules, always-break-on tags, notification routes."""
+"""Models of the policies app: auto-approval rules, always-break-on tags, notification routes,
+the configuration's generation."""
 
+from policies.models.generation import ConfigurationGeneration
 from policies.models.route import NotificationRoute
 from policies.models.rule import (
     AlwaysBreakOnTag,
@@ -14,6 +16,7 @@ from policies.models.rule import (
 __all__ = [
     "AlwaysBreakOnTag",
     "AutoApprovalRule",
+    "ConfigurationGeneration",
     "NotificationRoute",
     "RuleAction",
     "RuleMode",
