@@ -54,6 +54,9 @@ class _Compiled:
     model: type[Model] | None  # instances of it (ModelIterable), else rows
     attnames: tuple[str, ...]
     flat: bool
+    types: tuple[str, ...]  # of each column, as CAST names it
+    # (column, descending): the queryset's order by; None if by a column it does not select
+    order: tuple[tuple[int, bool], ...] | None
 
 
 class Prepared(Generic[M]):
@@ -84,6 +87,29 @@ class Prepared(Generic[M]):
         rows = self._fetch(compiled, values, using)
         return [row[0] for row in rows] if compiled.flat else [tuple(row) for row in rows]
 
+    def statement(self, using: str = DEFAULT_DB_ALIAS) -> tuple[str, list[Any], tuple[str, ...]]:
+        """A read of no placeholders, to be sent as part of a larger statement: its SQL, its
+        parameters, and the type of each column of its rows, as CAST names it (results()
+        reads the rows)."""
+        if self._parameters:
+            raise TypeError("statement() of a read that takes values.")
+        compiled = self._compiled_for(using)
+        return compiled.sql, list(compiled.constants), compiled.types
+
+    def results(self, rows: Sequence[Sequence[Any]], using: str = DEFAULT_DB_ALIAS) -> list[Any]:
+        """What instances() or rows() gives, of `rows`: the rows of statement()'s SQL, read
+        as part of a larger statement (in any order: they are put in the queryset's)."""
+        compiled = self._compiled_for(using)
+        if compiled.order is None:
+            raise ValueError("results() of a read ordered by a column it does not select.")
+        converted = self._converted_rows(compiled, [list(row) for row in rows], using)
+        for position, descending in reversed(compiled.order):
+            converted.sort(key=lambda row: row[position], reverse=descending)
+        if compiled.model is not None:
+            model = compiled.model
+            return [model.from_db(using, compiled.attnames, row) for row in converted]
+        return [row[0] for row in converted] if compiled.flat else [tuple(r) for r in converted]
+
     def _fetch(self, compiled: _Compiled, values: Sequence[Any], using: str) -> list[list[Any]]:
         if len(values) != self._parameters:
             raise TypeError(f"{self._parameters} value(s) expected, {len(values)} given.")
@@ -95,6 +121,11 @@ class Prepared(Generic[M]):
         with _cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             rows = [list(row) for row in cursor.fetchall()]
+        return self._converted_rows(compiled, rows, using)
+
+    @staticmethod
+    def _converted_rows(compiled: _Compiled, rows: list[list[Any]], using: str) -> list[list[Any]]:
+        connection = connections[using]
         for row in rows:
             for position, functions, expression in compiled.converters:
                 row[position] = _converted(row[position], functions, expression, connection)
@@ -142,7 +173,33 @@ class Prepared(Generic[M]):
             model=model,
             attnames=attnames,
             flat=iterable is FlatValuesListIterable,
+            types=tuple(field.output_field.cast_db_type(compiler.connection) for field in fields),
+            order=_order(compiler, fields),
         )
+
+
+def _order(compiler: Any, fields: list[Any]) -> tuple[tuple[int, bool], ...] | None:
+    """The queryset's order as (column position, descending) pairs, for rows read as part of
+    a larger statement (Prepared.results); None when it orders by something not selected."""
+    targets = [getattr(field, "target", None) for field in fields]
+    aliases = [column[2] for column in compiler.select[: len(fields)]]
+    order = []
+    for expression, (_, _, is_ref) in compiler.get_order_by():
+        ordered = expression.expression
+        if is_ref and getattr(ordered, "refs", None) in aliases:
+            position = aliases.index(ordered.refs)
+        elif getattr(ordered, "target", None) in targets:
+            position = targets.index(ordered.target)
+        else:
+            return None
+        order.append((position, bool(expression.descending)))
+    return tuple(order)
+
+
+def read_cursor(using: str = DEFAULT_DB_ALIAS) -> CursorWrapper:
+    """A cursor as these reads use: on PostgreSQL, its statements bound and prepared on the
+    server (see _cursor)."""
+    return _cursor(connections[using])
 
 
 def _cursor(connection: Any) -> CursorWrapper:

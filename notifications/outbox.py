@@ -52,7 +52,9 @@ def cancel_pending(deliveries: QuerySet[Delivery]) -> int:
 
 # The subscriptions every change reads: compiled once (core.prepared), read again only after
 # the configuration changed (policies.configuration).
-_ACTIVE_WEBHOOKS = Copied(Prepared(lambda: Webhook.objects.current().filter(active=True)).instances)
+_ACTIVE_WEBHOOKS: Copied[list[Webhook]] = Copied(
+    Prepared(lambda: Webhook.objects.current().filter(active=True))
+)
 
 
 def _subscribers(event_type: str) -> list[Webhook]:

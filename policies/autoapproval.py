@@ -208,7 +208,7 @@ def rule_list_all() -> QuerySet[AutoApprovalRule]:
 
 # rule_list_all(), as every create reads it: compiled once (core.prepared), read again only
 # after the configuration changed (policies.configuration).
-_EVERY_RULE = Copied(Prepared(rule_list_all).instances)
+_EVERY_RULE: Copied[list[AutoApprovalRule]] = Copied(Prepared(rule_list_all))
 
 
 def rule_get(rule_id: str) -> AutoApprovalRule:
@@ -420,7 +420,9 @@ def _blocking_tag(tags: list[str]) -> str | None:
 
 
 # Every always-break-on tag, as each create with tags reads them (policies.configuration).
-_ALWAYS_BREAK_ON = Copied(lambda: frozenset(AlwaysBreakOnTag.objects.values_list("tag", flat=True)))
+_ALWAYS_BREAK_ON = Copied(
+    Prepared(lambda: AlwaysBreakOnTag.objects.values_list("tag", flat=True)), frozenset
+)
 
 
 def forbidding_reason(

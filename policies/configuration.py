@@ -26,11 +26,13 @@ and a decision's transaction) the generation is read once for all of them.
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from threading import Lock
 from typing import Any, Generic, TypeVar
 
-from django.db import migrations
+from django.db import DEFAULT_DB_ALIAS, connections, migrations
 
-from core.prepared import Prepared
+from core.prepared import Prepared, read_cursor
 from policies.models.generation import ConfigurationGeneration
 
 T = TypeVar("T")
@@ -39,11 +41,7 @@ TABLE = ConfigurationGeneration._meta.db_table
 _SEQUENCE = f"{TABLE}_seq"
 _FUNCTION = "bpm_configuration_changed"
 
-_GENERATION = Prepared(
-    lambda: ConfigurationGeneration.objects.filter(pk=1).values_list("n", flat=True)
-)
-
-# Inside reading(): the generation read by the block's first copied read (None: not yet).
+# Inside reading(): the generation the block's first copied read found (None: not yet).
 _generation_read: ContextVar[list[int | None] | None] = ContextVar(
     "configuration_generation", default=None
 )
@@ -51,8 +49,8 @@ _generation_read: ContextVar[list[int | None] | None] = ContextVar(
 
 @contextmanager
 def reading() -> Iterator[None]:
-    """A block whose copied reads share one read of the generation: for a block that changes
-    no configuration itself (a create, a decision)."""
+    """A block whose copied reads share one read of the configuration: for a block that
+    changes no configuration itself (a create, a decision)."""
     token = _generation_read.set([None])
     try:
         yield
@@ -60,38 +58,132 @@ def reading() -> Iterator[None]:
         _generation_read.reset(token)
 
 
+class Copied(Generic[T]):
+    """A read of the configuration (a Prepared read that takes no values), `shaped` by a
+    function of its result, read again only after the configuration changed.
+
+    What `get()` returns is shared by every thread of the process: its callers read it and
+    change nothing in it.
+    """
+
+    def __init__(self, read: Prepared[Any], shaped: Callable[[list[Any]], T] = list):  # type: ignore[assignment]
+        self.read = read
+        self.shaped = shaped
+        self.held: tuple[int, T] | None = None  # (the generation it was read at, the value)
+        with _copies_lock:
+            _copies.append(self)
+
+    def get(self) -> T:
+        current = generation()
+        held = self.held
+        if held is not None and current is not None and held[0] == current:
+            return held[1]
+        # No generation to check a copy against, or this copy was made after the statement
+        # that refreshes them was built (it is built again for the next read).
+        return self.shaped(self.read.results(self.read_rows()))
+
+    def read_rows(self) -> list[Any]:
+        sql, params, _ = self.read.statement()
+        with read_cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    def keep(self, generation: int, rows: list[Any]) -> None:
+        self.held = (generation, self.shaped(self.read.results(rows)))
+
+
+_copies: list[Copied[Any]] = []
+_copies_lock = Lock()
+
+
 def generation() -> int | None:
-    """The configuration's generation now (None without its row: nothing is then copied)."""
+    """The configuration's generation now, every copy read again that was read at another
+    (None without the generation's row: nothing is then copied). One query, whatever
+    changed; within reading(), one for the block."""
     shared = _generation_read.get()
     if shared is not None and shared[0] is not None:
         return shared[0]
-    rows = _GENERATION.rows()
-    current = rows[0] if rows else None
+    current = _refreshed()
     if shared is not None:
         shared[0] = current
     return current
 
 
-class Copied(Generic[T]):
-    """`read()`'s result, read again only after the configuration changed.
+@dataclass(frozen=True)
+class _Refresh:
+    """One statement: the generation, then the rows of each copy read at another one."""
 
-    What `read()` returns is shared by every thread of the process: its callers read it and
-    change nothing in it (a list of model instances is copied before it is filtered).
-    """
+    sql: str
+    params: tuple[tuple[Any, ...], ...]  # per copy, its own; its held generation goes after
+    copies: tuple[Copied[Any], ...]
+    widths: tuple[int, ...]  # columns per copy
 
-    def __init__(self, read: Callable[[], T]):
-        self._read = read
-        self._held: tuple[int, T] | None = None
 
-    def get(self) -> T:
-        current = generation()
-        held = self._held
-        if held is not None and current is not None and held[0] == current:
-            return held[1]
-        value = self._read()
-        if current is not None:
-            self._held = (current, value)
-        return value
+_refreshes: dict[tuple[str, str, int], _Refresh] = {}
+
+
+def _refreshed(using: str = DEFAULT_DB_ALIAS) -> int | None:
+    refresh = _refresh_statement(using)
+    params: list[Any] = []
+    for position, copy in enumerate(refresh.copies):
+        held = copy.held
+        params += [*refresh.params[position], None if held is None else held[0]]
+    with read_cursor(using) as cursor:
+        cursor.execute(refresh.sql, params)
+        rows = cursor.fetchall()
+    current = None
+    read: dict[int, list[Any]] = {}
+    offset = [2 + sum(refresh.widths[:n]) for n in range(len(refresh.copies))]
+    for row in rows:
+        branch = row[0]
+        if branch == 0:
+            current = row[1]
+            continue
+        start = offset[branch - 1]
+        read.setdefault(branch - 1, []).append(row[start : start + refresh.widths[branch - 1]])
+    if current is None:
+        return None
+    for position, copy in enumerate(refresh.copies):
+        held = copy.held
+        if held is None or held[0] != current:
+            copy.keep(current, read.get(position, []))
+    return current
+
+
+def _refresh_statement(using: str) -> _Refresh:
+    """SELECT 0, n, NULL... FROM the generation UNION ALL, per copy k, SELECT k, NULL...,
+    its rows..., NULL... FROM (its read) WHERE the generation is not the one its copy holds:
+    one round trip, whatever changed; every part reads the same snapshot."""
+    connection = connections[using]
+    copies = tuple(_copies)
+    key = (using, connection.vendor, len(copies))
+    refresh = _refreshes.get(key)
+    if refresh is not None:
+        return refresh
+    parts = [copy.read.statement(using) for copy in copies]
+    widths = tuple(len(types) for _, _, types in parts)
+    total = sum(widths)
+    postgresql = connection.vendor == "postgresql"
+    # The first part's NULLs carry each column's type: PostgreSQL resolves a UNION's column
+    # types part by part, and two untyped NULLs would make a column text.
+    nulls = [f"NULL::{kind}" if postgresql else "NULL" for _, _, types in parts for kind in types]
+    differs = "IS DISTINCT FROM" if postgresql else "IS NOT"
+    current = f"(SELECT n FROM {TABLE} WHERE id = 1)"
+    branches = [f"SELECT 0, n{''.join(', ' + null for null in nulls)} FROM {TABLE} WHERE id = 1"]
+    for position, (sql, _, types) in enumerate(parts):
+        before = sum(widths[:position])
+        after = total - before - len(types)
+        branches.append(
+            f"SELECT {position + 1}, NULL{', NULL' * before}, copied.*{', NULL' * after} "
+            f"FROM ({sql}) copied WHERE {current} {differs} %s"
+        )
+    refresh = _refreshes[key] = _Refresh(
+        sql=" UNION ALL ".join(branches),
+        params=tuple(tuple(params) for _, params, _ in parts),
+        copies=copies,
+        widths=widths,
+    )
+    return refresh
 
 
 # --- the migrations' side -----------------------------------------------------------------

@@ -234,7 +234,9 @@ def route_remove(*, actor: Actor, route_id: int) -> None:
 
 # Read on every create: its SQL compiled once (core.prepared), its rows read again only after
 # the configuration changed (policies.configuration).
-_ENABLED_ROUTES = Copied(Prepared(lambda: NotificationRoute.objects.filter(enabled=True)).instances)
+_ENABLED_ROUTES: Copied[list[NotificationRoute]] = Copied(
+    Prepared(lambda: NotificationRoute.objects.filter(enabled=True))
+)
 
 
 def routes_matching(

@@ -8,7 +8,7 @@ from django.utils import timezone
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
-from core.prepared import Prepared, insert, update_where
+from core.prepared import Prepared, insert, insert_together, inserts_held, read_cursor, update_where
 from tests.factories import BreakpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +95,66 @@ def test_insert_of_a_breakpoint_sets_its_generated_columns_as_save_does():
     assert inserted.person_decision == saved.person_decision
     assert inserted.needs_person == saved.needs_person
     assert Breakpoint.objects.get(pk=inserted.pk).title == inserted.title
+
+
+def test_insert_together_writes_each_group_and_sets_what_insert_sets():
+    bp = BreakpointFactory.build(agent_id="f")
+    events = [
+        Event(breakpoint_id=bp.pk, type="created", actor="agent:f", metadata={"k": "v"}),
+        Event(breakpoint_id=bp.pk, type="feedback", actor="bob", metadata={}),
+    ]
+
+    with CaptureQueriesContext(connection) as queries:
+        insert_together([bp], events)
+
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 2)
+    stored = Breakpoint.objects.get(pk=bp.pk)
+    assert (stored.agent_id, stored.title) == ("f", bp.title)
+    assert bp.person_decision == stored.person_decision  # a generated column, read back
+    assert [event.pk for event in events] == list(
+        Event.objects.filter(breakpoint_id=bp.pk).order_by("pk").values_list("pk", flat=True)
+    )
+    assert all(row._state.adding is False for row in [bp, *events])
+
+
+def test_inserts_held_writes_nothing_until_the_block_ends_and_nothing_when_it_raises():
+    bp = BreakpointFactory.build(agent_id="g")
+    event = Event(breakpoint_id=bp.pk, type="created", actor="agent:g", metadata={})
+    with CaptureQueriesContext(connection) as queries, inserts_held():
+        insert([bp])
+        insert([event])
+        held = len(queries)
+    postgresql = connection.vendor == "postgresql"
+    assert (held, len(queries)) == ((0, 1) if postgresql else (2, 2))
+    assert Event.objects.filter(breakpoint_id=bp.pk).count() == 1 and event.pk is not None
+
+    failed = BreakpointFactory.build(agent_id="g")
+    with pytest.raises(RuntimeError), inserts_held():
+        insert([failed])
+        raise RuntimeError("the write fails")
+    assert Breakpoint.objects.filter(pk=failed.pk).exists() is not postgresql
+
+
+def test_results_of_rows_read_elsewhere_are_the_querysets_in_its_order():
+    newest_first = Prepared(lambda: Breakpoint.objects.filter(agent_id="h").order_by("-title"))
+    for title in ["b", "c", "a"]:
+        BreakpointFactory(agent_id="h", title=title, payload={"title": title})
+    sql, params, types = newest_first.statement()
+    with read_cursor() as cursor:
+        cursor.execute(f"SELECT * FROM ({sql}) shuffled ORDER BY random()", params)
+        rows = cursor.fetchall()
+
+    found = newest_first.results(rows)
+    assert [bp.title for bp in found] == ["c", "b", "a"]
+    assert found == list(Breakpoint.objects.filter(agent_id="h").order_by("-title"))
+    assert found[0].payload == {"title": "c"}
+    assert len(types) == len(rows[0])
+
+
+def test_results_refuses_a_read_ordered_by_what_it_does_not_select():
+    titles = Prepared(lambda: Breakpoint.objects.order_by("created_at").values_list("title"))
+    with pytest.raises(ValueError, match="does not select"):
+        titles.results([])
 
 
 def test_update_where_changes_only_the_rows_matching_and_says_how_many():

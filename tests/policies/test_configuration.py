@@ -9,9 +9,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from core.actors import Actor
+from notifications import outbox
 from notifications.models import Delivery, Webhook
 from notifications.subscriptions import webhook_add, webhook_remove
-from policies import configuration
+from policies import autoapproval, configuration
 from policies.autoapproval import always_break_on_add, always_break_on_remove, rule_create
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, NotificationRoute
 from policies.routes import route_add
@@ -21,11 +22,6 @@ SYSTEM = Actor.system("test")
 WATCHED = [NotificationRoute, AutoApprovalRule, AlwaysBreakOnTag, Webhook]
 CONFIGURATION_TABLES = [model._meta.db_table for model in WATCHED]
 PAYLOAD = {"question": "Ship it?", "breakpointId": "deploy.api", "tags": ["prod"]}
-
-
-def tables_read(captured: CaptureQueriesContext) -> set[str]:
-    sql = " ".join(query["sql"] for query in captured.captured_queries)
-    return {table for table in [*CONFIGURATION_TABLES, configuration.TABLE] if f'"{table}"' in sql}
 
 
 def create(make_breakpoint):
@@ -72,31 +68,51 @@ def test_each_insert_update_and_delete_moves_the_generation(db, model):
     assert len(set(seen)) == 4
 
 
-def test_a_create_reads_the_generation_not_the_configuration_when_unchanged(
-    db, make_breakpoint
-):
+def configuration_queries(captured: CaptureQueriesContext) -> list[str]:
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if any(f'"{table}"' in query["sql"] for table in CONFIGURATION_TABLES)
+        or configuration.TABLE in query["sql"]
+    ]
+
+
+def test_a_create_reads_the_configuration_in_one_query_changed_or_not(db, make_breakpoint):
     webhook_add(url="https://example.com/hook")
     always_break_on_add(actor=SYSTEM, tag="audit")
-    create(make_breakpoint)  # the copies are read
-
-    with CaptureQueriesContext(connection) as captured:
-        create(make_breakpoint)
-
-    assert tables_read(captured) == {configuration.TABLE}
-    generation_reads = [
-        query for query in captured.captured_queries if configuration.TABLE in query["sql"]
-    ]
-    assert len(generation_reads) == 1
-
-
-def test_a_create_reads_again_after_a_change(db, make_breakpoint):
     create(make_breakpoint)
-    webhook_add(url="https://example.com/hook")
 
-    with CaptureQueriesContext(connection) as captured:
+    with CaptureQueriesContext(connection) as unchanged:
+        create(make_breakpoint)
+    rule_create(actor=SYSTEM, pattern="other.*")
+    webhook_add(url="https://example.com/other")
+    with CaptureQueriesContext(connection) as changed:
         create(make_breakpoint)
 
-    assert Webhook._meta.db_table in tables_read(captured)
+    assert len(configuration_queries(unchanged)) == 1
+    assert len(configuration_queries(changed)) == 1
+    assert len(changed) == len(unchanged)
+
+
+def test_an_unchanged_configuration_is_not_read_again(db):
+    webhooks = outbox._ACTIVE_WEBHOOKS
+    first = webhooks.get()
+
+    assert webhooks.get() is first
+    hook = webhook_add(url="https://example.com/hook")
+    again = webhooks.get()
+    assert again is not first
+    assert [webhook.pk for webhook in again] == [hook.pk]
+    assert webhooks.get() is again
+
+
+def test_the_copied_rules_keep_the_order_of_the_rule_list(db):
+    for pattern in ["c.*", "a.*", "b.*"]:
+        rule_create(actor=SYSTEM, pattern=pattern)
+    rule_create(actor=SYSTEM, pattern="d.*", mode="shadow")
+
+    assert autoapproval._EVERY_RULE.get() == list(autoapproval.rule_list_all())
+    assert [rule.pattern for rule in autoapproval._EVERY_RULE.get()] == ["c.*", "a.*", "b.*", "d.*"]
 
 
 def test_a_new_rule_decides_the_next_create(db, make_breakpoint):
@@ -162,10 +178,9 @@ def test_without_the_generation_row_every_read_goes_to_the_tables(db, make_break
     assert configuration.generation() is None
     create(make_breakpoint)
 
-    with CaptureQueriesContext(connection) as captured:
-        create(make_breakpoint)
+    webhooks = outbox._ACTIVE_WEBHOOKS
 
-    assert Webhook._meta.db_table in tables_read(captured)
+    assert webhooks.get() is not webhooks.get()  # read each time
     AutoApprovalRule.objects.create(pattern="deploy.*")  # the trigger has no row to move
     assert create(make_breakpoint).status == "released"
 
