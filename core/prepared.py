@@ -87,36 +87,42 @@ class Prepared(Generic[M]):
         rows = self._fetch(compiled, values, using)
         return [row[0] for row in rows] if compiled.flat else [tuple(row) for row in rows]
 
-    def statement(self, using: str = DEFAULT_DB_ALIAS) -> tuple[str, list[Any], tuple[str, ...]]:
-        """A read of no placeholders, to be sent as part of a larger statement: its SQL, its
-        parameters, and the type of each column of its rows, as CAST names it (results()
-        reads the rows)."""
-        if self._parameters:
-            raise TypeError("statement() of a read that takes values.")
+    def statement(
+        self, *values: Any, using: str = DEFAULT_DB_ALIAS
+    ) -> tuple[str, list[Any], tuple[str, ...]]:
+        """The read with these values, to be sent as part of a larger statement: its SQL,
+        its parameters, and the type of each column of its rows, as CAST names it
+        (results() reads the rows)."""
         compiled = self._compiled_for(using)
-        return compiled.sql, list(compiled.constants), compiled.types
+        return compiled.sql, self._params(compiled, values), compiled.types
 
-    def results(self, rows: Sequence[Sequence[Any]], using: str = DEFAULT_DB_ALIAS) -> list[Any]:
+    def results(
+        self, rows: Sequence[Sequence[Any]], using: str = DEFAULT_DB_ALIAS, *, ordered: bool = True
+    ) -> list[Any]:
         """What instances() or rows() gives, of `rows`: the rows of statement()'s SQL, read
-        as part of a larger statement (in any order: they are put in the queryset's)."""
+        as part of a larger statement (in any order: they are put in the queryset's, unless
+        not `ordered`)."""
         compiled = self._compiled_for(using)
-        if compiled.order is None:
+        if ordered and compiled.order is None:
             raise ValueError("results() of a read ordered by a column it does not select.")
         converted = self._converted_rows(compiled, [list(row) for row in rows], using)
-        for position, descending in reversed(compiled.order):
+        for position, descending in reversed(compiled.order if ordered else ()):
             converted.sort(key=lambda row: row[position], reverse=descending)
         if compiled.model is not None:
             model = compiled.model
             return [model.from_db(using, compiled.attnames, row) for row in converted]
         return [row[0] for row in converted] if compiled.flat else [tuple(r) for r in converted]
 
-    def _fetch(self, compiled: _Compiled, values: Sequence[Any], using: str) -> list[list[Any]]:
+    def _params(self, compiled: _Compiled, values: Sequence[Any]) -> list[Any]:
         if len(values) != self._parameters:
             raise TypeError(f"{self._parameters} value(s) expected, {len(values)} given.")
-        params = [
+        return [
             compiled.constants[index] if slot is None else values[slot]
             for index, slot in enumerate(compiled.slots)
         ]
+
+    def _fetch(self, compiled: _Compiled, values: Sequence[Any], using: str) -> list[list[Any]]:
+        params = self._params(compiled, values)
         connection = connections[using]
         with _cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
@@ -241,6 +247,7 @@ def _converted(
 @dataclass(frozen=True)
 class _Insert:
     sql: str
+    bare: str  # the INSERT without its RETURNING
     fields: tuple[Field, ...]
     # What RETURNING gives back, as save() sets it: the automatic key, the generated columns.
     returned: tuple[tuple[Field, tuple[Callable[..., Any], ...], Any], ...]
@@ -348,6 +355,46 @@ def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> 
             row._state.adding, row._state.db = False, using
 
 
+def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[M]:
+    """insert(rows), then what `read` (of instances of the rows' model) gives with these
+    values, in ONE statement on PostgreSQL (a decision's feedback, and every feedback of its
+    breakpoint): the read sees the table as it was before the INSERT (the statement's one
+    snapshot), and the inserted rows are added to what it gives, in the read's order, as a
+    read after the insert would give them (a read that finds only some rows must not be
+    given others: the caller's rows are ones it would find). Elsewhere, two statements."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if not rows or connection.vendor != "postgresql":
+        insert(rows)
+        return read.instances(*values)
+    model = type(rows[0])
+    compiled = read._compiled_for(DEFAULT_DB_ALIAS)
+    if compiled.model is not model:
+        raise TypeError("insert_and_read() reads instances of the model it inserts.")
+    statement = _insert_statement(model, len(rows), _auto(rows[0]), DEFAULT_DB_ALIAS)
+    quote = connection.ops.quote_name
+    columns = [model._meta.get_field(name).column for name in compiled.attnames]  # type: ignore[union-attr]
+    sql, params, _ = read.statement(*values)
+    combined = (
+        f"WITH inserted AS ({statement.bare} RETURNING "
+        f"{', '.join(quote(str(column)) for column in columns)}) "
+        f"SELECT 0, inserted.* FROM inserted UNION ALL SELECT 1, part.* FROM ({sql}) part"
+    )
+    inserted_params = [
+        field.get_db_prep_save(field.pre_save(row, True), connection)
+        for row in rows
+        for field in statement.fields
+    ]
+    with _cursor(connection) as cursor:
+        cursor.execute(combined, inserted_params + params)
+        found = cursor.fetchall()
+    inserted = [row[1:] for row in found if row[0] == 0]
+    for row, stored in zip(rows, read.results(inserted, ordered=False), strict=True):
+        for field, *_ in statement.returned:
+            setattr(row, field.attname, getattr(stored, field.attname))
+        row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
+    return read.results([row[1:] for row in found])
+
+
 def _auto(row: Model) -> bool:
     return row._meta.auto_field is not None and row.pk is None
 
@@ -397,7 +444,7 @@ def _insert_statement(model: type[Model], count: int, auto: bool, using: str) ->
             ):
                 raise ValueError(f"{field}: a database default or placeholder of its own.")
         row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        sql = (
+        sql = bare = (
             f"INSERT INTO {quote(opts.db_table)} "
             f"({', '.join(quote(str(field.column)) for field in fields)}) "
             f"VALUES {', '.join([row] * count)}"
@@ -417,7 +464,7 @@ def _insert_statement(model: type[Model], count: int, auto: bool, using: str) ->
                     connection
                 )
                 returned.append((field, tuple(functions), column))
-        statement = _inserts[key] = _Insert(sql, fields, tuple(returned))
+        statement = _inserts[key] = _Insert(sql, bare, fields, tuple(returned))
     return statement
 
 

@@ -103,64 +103,86 @@ def generation() -> int | None:
     shared = _generation_read.get()
     if shared is not None and shared[0] is not None:
         return shared[0]
-    current = _refreshed()
+    current, _ = _refreshed(None, ())
     if shared is not None:
         shared[0] = current
     return current
 
 
+def read_with(read: Prepared[Any], *values: Any) -> list[Any]:
+    """What `read` gives with these values (instances or rows), read in the same statement
+    as the configuration (generation() and the copies): a write's first read and its
+    configuration in one round trip. Within reading(), the block's copied reads then use
+    that generation. `read` may lock its rows (FOR UPDATE)."""
+    current, rows = _refreshed(read, values)
+    shared = _generation_read.get()
+    if shared is not None:
+        shared[0] = current
+    return read.results(rows)
+
+
 @dataclass(frozen=True)
 class _Refresh:
-    """One statement: the generation, then the rows of each copy read at another one."""
+    """One statement: the generation, the rows of each copy read at another one, and the
+    rows of a read sent along."""
 
     sql: str
     params: tuple[tuple[Any, ...], ...]  # per copy, its own; its held generation goes after
     copies: tuple[Copied[Any], ...]
-    widths: tuple[int, ...]  # columns per copy
+    widths: tuple[int, ...]  # columns per copy, then the read sent along's
 
 
-_refreshes: dict[tuple[str, str, int], _Refresh] = {}
+_refreshes: dict[tuple[str, str, int, Prepared[Any] | None], _Refresh] = {}
 
 
-def _refreshed(using: str = DEFAULT_DB_ALIAS) -> int | None:
-    refresh = _refresh_statement(using)
+def _refreshed(
+    along: Prepared[Any] | None, values: tuple[Any, ...], using: str = DEFAULT_DB_ALIAS
+) -> tuple[int | None, list[Any]]:
+    """The generation after the copies were refreshed, and the rows of `along`."""
+    refresh = _refresh_statement(using, along, values)
     params: list[Any] = []
     for position, copy in enumerate(refresh.copies):
         held = copy.held
         params += [*refresh.params[position], None if held is None else held[0]]
+    if along is not None:
+        params += along.statement(*values, using=using)[1]
     with read_cursor(using) as cursor:
         cursor.execute(refresh.sql, params)
         rows = cursor.fetchall()
     current = None
     read: dict[int, list[Any]] = {}
-    offset = [2 + sum(refresh.widths[:n]) for n in range(len(refresh.copies))]
+    offsets = [2 + sum(refresh.widths[:n]) for n in range(len(refresh.widths))]
     for row in rows:
         branch = row[0]
         if branch == 0:
             current = row[1]
             continue
-        start = offset[branch - 1]
+        start = offsets[branch - 1]
         read.setdefault(branch - 1, []).append(row[start : start + refresh.widths[branch - 1]])
-    if current is None:
-        return None
-    for position, copy in enumerate(refresh.copies):
-        held = copy.held
-        if held is None or held[0] != current:
-            copy.keep(current, read.get(position, []))
-    return current
+    if current is not None:
+        for position, copy in enumerate(refresh.copies):
+            held = copy.held
+            if held is None or held[0] != current:
+                copy.keep(current, read.get(position, []))
+    return current, read.get(len(refresh.copies), [])
 
 
-def _refresh_statement(using: str) -> _Refresh:
+def _refresh_statement(
+    using: str, along: Prepared[Any] | None, values: tuple[Any, ...]
+) -> _Refresh:
     """SELECT 0, n, NULL... FROM the generation UNION ALL, per copy k, SELECT k, NULL...,
-    its rows..., NULL... FROM (its read) WHERE the generation is not the one its copy holds:
-    one round trip, whatever changed; every part reads the same snapshot."""
+    its rows..., NULL... FROM (its read) WHERE the generation is not the one its copy holds
+    [UNION ALL SELECT k + 1, NULL..., the rows of the read sent along]: one round trip,
+    whatever changed; every part reads the same snapshot."""
     connection = connections[using]
     copies = tuple(_copies)
-    key = (using, connection.vendor, len(copies))
+    key = (using, connection.vendor, len(copies), along)
     refresh = _refreshes.get(key)
     if refresh is not None:
         return refresh
-    parts = [copy.read.statement(using) for copy in copies]
+    parts = [copy.read.statement(using=using) for copy in copies]
+    if along is not None:
+        parts.append(along.statement(*values, using=using))
     widths = tuple(len(types) for _, _, types in parts)
     total = sum(widths)
     postgresql = connection.vendor == "postgresql"
@@ -173,13 +195,14 @@ def _refresh_statement(using: str) -> _Refresh:
     for position, (sql, _, types) in enumerate(parts):
         before = sum(widths[:position])
         after = total - before - len(types)
+        copied = position < len(copies)
         branches.append(
-            f"SELECT {position + 1}, NULL{', NULL' * before}, copied.*{', NULL' * after} "
-            f"FROM ({sql}) copied WHERE {current} {differs} %s"
+            f"SELECT {position + 1}, NULL{', NULL' * before}, part.*{', NULL' * after} "
+            f"FROM ({sql}) part" + (f" WHERE {current} {differs} %s" if copied else "")
         )
     refresh = _refreshes[key] = _Refresh(
         sql=" UNION ALL ".join(branches),
-        params=tuple(tuple(params) for _, params, _ in parts),
+        params=tuple(tuple(params) for _, params, _ in parts[: len(copies)]),
         copies=copies,
         widths=widths,
     )

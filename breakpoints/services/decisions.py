@@ -19,7 +19,7 @@ from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusal_recorded, refusals_recorded
 from breakpoints.services.transitions import (
     feedback_cached,
-    feedback_read,
+    feedback_write_and_read,
     lock,
     move,
     record,
@@ -30,8 +30,8 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
-from core.prepared import insert, update_where
-from policies import autoapproval, foureyes, shadow
+from core.prepared import update_where
+from policies import autoapproval, configuration, foureyes, shadow
 from policies.models import AutoApprovalRule
 
 
@@ -315,10 +315,10 @@ def _decide(
     events and outbox rows written together (transitions.recorded_together). An overdue
     row raises _Overdue (rolled back: the caller expires it, then asks again) while
     `overdue_refused`."""
-    with transaction.atomic(), recorded_together():
+    with transaction.atomic(), configuration.reading(), recorded_together():
         if within is not None:
             within()
-        bp = lock(breakpoint_id)
+        bp = lock(breakpoint_id, and_configuration=True)  # the webhooks read with it
         if overdue_refused and bp.is_overdue():
             raise _Overdue
         verdict = _check_release(bp, option, approved)
@@ -374,22 +374,21 @@ def _feedback_record(
     """The comment and its event; a release (outcome) also stores its verdict and option,
     and its event the values it approves (the history shows each vote's)."""
     releasing = outcome is not None
-    [feedback] = insert(
-        [
-            Feedback(
-                breakpoint=bp,
-                author=actor.name,
-                author_user=actor.user,
-                comment=comment,
-                releases=outcome is not None and outcome.decision is not None,
-                approved=verdict if releasing else None,
-                option=option if releasing else None,
-                via=via,
-            )
-        ]
+    # Written, and its breakpoint's feedback read with it (this one included), in one
+    # statement: every outbox body of the decision shows it.
+    feedback = feedback_write_and_read(
+        bp,
+        Feedback(
+            breakpoint=bp,
+            author=actor.name,
+            author_user=actor.user,
+            comment=comment,
+            releases=outcome is not None and outcome.decision is not None,
+            approved=verdict if releasing else None,
+            option=option if releasing else None,
+            via=via,
+        ),
     )
-    # Its feedback read once, this one included: every outbox body of the decision shows it.
-    feedback_read(bp)
     metadata: dict[str, Any] = {"feedbackId": str(feedback.pk), "release": releasing, "via": via}
     if outcome is not None and outcome.seat is not None:
         metadata["vote"] = {"seat": outcome.seat.name, "approved": verdict}

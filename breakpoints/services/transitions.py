@@ -23,9 +23,10 @@ from breakpoints.wakeups import announce, update_channel
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared, inserts_held, update_where
+from core.prepared import Prepared, insert_and_read, inserts_held, update_where
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
+from policies import configuration
 
 _TIMESTAMP_FIELD = {
     Status.RELEASED: "released_at",
@@ -100,10 +101,12 @@ def feedback_cached(bp: Breakpoint, feedback: list[Feedback] | None) -> None:
     cache["feedback"] = queryset
 
 
-def feedback_read(bp: Breakpoint) -> None:
-    """Read bp's feedback now into its cache (feedback_cached): once for the outbox bodies
-    of a write that adds to it."""
-    feedback_cached(bp, _FEEDBACK_OF.instances(bp.pk))
+def feedback_write_and_read(bp: Breakpoint, feedback: Feedback) -> Feedback:
+    """Write bp's new `feedback` and read bp's feedback, this one included, into its cache
+    (feedback_cached), in one statement (core.prepared.insert_and_read): once for the
+    outbox bodies of a write that adds to it."""
+    feedback_cached(bp, insert_and_read([feedback], _FEEDBACK_OF, bp.pk))
+    return feedback
 
 
 # The row locked for a write, compiled once (core.prepared): any breakpoint, or an agent's own.
@@ -114,12 +117,20 @@ _LOCKED_OF_AGENT = Prepared(
 )
 
 
-def lock(breakpoint_id: str, *, actor: Actor | None = None) -> Breakpoint:
-    """Lock the row for this transaction; another agent's breakpoint is not found."""
+def lock(
+    breakpoint_id: str, *, actor: Actor | None = None, and_configuration: bool = False
+) -> Breakpoint:
+    """Lock the row for this transaction; another agent's breakpoint is not found.
+    `and_configuration`: the configuration is read in the same statement (a decision, whose
+    outbox rows read the webhooks: policies.configuration.read_with)."""
     if actor is not None and actor.is_agent:
-        found = _LOCKED_OF_AGENT.instances(breakpoint_id, actor.agent_id)
+        read, values = _LOCKED_OF_AGENT, (breakpoint_id, actor.agent_id)
     else:
-        found = _LOCKED.instances(breakpoint_id)
+        read, values = _LOCKED, (breakpoint_id,)
+    if and_configuration:
+        found = configuration.read_with(read, *values)
+    else:
+        found = read.instances(*values)
     if not found:
         raise NotFound("Breakpoint not found.")
     return found[0]
