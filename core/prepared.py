@@ -106,7 +106,7 @@ class Prepared(Generic[M]):
         if ordered and compiled.order is None:
             raise ValueError("results() of a read ordered by a column it does not select.")
         converted = self._converted_rows(compiled, [list(row) for row in rows], using)
-        for position, descending in reversed(compiled.order if ordered else ()):
+        for position, descending in reversed((ordered and compiled.order) or ()):
             converted.sort(key=lambda row: row[position], reverse=descending)
         if compiled.model is not None:
             model = compiled.model

@@ -123,10 +123,10 @@ def lock(
     """Lock the row for this transaction; another agent's breakpoint is not found.
     `and_configuration`: the configuration is read in the same statement (a decision, whose
     outbox rows read the webhooks: policies.configuration.read_with)."""
+    read: Prepared[Breakpoint] = _LOCKED
+    values: tuple[Any, ...] = (breakpoint_id,)
     if actor is not None and actor.is_agent:
         read, values = _LOCKED_OF_AGENT, (breakpoint_id, actor.agent_id)
-    else:
-        read, values = _LOCKED, (breakpoint_id,)
     if and_configuration:
         found = configuration.read_with(read, *values)
     else:

@@ -8,7 +8,15 @@ from django.utils import timezone
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
-from core.prepared import Prepared, insert, insert_together, inserts_held, read_cursor, update_where
+from core.prepared import (
+    Prepared,
+    insert,
+    insert_and_read,
+    insert_together,
+    inserts_held,
+    read_cursor,
+    update_where,
+)
 from tests.factories import BreakpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -149,6 +157,27 @@ def test_results_of_rows_read_elsewhere_are_the_querysets_in_its_order():
     assert found == list(Breakpoint.objects.filter(agent_id="h").order_by("-title"))
     assert found[0].payload == {"title": "c"}
     assert len(types) == len(rows[0])
+
+
+def test_insert_and_read_gives_the_read_as_after_the_insert():
+    bp = BreakpointFactory()
+    events_of = Prepared(
+        lambda pk: Event.objects.filter(breakpoint_id=pk).order_by("-pk"), parameters=1
+    )
+    before = insert([Event(breakpoint_id=bp.pk, type="created", actor="a", metadata={})])[0]
+    new = Event(breakpoint_id=bp.pk, type="feedback", actor="bob", metadata={"n": 1})
+
+    with CaptureQueriesContext(connection) as queries:
+        found = insert_and_read([new], events_of, bp.pk)
+
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 2)
+    assert isinstance(new.pk, int) and new._state.adding is False
+    assert [(event.pk, event.type) for event in found] == [
+        (new.pk, "feedback"),
+        (before.pk, "created"),
+    ]
+    assert found == list(Event.objects.filter(breakpoint_id=bp.pk).order_by("-pk"))
+    assert found[0].metadata == {"n": 1}
 
 
 def test_results_refuses_a_read_ordered_by_what_it_does_not_select():

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from breakpoints.services import feedback_add
 from core.actors import Actor
 from notifications import outbox
 from notifications.models import Delivery, Webhook
@@ -221,3 +222,27 @@ def test_truncating_a_watched_table_moves_the_generation(make_breakpoint):
 
     assert configuration.generation() != before
     assert create(make_breakpoint).status == "waiting"
+
+
+def test_a_decision_reads_its_row_and_the_configuration_in_one_query(db, make_breakpoint):
+    reviewer = Actor.for_user(AdminFactory(username="reviewer"))
+    first, second = create(make_breakpoint), create(make_breakpoint)
+    feedback_add(breakpoint_id=first.pk, actor=reviewer, comment="ok", release=True)
+
+    with CaptureQueriesContext(connection) as captured:
+        feedback_add(breakpoint_id=second.pk, actor=reviewer, comment="ok", release=True)
+
+    [read] = configuration_queries(captured)
+    assert second.pk in read  # the locked row came with it
+    if connection.vendor == "postgresql":
+        assert "FOR UPDATE" in read
+
+
+def test_a_webhook_added_after_a_creation_hears_its_release(db, make_breakpoint):
+    reviewer = Actor.for_user(AdminFactory(username="reviewer"))
+    bp = create(make_breakpoint)
+    hook = webhook_add(url="https://example.com/hook", event_types=["released"])
+
+    feedback_add(breakpoint_id=bp.pk, actor=reviewer, comment="ok", release=True)
+
+    assert Delivery.objects.filter(breakpoint_id=bp.pk, webhook=hook).count() == 1
