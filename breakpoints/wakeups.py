@@ -1,12 +1,20 @@
 """Wake-ups: a committed change to a breakpoint announces its id to the agents waiting on it.
 
 `announce()` is called inside the transaction of the change, next to the audit event and
-the outbox rows. On PostgreSQL it issues `NOTIFY` in that same transaction, so every
-web process's listener hears of it exactly when it commits, and never on a rollback. On
-every database it also wakes this process's own waiters after the commit (the embedded
-SQLite default has no NOTIFY; other processes' waiters there rely on their re-check).
+the outbox rows. On PostgreSQL, once that transaction has committed (never on a rollback),
+it issues `NOTIFY` in a statement of its own, which every web process's listener hears,
+this one's included. Not inside the transaction: PostgreSQL takes one lock for the whole
+database while a transaction that notified commits, so those commits would wait for one
+another's write to disk, one at a time (releases stalled behind each other's commits,
+docs/benchmarks.md, issue 39); a statement that only notifies writes nothing to disk and
+holds that lock for a moment. On the embedded SQLite default, which has no NOTIFY, it
+wakes this process's own waiters after the commit; other processes' waiters there rely
+on their re-check.
 
-The notification is only a hint to look again: the database row stays the truth.
+The notification is only a hint to look again: the database row stays the truth. One
+lost (the process ends between the commit and the NOTIFY, or the database is gone for
+that moment) costs latency, never an answer: waiters re-check every
+BPM_WAIT_RECHECK_SECONDS.
 """
 
 from collections.abc import Callable, Iterable
@@ -26,19 +34,19 @@ def announce(breakpoint_ids: Iterable[str]) -> None:
     if not ids:
         return
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_notify(%s, changed) FROM unnest(%s::text[]) AS changed", [CHANNEL, ids]
-            )
+        transaction.on_commit(partial(_notify, ids), robust=True)
     elif _local_listeners:
         transaction.on_commit(partial(_wake_local, ids))
 
 
-def update_channel() -> str | None:
-    """The channel on which a transition's conditional UPDATE announces the row it moved,
-    in the same statement (core.prepared.update_where(notify=...)): on PostgreSQL; None
-    elsewhere, where the caller announces() instead."""
-    return CHANNEL if connection.vendor == "postgresql" else None
+def _notify(ids: list[str]) -> None:
+    """After the commit: NOTIFY each id, in a statement of its own (its own implicit
+    transaction). A failure is logged (on_commit's robust) and the waiters' re-check covers
+    it: the change itself has committed and is answered as such."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_notify(%s, changed) FROM unnest(%s::text[]) AS changed", [CHANNEL, ids]
+        )
 
 
 def _wake_local(ids: list[str]) -> None:

@@ -19,7 +19,7 @@ from audit.services import event_new, events_write
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.representation import breakpoint_json
 from breakpoints.results import VIA_SYSTEM, result_sealed
-from breakpoints.wakeups import announce, update_channel
+from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
@@ -174,16 +174,11 @@ def move(
     changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
     # Its statement built once per set of columns (core.prepared).
-    # On PostgreSQL it announces the row it moved itself (NOTIFY, breakpoints.wakeups).
-    channel = update_channel()
-    moved = update_where(
-        Breakpoint, changes, where={"id": bp.pk, "status": bp.status}, notify=channel
-    )
+    moved = update_where(Breakpoint, changes, where={"id": bp.pk, "status": bp.status})
     if not moved:
         current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
         raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
-    if channel is None:
-        announce([bp.pk])
+    announce([bp.pk])  # after the commit (breakpoints.wakeups)
     previous = bp.status
     for field, value in changes.items():
         setattr(bp, field, value)
