@@ -23,6 +23,13 @@ Cursor, not the ClientCursor Django uses): no value is quoted into the statement
 (a JSON body is sent as jsonb, not escaped character by character), and a statement sent
 again on the same connection is prepared there once (psycopg's prepare_threshold), so the
 database parses and plans it once per connection instead of once per request.
+
+Several statements of a write can go as one, each round trip saved being a hand-off
+between the view's thread and the database (docs/benchmarks.md, issue 39): a write's new
+rows of several models in one INSERT (`insert_together`, or every insert() within
+`inserts_held()`), a row inserted and a read of its table (`insert_and_read`), and a
+read sent inside a larger statement (`Prepared.statement` and `results`: the configuration
+read with a decision's locked row, policies.configuration).
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -301,11 +308,7 @@ def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
     if not connection.features.can_return_rows_from_bulk_insert:
         return model._default_manager.using(using).bulk_create(rows)
     statement = _insert_statement(model, len(rows), auto, using)
-    params = [
-        field.get_db_prep_save(field.pre_save(row, True), connection)
-        for row in rows
-        for field in statement.fields
-    ]
+    params = _values(statement, rows, connection)
     with _cursor(connection) as cursor:
         cursor.execute(statement.sql, params)
         returned = (
@@ -338,10 +341,9 @@ def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> 
     shapes = tuple((type(group[0]), len(group), _auto(group[0])) for group in groups)
     statement = _together_statement(shapes, using)
     params = [
-        field.get_db_prep_save(field.pre_save(row, True), connection)
+        value
         for group, part in zip(groups, statement.parts, strict=True)
-        for row in group
-        for field in part.fields
+        for value in _values(part, group, connection)
     ]
     with _cursor(connection) as cursor:
         cursor.execute(statement.sql, params)
@@ -379,11 +381,7 @@ def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[
         f"{', '.join(quote(str(column)) for column in columns)}) "
         f"SELECT 0, inserted.* FROM inserted UNION ALL SELECT 1, part.* FROM ({sql}) part"
     )
-    inserted_params = [
-        field.get_db_prep_save(field.pre_save(row, True), connection)
-        for row in rows
-        for field in statement.fields
-    ]
+    inserted_params = _values(statement, rows, connection)
     with _cursor(connection) as cursor:
         cursor.execute(combined, inserted_params + params)
         found = cursor.fetchall()
@@ -397,6 +395,15 @@ def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[
 
 def _auto(row: Model) -> bool:
     return row._meta.auto_field is not None and row.pk is None
+
+
+def _values(statement: _Insert, rows: Sequence[Model], connection: Any) -> list[Any]:
+    """The INSERT's parameters: each row's columns prepared as the ORM prepares them."""
+    return [
+        field.get_db_prep_save(field.pre_save(row, True), connection)
+        for row in rows
+        for field in statement.fields
+    ]
 
 
 @dataclass(frozen=True)
