@@ -24,16 +24,11 @@ Cursor, not the ClientCursor Django uses): no value is quoted into the statement
 again on the same connection is prepared there once (psycopg's prepare_threshold), so the
 database parses and plans it once per connection instead of once per request.
 
-Several statements of a write can go as one, each round trip saved being a hand-off
-between the view's thread and the database (docs/benchmarks.md, issue 39): a write's new
-rows of several models in one INSERT (`insert_together`, or every insert() within
-`inserts_held()`), a row inserted and a read of its table (`insert_and_read`), and a
-read sent inside a larger statement (`Prepared.statement` and `results`: the configuration
-read with a decision's locked row, policies.configuration).
+A read can also be sent inside a larger statement (`Prepared.statement`, then `results` of
+its rows), and a write's statements can go as one (core.together).
 """
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from threading import Lock
@@ -103,6 +98,12 @@ class Prepared(Generic[M]):
         compiled = self._compiled_for(using)
         return compiled.sql, self._params(compiled, values), compiled.types
 
+    def shape(self, using: str = DEFAULT_DB_ALIAS) -> tuple[type[Model] | None, tuple[str, ...]]:
+        """The model whose instances the read gives (None for rows), and the attribute of
+        each column of its rows."""
+        compiled = self._compiled_for(using)
+        return compiled.model, compiled.attnames
+
     def results(
         self, rows: Sequence[Sequence[Any]], using: str = DEFAULT_DB_ALIAS, *, ordered: bool = True
     ) -> list[Any]:
@@ -131,7 +132,7 @@ class Prepared(Generic[M]):
     def _fetch(self, compiled: _Compiled, values: Sequence[Any], using: str) -> list[list[Any]]:
         params = self._params(compiled, values)
         connection = connections[using]
-        with _cursor(connection) as cursor:
+        with prepared_cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             rows = [list(row) for row in cursor.fetchall()]
         return self._converted_rows(compiled, rows, using)
@@ -141,7 +142,7 @@ class Prepared(Generic[M]):
         connection = connections[using]
         for row in rows:
             for position, functions, expression in compiled.converters:
-                row[position] = _converted(row[position], functions, expression, connection)
+                row[position] = db_converted(row[position], functions, expression, connection)
         return rows
 
     def _compiled_for(self, using: str) -> _Compiled:
@@ -211,11 +212,11 @@ def _order(compiler: Any, fields: list[Any]) -> tuple[tuple[int, bool], ...] | N
 
 def read_cursor(using: str = DEFAULT_DB_ALIAS) -> CursorWrapper:
     """A cursor as these reads use: on PostgreSQL, its statements bound and prepared on the
-    server (see _cursor)."""
-    return _cursor(connections[using])
+    server (see prepared_cursor)."""
+    return prepared_cursor(connections[using])
 
 
-def _cursor(connection: Any) -> CursorWrapper:
+def prepared_cursor(connection: Any) -> CursorWrapper:
     """`connection.cursor()`; on PostgreSQL, one that binds its values on the server and
     prepares its statement, set up as Django sets up its own cursors (the connection's
     time zone, and the wrapper that counts and logs the queries)."""
@@ -242,7 +243,7 @@ class _PreparingCursor(psycopg.Cursor):
         return super().execute(query, params, **{**kwargs, "prepare": True})
 
 
-def _converted(
+def db_converted(
     value: Any, functions: Sequence[Callable[..., Any]], expression: Any, connection: Any
 ) -> Any:
     """A value from the database as the ORM gives it: its column's converters, in order."""
@@ -252,7 +253,7 @@ def _converted(
 
 
 @dataclass(frozen=True)
-class _Insert:
+class InsertStatement:
     sql: str
     bare: str  # the INSERT without its RETURNING
     fields: tuple[Field, ...]
@@ -260,56 +261,35 @@ class _Insert:
     returned: tuple[tuple[Field, tuple[Callable[..., Any], ...], Any], ...]
 
 
-_inserts: dict[tuple[type[Model], int, bool, str, str], _Insert] = {}
+_inserts: dict[tuple[type[Model], int, bool, str, str], InsertStatement] = {}
 
 
-# Within inserts_held(): the groups of rows held for its one statement, per database alias.
-_held: ContextVar[dict[str, list[Sequence[Model]]] | None] = ContextVar(
+# Within core.together.inserts_held(): the groups of rows held for its one statement, per
+# database alias (insert() adds to it instead of writing).
+held_inserts: ContextVar[dict[str, list[Sequence[Model]]] | None] = ContextVar(
     "inserts_held", default=None
 )
-
-
-@contextmanager
-def inserts_held() -> Iterator[None]:
-    """insert() within the block is held, and every held group is written when the block
-    ends without an error, in order, in ONE statement on PostgreSQL (insert_together): a
-    write's new rows (a breakpoint, its event, its outbox rows) in one round trip. When the
-    block raises, nothing held is written. For blocks that read neither the rows they
-    insert nor their automatic keys and generated columns before the end (those are set
-    then). Elsewhere (SQLite), each insert() is written at once, as outside the block.
-    Within another such block, the rows join the outer block's statement."""
-    if _held.get() is not None:
-        yield
-        return
-    held: dict[str, list[Sequence[Model]]] = {}
-    token = _held.set(held)
-    try:
-        yield
-    finally:
-        _held.reset(token)
-    for using, groups in held.items():
-        insert_together(*groups, using=using)
 
 
 def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
     """Write `rows` (new instances of one model) in one INSERT, as bulk_create and save()
     would: an automatic primary key and the generated columns set from RETURNING. No
-    signals are sent (these models have no receivers). Within inserts_held(), on
-    PostgreSQL, the rows are written at the end of that block."""
+    signals are sent (these models have no receivers). Within core.together.inserts_held(),
+    on PostgreSQL, the rows are written at the end of that block."""
     if not rows:
         return rows
     connection = connections[using]
-    held = _held.get()
+    held = held_inserts.get()
     if held is not None and connection.vendor == "postgresql":
         held.setdefault(using, []).append(rows)
         return rows
     model = type(rows[0])
-    auto = _auto(rows[0])
+    auto = auto_key(rows[0])
     if not connection.features.can_return_rows_from_bulk_insert:
         return model._default_manager.using(using).bulk_create(rows)
-    statement = _insert_statement(model, len(rows), auto, using)
-    params = _values(statement, rows, connection)
-    with _cursor(connection) as cursor:
+    statement = insert_statement(model, len(rows), auto, using)
+    params = insert_values(statement, rows, connection)
+    with prepared_cursor(connection) as cursor:
         cursor.execute(statement.sql, params)
         returned = (
             connection.ops.fetch_returned_insert_rows(cursor)  # type: ignore[attr-defined]
@@ -318,86 +298,18 @@ def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
         )
     for row, values in zip(rows, returned, strict=False):
         for (field, functions, expression), value in zip(statement.returned, values, strict=True):
-            setattr(row, field.attname, _converted(value, functions, expression, connection))
+            setattr(row, field.attname, db_converted(value, functions, expression, connection))
     for row in rows:
         row._state.adding, row._state.db = False, using
     return rows
 
 
-def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
-    """insert() of each group (new instances of one model each), in order, in ONE statement
-    on PostgreSQL: one round trip for a write's rows (a breakpoint, its event, its outbox
-    rows). Each INSERT but the last is a data-modifying WITH query, run once and to
-    completion with the rest; the rows of a group may refer to an earlier group's (the
-    foreign keys are checked at the end of the statement, or at commit). Every automatic
-    key and generated column comes back as insert() sets them, each group's in its own
-    array. Elsewhere, one insert() per group."""
-    groups = tuple(group for group in groups if group)
-    connection = connections[using]
-    if len(groups) < 2 or connection.vendor != "postgresql":
-        for group in groups:
-            insert(group, using=using)
-        return
-    shapes = tuple((type(group[0]), len(group), _auto(group[0])) for group in groups)
-    statement = _together_statement(shapes, using)
-    params = [
-        value
-        for group, part in zip(groups, statement.parts, strict=True)
-        for value in _values(part, group, connection)
-    ]
-    with _cursor(connection) as cursor:
-        cursor.execute(statement.sql, params)
-        arrays = list(cursor.fetchone() or ())
-    for group, part in zip(groups, statement.parts, strict=True):
-        returned = [arrays.pop(0) for _ in part.returned]
-        for position, row in enumerate(group):
-            for (field, functions, expression), values in zip(part.returned, returned, strict=True):
-                value = _converted(values[position], functions, expression, connection)
-                setattr(row, field.attname, value)
-            row._state.adding, row._state.db = False, using
-
-
-def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[M]:
-    """insert(rows), then what `read` (of instances of the rows' model) gives with these
-    values, in ONE statement on PostgreSQL (a decision's feedback, and every feedback of its
-    breakpoint): the read sees the table as it was before the INSERT (the statement's one
-    snapshot), and the inserted rows are added to what it gives, in the read's order, as a
-    read after the insert would give them (a read that finds only some rows must not be
-    given others: the caller's rows are ones it would find). Elsewhere, two statements."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    if not rows or connection.vendor != "postgresql":
-        insert(rows)
-        return read.instances(*values)
-    model = type(rows[0])
-    compiled = read._compiled_for(DEFAULT_DB_ALIAS)
-    if compiled.model is not model:
-        raise TypeError("insert_and_read() reads instances of the model it inserts.")
-    statement = _insert_statement(model, len(rows), _auto(rows[0]), DEFAULT_DB_ALIAS)
-    quote = connection.ops.quote_name
-    columns = [model._meta.get_field(name).column for name in compiled.attnames]  # type: ignore[union-attr]
-    sql, params, _ = read.statement(*values)
-    combined = (
-        f"WITH inserted AS ({statement.bare} RETURNING "
-        f"{', '.join(quote(str(column)) for column in columns)}) "
-        f"SELECT 0, inserted.* FROM inserted UNION ALL SELECT 1, part.* FROM ({sql}) part"
-    )
-    inserted_params = _values(statement, rows, connection)
-    with _cursor(connection) as cursor:
-        cursor.execute(combined, inserted_params + params)
-        found = cursor.fetchall()
-    inserted = [row[1:] for row in found if row[0] == 0]
-    for row, stored in zip(rows, read.results(inserted, ordered=False), strict=True):
-        for field, *_ in statement.returned:
-            setattr(row, field.attname, getattr(stored, field.attname))
-        row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
-    return read.results([row[1:] for row in found])
-
-
-def _auto(row: Model) -> bool:
+def auto_key(row: Model) -> bool:
+    """Whether the row's key is the database's to give (an automatic key not set yet)."""
     return row._meta.auto_field is not None and row.pk is None
 
 
-def _values(statement: _Insert, rows: Sequence[Model], connection: Any) -> list[Any]:
+def insert_values(statement: InsertStatement, rows: Sequence[Model], connection: Any) -> list[Any]:
     """The INSERT's parameters: each row's columns prepared as the ORM prepares them."""
     return [
         field.get_db_prep_save(field.pre_save(row, True), connection)
@@ -406,33 +318,7 @@ def _values(statement: _Insert, rows: Sequence[Model], connection: Any) -> list[
     ]
 
 
-@dataclass(frozen=True)
-class _Together:
-    sql: str
-    parts: tuple[_Insert, ...]
-
-
-_Shapes = tuple[tuple[type[Model], int, bool], ...]  # per group: its model, rows, automatic key
-_togethers: dict[tuple[_Shapes, str, str], _Together] = {}
-
-
-def _together_statement(shapes: _Shapes, using: str) -> _Together:
-    key = (shapes, using, connections[using].vendor)
-    statement = _togethers.get(key)
-    if statement is None:
-        parts = tuple(_insert_statement(model, count, auto, using) for model, count, auto in shapes)
-        queries = ", ".join(f"i{n} AS ({part.sql})" for n, part in enumerate(parts))
-        arrays = [
-            f"ARRAY(SELECT {connections[using].ops.quote_name(str(field.column))} FROM i{n})"
-            for n, part in enumerate(parts)
-            for field, *_ in part.returned
-        ]
-        sql = f"WITH {queries} SELECT {', '.join(arrays) or 'NULL'}"
-        statement = _togethers[key] = _Together(sql, parts)
-    return statement
-
-
-def _insert_statement(model: type[Model], count: int, auto: bool, using: str) -> _Insert:
+def insert_statement(model: type[Model], count: int, auto: bool, using: str) -> InsertStatement:
     connection = connections[using]
     key = (model, count, auto, using, connection.vendor)
     statement = _inserts.get(key)
@@ -471,7 +357,7 @@ def _insert_statement(model: type[Model], count: int, auto: bool, using: str) ->
                     connection
                 )
                 returned.append((field, tuple(functions), column))
-        statement = _inserts[key] = _Insert(sql, bare, fields, tuple(returned))
+        statement = _inserts[key] = InsertStatement(sql, bare, fields, tuple(returned))
     return statement
 
 
@@ -523,6 +409,6 @@ def update_where(
         params.append(field.get_db_prep_value(prepared, connection, prepared=True))  # type: ignore[union-attr]
     if notify is not None:
         params.append(notify)
-    with _cursor(connection) as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount

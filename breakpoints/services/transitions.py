@@ -23,7 +23,8 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared, insert_and_read, inserts_held, update_where
+from core.prepared import Prepared, update_where
+from core.together import insert_and_read, inserts_held
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 from policies import configuration
@@ -66,7 +67,7 @@ def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any])
 def recorded_together() -> Iterator[None]:
     """record() within the block keeps its events and outbox rows and writes them, in
     order, when the block ends without an error (in the caller's transaction: nothing is
-    written when it raises), in one statement on PostgreSQL (core.prepared.inserts_held).
+    written when it raises), in one statement on PostgreSQL (core.together.inserts_held).
     For writes whose records depend on none of the block's (a decision's feedback and
     release: nothing reads their events meanwhile, neither announces,
     notifications.fanout)."""
@@ -103,7 +104,7 @@ def feedback_cached(bp: Breakpoint, feedback: list[Feedback] | None) -> None:
 
 def feedback_write_and_read(bp: Breakpoint, feedback: Feedback) -> Feedback:
     """Write bp's new `feedback` and read bp's feedback, this one included, into its cache
-    (feedback_cached), in one statement (core.prepared.insert_and_read): once for the
+    (feedback_cached), in one statement (core.together.insert_and_read): once for the
     outbox bodies of a write that adds to it."""
     feedback_cached(bp, insert_and_read([feedback], _FEEDBACK_OF, bp.pk))
     return feedback

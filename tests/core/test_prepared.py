@@ -8,15 +8,8 @@ from django.utils import timezone
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
-from core.prepared import (
-    Prepared,
-    insert,
-    insert_and_read,
-    insert_together,
-    inserts_held,
-    read_cursor,
-    update_where,
-)
+from core.prepared import Prepared, insert, read_cursor, update_where
+from core.together import insert_and_read, insert_together, inserts_held
 from tests.factories import BreakpointFactory
 
 pytestmark = pytest.mark.django_db
