@@ -13,14 +13,16 @@ statement that changes the table, inside that statement's transaction:
 
 - another process sees the new generation exactly when it can see the change, so a copy is
   never used past the commit of a change (nor before it);
-- the generation is read before the rows, so a copy is labelled with a generation at most
-  as new as its rows: a change committed in between makes the next read miss, never hit;
+- the generation and the rows of every copy that is not at it are read in ONE statement
+  (its one snapshot), so a copy is labelled with exactly the generation of its rows;
 - a value is never used twice: a sequence on PostgreSQL (not rolled back), a 64-bit random
   number on SQLite, so a rolled-back change (a test's transaction) cannot leave a copy that
   a later, different change would match.
 
-Each copied read costs one small query for the generation; inside `reading()` (a create's
-and a decision's transaction) the generation is read once for all of them.
+That statement costs one query whatever changed (a UNION of the generation and each stale
+copy's own read); inside `reading()` (a create's and a decision's transaction) it is sent
+once for all the block's copied reads, and `read_with` sends it with a write's first read
+(a decision's locked row).
 """
 
 from collections.abc import Callable, Iterator
