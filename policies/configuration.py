@@ -142,10 +142,13 @@ def _refreshed(
 ) -> tuple[int | None, list[Any]]:
     """The generation after the copies were refreshed, and the rows of `along`."""
     refresh = _refresh_statement(using, along, values)
+    # The generation each copy held when the statement was sent: the statement gives a
+    # copy's rows exactly when the generation is not that one (another thread may change
+    # what a copy holds meanwhile).
+    sent = [None if copy.held is None else copy.held[0] for copy in refresh.copies]
     params: list[Any] = []
-    for position, copy in enumerate(refresh.copies):
-        held = copy.held
-        params += [*refresh.params[position], None if held is None else held[0]]
+    for position, generation_held in enumerate(sent):
+        params += [*refresh.params[position], generation_held]
     if along is not None:
         params += along.statement(*values, using=using)[1]
     with read_cursor(using) as cursor:
@@ -163,8 +166,7 @@ def _refreshed(
         read.setdefault(branch - 1, []).append(row[start : start + refresh.widths[branch - 1]])
     if current is not None:
         for position, copy in enumerate(refresh.copies):
-            held = copy.held
-            if held is None or held[0] != current:
+            if sent[position] != current:  # its rows came with the statement
                 copy.keep(current, read.get(position, []))
     return current, read.get(len(refresh.copies), [])
 

@@ -2,6 +2,8 @@
 change to a watched table is seen by the very next write, on this connection and on others;
 an unchanged configuration costs a create one query for the four reads."""
 
+from contextlib import contextmanager
+
 import psycopg
 import pytest
 from django.conf import settings
@@ -246,3 +248,25 @@ def test_a_webhook_added_after_a_creation_hears_its_release(db, make_breakpoint)
     feedback_add(breakpoint_id=bp.pk, actor=reviewer, comment="ok", release=True)
 
     assert Delivery.objects.filter(breakpoint_id=bp.pk, webhook=hook).count() == 1
+
+
+def test_a_copy_another_thread_changes_meanwhile_is_not_emptied(db, monkeypatch):
+    """The statement gives a copy's rows only when it was sent with another generation than
+    the current one: what another thread stored in the copy meanwhile must not make this
+    one keep no rows at the current generation."""
+    hook = webhook_add(url="https://example.com/hook")
+    webhooks = outbox._ACTIVE_WEBHOOKS
+    assert [webhook.pk for webhook in webhooks.get()] == [hook.pk]
+    sent_with = configuration.read_cursor
+
+    @contextmanager
+    def another_thread_meanwhile(using="default"):
+        with sent_with(using) as cursor:
+            yield cursor
+        webhooks.held = (-1, [])  # another thread's copy, of another generation
+
+    monkeypatch.setattr(configuration, "read_cursor", another_thread_meanwhile)
+    configuration.generation()
+    monkeypatch.undo()
+
+    assert [webhook.pk for webhook in webhooks.get()] == [hook.pk]
