@@ -39,6 +39,7 @@ from core.naming import FALLBACK_KEY
 from core.prepared import Prepared
 from core.rawjson import RawJSON
 from core.timestamps import timestamp
+from policies import configuration
 from policies.autoapproval import MAX_HISTORY_LIMIT
 
 
@@ -261,9 +262,11 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
     if limit < 1:
         return 0
     read = _decisions_read(fallback=key == FALLBACK_KEY, of_agent=agent_id is not None, limit=limit)
-    decisions = read.rows(key, agent_id) if agent_id is not None else read.rows(key)
+    values = (key, agent_id) if agent_id is not None else (key,)
+    # A create's first read: the configuration is read with it (policies.configuration).
+    decisions = configuration.read_with(read, *values)
     streak = 0
-    for decision in decisions:
+    for decision, _ in decisions:
         if decision != "approved":
             break
         streak += 1
@@ -285,7 +288,7 @@ def _decisions_read(*, fallback: bool, of_agent: bool, limit: int) -> Prepared[B
         return (
             decided_by_people(decided)
             .order_by("-created_at")
-            .values_list("person_decision", flat=True)[:limit]
+            .values_list("person_decision", "created_at")[:limit]
         )
 
     return Prepared(build, parameters=2 if of_agent else 1)

@@ -277,9 +277,29 @@ def decision_history_register(reader: DecisionHistory) -> None:
     _decision_history = reader
 
 
-def _streak(key: str, *, agent_id: str | None, limit: int) -> int:
+def _threshold(auto_approve_after_n: int, *, explicit_key: bool) -> int:
+    if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N and explicit_key:
+        return auto_approve_after_n
+    return NO_AUTO_APPROVE_THRESHOLD
+
+
+def consecutive_approvals(
+    key: str,
+    *,
+    agent_id: str | None = None,
+    auto_approve_after_n: int = NO_AUTO_APPROVE_THRESHOLD,
+    explicit_key: bool = True,
+) -> int:
+    """The streak evaluate() weighs: the latest approvals of `key` in a row, counted up to
+    the threshold (or REPORTED_STREAK_LIMIT without one), none for a key that is not explicit.
+    A create reads it first: inside configuration.reading(), the configuration comes with
+    it, in the same statement (breakpoints.selectors)."""
+    if not explicit_key:
+        return 0
     if _decision_history is None:
         raise RuntimeError("No decision history registered (the breakpoints app is not ready).")
+    threshold = _threshold(auto_approve_after_n, explicit_key=explicit_key)
+    limit = threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
     return _decision_history(key, agent_id=agent_id, limit=limit)
 
 
@@ -293,6 +313,7 @@ def evaluate(
     explicit_key: bool = True,
     prevent_self_review: bool = False,
     needs_answer: bool = False,
+    streak: int | None = None,
 ) -> Verdict:
     """The auto-approval verdict for a breakpoint key, by the precedence in this module's doc.
 
@@ -304,20 +325,17 @@ def evaluate(
     passes it. Without it (admins asking about a key) they are counted across all agents.
     A breakpoint without an explicit key (`explicit_key` false: the fallback key every
     unnamed breakpoint shares) has no decision history: nothing is counted for it.
+    `streak`: consecutive_approvals() of the same arguments, when the caller read it first.
     """
     tags, experts = list(tags), list(experts)
-    threshold = (
-        auto_approve_after_n
-        if auto_approve_after_n >= MIN_AUTO_APPROVE_AFTER_N and explicit_key
-        else NO_AUTO_APPROVE_THRESHOLD
-    )
-    streak = (
-        _streak(
-            key, agent_id=agent_id, limit=threshold if threshold >= 1 else REPORTED_STREAK_LIMIT
+    threshold = _threshold(auto_approve_after_n, explicit_key=explicit_key)
+    if streak is None:
+        streak = consecutive_approvals(
+            key,
+            agent_id=agent_id,
+            auto_approve_after_n=auto_approve_after_n,
+            explicit_key=explicit_key,
         )
-        if explicit_key
-        else 0
-    )
     return precedence(
         key=key,
         tags=tags,

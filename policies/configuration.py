@@ -82,13 +82,7 @@ class Copied(Generic[T]):
             return held[1]
         # No generation to check a copy against, or this copy was made after the statement
         # that refreshes them was built (it is built again for the next read).
-        return self.shaped(self.read.results(self.read_rows()))
-
-    def read_rows(self) -> list[Any]:
-        sql, params, _ = self.read.statement()
-        with read_cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+        return self.shaped(self.read.all())
 
     def keep(self, generation: int, rows: list[Any]) -> None:
         self.held = (generation, self.shaped(self.read.results(rows)))
@@ -112,14 +106,15 @@ def generation() -> int | None:
 
 
 def read_with(read: Prepared[Any], *values: Any) -> list[Any]:
-    """What `read` gives with these values (instances or rows), read in the same statement
-    as the configuration (generation() and the copies): a write's first read and its
-    configuration in one round trip. Within reading(), the block's copied reads then use
-    that generation. `read` may lock its rows (FOR UPDATE)."""
-    current, rows = _refreshed(read, values)
+    """What `read` gives with these values (instances or rows). As a reading() block's first
+    read, in the same statement as the configuration (generation() and the copies): a
+    write's first read and its configuration in one round trip, and the block's copied reads
+    then use that generation. Later in the block, or outside one, alone. `read` may lock its
+    rows (FOR UPDATE)."""
     shared = _generation_read.get()
-    if shared is not None:
-        shared[0] = current
+    if shared is None or shared[0] is not None:
+        return read.all(*values)
+    shared[0], rows = _refreshed(read, values)
     return read.results(rows)
 
 

@@ -145,9 +145,18 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
     """Save a new breakpoint with the rules' verdict, record it, auto-release if they say so.
 
     The routes, rules, always-break-on tags and webhooks it reads are each process's copies,
-    checked with one read of the configuration's generation (policies.configuration)."""
+    checked with one read of the configuration's generation (policies.configuration), in
+    the same statement as its first read, the key's streak of approvals."""
     with transaction.atomic(), configuration.reading():
         now = timezone.now()
+        auto_approve_after_n = bp.payload.get("autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD)
+        # The block's first read: the configuration comes in the same statement.
+        streak = autoapproval.consecutive_approvals(
+            bp.key,
+            agent_id=bp.agent_id,
+            auto_approve_after_n=auto_approve_after_n,
+            explicit_key=bp.key_is_explicit,
+        )
         routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
         defaults = route_defaults(routes)
         policy = {**defaults, **_timeout_keys(bp.payload)}
@@ -162,13 +171,12 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             key=bp.key,
             tags=bp.tags,
             experts=bp.experts,
-            auto_approve_after_n=bp.payload.get(
-                "autoApproveAfterN", limits.NO_AUTO_APPROVE_THRESHOLD
-            ),
+            auto_approve_after_n=auto_approve_after_n,
             agent_id=bp.agent_id,
             explicit_key=bp.key_is_explicit,
             prevent_self_review=bp.prevent_self_review,
             needs_answer=needs_answer,
+            streak=streak,
         )
         bp.payload_digest = content_digest(question=bp.question, title=bp.title, payload=bp.payload)
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None

@@ -1,5 +1,6 @@
 """core.prepared: reads, inserts and updates whose SQL is built once give what the ORM gives."""
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -8,7 +9,7 @@ from django.utils import timezone
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
-from core.prepared import Prepared, insert, read_cursor, update_where
+from core.prepared import Prepared, insert, numbered, read_cursor, update_where
 from core.together import insert_and_read, insert_together, inserts_held
 from tests.factories import BreakpointFactory
 
@@ -230,6 +231,29 @@ def test_on_postgresql_the_statement_is_prepared_on_the_server_with_its_values_b
     assert len(prepared) == 1 and "$1" in prepared[0] and "it's" not in prepared[0]
     # The query log still shows each call's values in place (DEBUG, CaptureQueriesContext).
     assert "'it''s'" in queries[0]["sql"] and "'nobody'" in queries[1]["sql"]
+
+
+def test_numbered_gives_postgresql_placeholders_and_keeps_a_doubled_percent_as_one():
+    sql = "SELECT %s, x LIKE '%%' || %s || '%%' FROM t WHERE y = %s"
+    assert numbered(sql) == "SELECT $1, x LIKE '%' || $2 || '%' FROM t WHERE y = $3"
+    assert numbered("SELECT 1") == "SELECT 1"
+    for wrong in ("SELECT %d", "SELECT %(name)s", "SELECT 5 % 2", "SELECT %"):
+        with pytest.raises(psycopg.ProgrammingError):
+            numbered(wrong)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_long_statement_with_many_values_is_sent_numbered():
+    # Past psycopg's own conversion cache (4 KiB, 50 values): each value in its place, a
+    # percent sign kept, a value holding %s or $1 sent as a value.
+    values = [f"v{n} %s $1 '" for n in range(120)]
+    sql = "SELECT " + ", ".join(f"%s::text AS column_with_a_long_name_{n}" for n in range(120))
+    sql += ", '100%%' AS percent"
+    assert len(sql) > 4096
+    with read_cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    assert list(row) == [*values, "100%"]
 
 
 @pytest.mark.postgres
