@@ -568,7 +568,15 @@ def list_filters_report(measured: list) -> None:
 class WriteCase:
     label: str
     server: str
-    saturation: dict[int, LoadResult] = field(default_factory=dict)  # client procs -> run
+    saturation: dict[int, LoadResult] = field(default_factory=dict)  # client procs -> runs
+
+    def add(self, procs: int, result: LoadResult) -> None:
+        """Another run (a round) with `procs` client processes: its requests and its window
+        are added to those of the earlier rounds."""
+        total = self.saturation.setdefault(procs, LoadResult())
+        window = total.window + result.window
+        total.merge(result)
+        total.window = window
 
     @property
     def best(self) -> LoadResult | None:
@@ -579,30 +587,37 @@ class WriteCase:
         return rate(self.best) if self.best is not None else 0.0
 
 
-def measure_write(args, loader: Loader, server: Server, label: str, requests_of) -> WriteCase:
-    """Closed loop, each client-process count; `requests_of()`: the requests of one run
-    (sent once each, in order, for releases: every one needs its own waiting row)."""
-    case = WriteCase(label, server.spec.describe())
-    for procs in args.client_procs:
-        requests, once = requests_of()
-        spec = LoadSpec(
-            port=server.port,
-            requests=requests,
-            seconds=args.seconds,
-            connections=args.connections,
-            warmup=args.warmup,
-            once=once,
-        )
-        result, meter = loader.run(spec, procs, server)
-        case.saturation[procs] = result
-        print(
-            f"    {label}: {rate(result):,.0f} req/s with {procs} client process(es), p50 "
-            f"{ms(result.latencies, 50):.1f} ms, p99 {ms(result.latencies, 99):.1f} ms, server "
-            f"{meter.server_cores():.2f} cores, machine {meter.machine_pct():.0f}% busy; "
-            f"errors {errors_text(result, 201)}",
-            flush=True,
-        )
-    return case
+def measure_write(
+    args,
+    loader: Loader,
+    server: Server,
+    label: str,
+    requests,
+    once: bool,
+    *,
+    procs: int,
+    seconds: float,
+    warmup: float,
+) -> LoadResult:
+    """One closed-loop run: `requests` sent in turn (`once`: each once, in order, for
+    releases: every one needs its own waiting row)."""
+    spec = LoadSpec(
+        port=server.port,
+        requests=requests,
+        seconds=seconds,
+        connections=args.connections,
+        warmup=warmup,
+        once=once,
+    )
+    result, meter = loader.run(spec, procs, server)
+    print(
+        f"    {label}: {rate(result):,.0f} req/s with {procs} client process(es), p50 "
+        f"{ms(result.latencies, 50):.1f} ms, p99 {ms(result.latencies, 99):.1f} ms, server "
+        f"{meter.server_cores():.2f} cores, machine {meter.machine_pct():.0f}% busy; "
+        f"errors {errors_text(result, 201)}",
+        flush=True,
+    )
+    return result
 
 
 WRITE_SERVERS = (
@@ -614,44 +629,97 @@ WRITE_SERVERS = (
 
 
 def section_writes(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) -> None:
-    print("\n=== 1c. writes: create and release, the floors, then the project ===", flush=True)
+    """The floors and the project served at once, measured in turn: `--write-rounds` rounds,
+    each a run of every server (in a rotated order), its --seconds split among the rounds.
+    The machine's speed drifts over tens of seconds (a shared VM); measured one after the
+    other, a floor and the project could land on different sides of a drift. Interleaved,
+    each figure is the sum of runs spread over the same span of time."""
+    print(
+        "\n=== 1c. writes: create and release, the floors and the project in turn ===", flush=True
+    )
     agent = fx.agent()
     fx.subscribe()
     cases: dict[tuple[str, str], WriteCase] = {}
     try:
-        for label, app, worker_class, is_floor in WRITE_SERVERS:
-            workers = args.sync_workers if worker_class == "sync" else args.workers
-            spec = ServerSpec(label, app, worker_class, workers)
-            pool = "0" if worker_class == "sync" else str(args.pool_max)
-            where = {"cwd": BENCH_DIR, "env": {"FLOOR_DB_POOL_MAX": pool}} if is_floor else {}
-            with started(spec, args, watch, **where) as server:
-                create, release = writes_measure(args, fx, loader, server, agent, is_floor)
-            cases[(label, "create")], cases[(label, "release")] = create, release
+        with contextlib.ExitStack() as stack:
+            servers = []
+            for label, app, worker_class, is_floor in WRITE_SERVERS:
+                workers = args.sync_workers if worker_class == "sync" else args.workers
+                spec = ServerSpec(label, app, worker_class, workers)
+                pool = "0" if worker_class == "sync" else str(args.pool_max)
+                where = {"cwd": BENCH_DIR, "env": {"FLOOR_DB_POOL_MAX": pool}} if is_floor else {}
+                server = stack.enter_context(started(spec, args, None, **where))
+                servers.append((server, is_floor))
+            watch.watch_all([server for server, _ in servers])
+            try:
+                writes_measure(args, fx, loader, servers, agent, cases)
+            finally:
+                print(f"  peak database connections {watch.peak}", flush=True)
+                watch.watch(None)
     finally:
         fx.unsubscribe()
     writes_report(args, cases)
 
 
 def writes_measure(
-    args, fx: Fixtures, loader: Loader, server: Server, agent: Agent, is_floor: bool
-) -> tuple[WriteCase, WriteCase]:
-    """One server's create and release runs: an agent's creates (one body, repeated), then
-    a reviewer's releases of fresh waiting rows (each released once)."""
-    label, port = server.spec.label, server.port
-    create_path = "/floor/create" if is_floor else "/api/breakpoints"
-    release_path = "/floor/release/{}" if is_floor else "/api/breakpoints/{}/feedback"
-    body = json.dumps(CREATE_BODY).encode()
-    create = build_request("POST", create_path, port=port, token=agent.token, body=body)
-    creates = measure_write(args, loader, server, f"{label} create", lambda: ([create], False))
-    body = json.dumps(RELEASE_BODY).encode()
-
-    def releases() -> tuple[list[bytes], bool]:
-        ids = rows_create(agent.agent_id, args.write_rows)
-        paths = [release_path.format(bp_id) for bp_id in ids]
-        token = fx.reviewer_token
-        return [build_request("POST", p, port=port, token=token, body=body) for p in paths], True
-
-    return creates, measure_write(args, loader, server, f"{label} release", releases)
+    args,
+    fx: Fixtures,
+    loader: Loader,
+    servers: list[tuple[Server, bool]],
+    agent: Agent,
+    cases: dict[tuple[str, str], WriteCase],
+) -> None:
+    """Each server's creates (an agent's, one body, repeated), then each server's releases
+    of fresh waiting rows (a reviewer's, each released once), round after round."""
+    rounds = max(1, args.write_rounds)
+    seconds = args.seconds / rounds
+    create_body, release_body = json.dumps(CREATE_BODY).encode(), json.dumps(RELEASE_BODY).encode()
+    for path in ("create", "release"):
+        for server, _ in servers:
+            cases[(server.spec.label, path)] = WriteCase(
+                f"{server.spec.label} {path}", server.spec.describe()
+            )
+        for procs in args.client_procs:
+            for round_number in range(rounds):
+                turn = round_number % len(servers)
+                for server, is_floor in servers[turn:] + servers[:turn]:
+                    port = server.port
+                    if path == "create":
+                        url = "/floor/create" if is_floor else "/api/breakpoints"
+                        token = agent.token
+                        requests = [
+                            build_request("POST", url, port=port, token=token, body=create_body)
+                        ]
+                    else:
+                        template = (
+                            "/floor/release/{}" if is_floor else "/api/breakpoints/{}/feedback"
+                        )
+                        ids = rows_create(agent.agent_id, args.write_rows)
+                        requests = [
+                            build_request(
+                                "POST",
+                                template.format(bp_id),
+                                port=port,
+                                token=fx.reviewer_token,
+                                body=release_body,
+                            )
+                            for bp_id in ids
+                        ]
+                    # A server's first run warms it up; later ones only refill the connections.
+                    warmup = args.warmup if round_number == 0 else min(args.warmup, 0.5)
+                    label = f"{server.spec.label} {path} (round {round_number + 1}/{rounds})"
+                    result = measure_write(
+                        args,
+                        loader,
+                        server,
+                        label,
+                        requests,
+                        path == "release",
+                        procs=procs,
+                        seconds=seconds,
+                        warmup=warmup,
+                    )
+                    cases[(server.spec.label, path)].add(procs, result)
 
 
 def writes_report(args, cases: dict[tuple[str, str], WriteCase]) -> None:
@@ -672,8 +740,8 @@ def writes_report(args, cases: dict[tuple[str, str], WriteCase]) -> None:
     )
     print(
         f"(closed loop: {args.connections} connections, {args.seconds:g} s after "
-        f"{args.warmup:g} s warm-up, the best of {args.client_procs} client processes; the "
-        "floor is the faster of its two servers)"
+        f"{args.warmup:g} s warm-up, in {args.write_rounds} interleaved rounds, the best of "
+        f"{args.client_procs} client processes; the floor is the faster of its two servers)"
     )
     for path, name in (("create", "create POST /api/breakpoints"), ("release", "release")):
         floors = [cases[(label, path)] for label, *_, is_floor in WRITE_SERVERS if is_floor]
@@ -1256,15 +1324,17 @@ def sweep_process(cutoff: str, start_at: float) -> tuple[float, float, int]:
 
 @contextlib.contextmanager
 def started(
-    spec: ServerSpec, args, watch: ConnectionWatch, *, cwd: Path = ROOT, env=None
+    spec: ServerSpec, args, watch: ConnectionWatch | None, *, cwd: Path = ROOT, env=None
 ) -> Iterator[Server]:
-    """A server for one part of the run: watched for database connections, always stopped."""
+    """A server for one part of the run, always stopped; watched for database connections
+    (None: the caller watches it, with others: ConnectionWatch.watch_all)."""
     spec.cwd = cwd
     spec.env = {**(env or {}), **project_env(args)} if cwd == ROOT else dict(env or {})
     spec.access_log = args.access_log
-    peak = 0
+    peak = None
     with Server(spec) as server:
-        watch.watch(server)
+        if watch is not None:
+            watch.watch(server)
         print(
             f"  [{spec.label}] {spec.describe()} on 127.0.0.1:{server.port}, pids {server.pids()}",
             flush=True,
@@ -1272,9 +1342,11 @@ def started(
         try:
             yield server
         finally:
-            peak = watch.peak
-            watch.watch(None)
-    print(f"  [{spec.label}] stopped; peak database connections {peak}", flush=True)
+            if watch is not None:
+                peak = watch.peak
+                watch.watch(None)
+    peaks = f"; peak database connections {peak}" if peak is not None else ""
+    print(f"  [{spec.label}] stopped{peaks}", flush=True)
 
 
 def project_env(args) -> dict[str, str]:
@@ -1309,6 +1381,12 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=8000,
         help="waiting breakpoints made for each release run (each is released once)",
+    )
+    parser.add_argument(
+        "--write-rounds",
+        type=int,
+        default=3,
+        help="the write runs interleaved: each server measured this many times, in turn",
     )
     parser.add_argument(
         "--list-seconds", type=float, default=3, help="measured window per list filter run"

@@ -313,7 +313,7 @@ class ConnectionWatch:
     def __init__(self, dsn: str, application: str, limit: int, interval: float = 0.5):
         self.dsn, self.application = dsn, application
         self.limit, self.interval = limit, interval
-        self.server: Server | None = None
+        self.servers: list[Server] = []
         self.peak = 0
         self.tripped = ""
         self._stop = threading.Event()
@@ -328,7 +328,11 @@ class ConnectionWatch:
         self._thread.join(timeout=5)
 
     def watch(self, server: Server | None) -> None:
-        self.server, self.peak = server, 0
+        self.watch_all([server] if server is not None else [])
+
+    def watch_all(self, servers: list[Server]) -> None:
+        """Several servers running at once: past the limit, all of them are stopped."""
+        self.servers, self.peak = list(servers), 0
 
     def _run(self) -> None:
         import psycopg
@@ -347,11 +351,12 @@ class ConnectionWatch:
                     [self.application],
                 ).fetchone()[0]
                 self.peak = max(self.peak, count)
-                server = self.server
-                if count > self.limit and server is not None:
+                servers = self.servers
+                if count > self.limit and servers:
                     self.tripped = (
                         f"{count} connections to the database (limit {self.limit}): "
-                        f"stopped {server.spec.label}"
+                        f"stopped {', '.join(server.spec.label for server in servers)}"
                     )
                     print(f"!! {self.tripped}", file=sys.stderr, flush=True)
-                    server.stop()
+                    for server in servers:
+                        server.stop()

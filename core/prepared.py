@@ -309,11 +309,21 @@ class InsertStatement:
 _inserts: dict[tuple[type[Model], int, bool, str, str], InsertStatement] = {}
 
 
-# Within core.together.inserts_held(): the groups of rows held for its one statement, per
+@dataclass(frozen=True)
+class HeldUpdate:
+    """An update_statement() held for core.together's one statement."""
+
+    sql: str
+    params: list[Any]
+    missed: Callable[[], None]  # called when it changed no row
+
+
+# A write held for core.together's one statement: the new rows of one model, or an UPDATE.
+Held = Sequence[Model] | HeldUpdate
+
+# Within core.together.inserts_held(): the writes held for its one statement, in order, per
 # database alias (insert() adds to it instead of writing).
-held_inserts: ContextVar[dict[str, list[Sequence[Model]]] | None] = ContextVar(
-    "inserts_held", default=None
-)
+held_inserts: ContextVar[dict[str, list[Held]] | None] = ContextVar("inserts_held", default=None)
 
 
 def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
@@ -406,42 +416,25 @@ def insert_statement(model: type[Model], count: int, auto: bool, using: str) -> 
     return statement
 
 
-_updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], bool, str, str], str] = {}
+_updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], str, str], str] = {}
 
 
-def update_where(
-    model: type[Model],
-    values: dict[str, Any],
-    *,
-    where: dict[str, Any],
-    notify: str | None = None,
-    using: str = DEFAULT_DB_ALIAS,
-) -> int:
-    """`model.objects.filter(**where).update(**values)` for plain columns compared for
-    equality (no expressions, no joins): how many rows it changed. The statement is built
-    once per set of column names; the values are prepared as the ORM prepares them.
-
-    `notify` (PostgreSQL only): a channel on which the same statement announces the primary
-    key of each row it changed (`RETURNING pg_notify(...)`): delivered when the transaction
-    commits, never on a rollback, no round trip of its own."""
+def update_statement(
+    model: type[Model], values: dict[str, Any], *, where: dict[str, Any], using: str
+) -> tuple[str, list[Any]]:
+    """update_where()'s statement and its parameters (core.together sends it with others)."""
     connection = connections[using]
     opts = model._meta
     set_fields = [opts.get_field(name) for name in values]
     where_fields = [opts.get_field(name) for name in where]
-    if notify is not None and connection.vendor != "postgresql":
-        raise ValueError("update_where(notify=...) announces through PostgreSQL's NOTIFY.")
-    key = (model, tuple(values), tuple(where), notify is not None, using, connection.vendor)
+    key = (model, tuple(values), tuple(where), using, connection.vendor)
     sql = _updates.get(key)
     if sql is None:
         quote = connection.ops.quote_name
         assert opts.db_table
         assignments = ", ".join(f"{quote(str(field.column))} = %s" for field in set_fields)  # type: ignore[union-attr]
         conditions = " AND ".join(f"{quote(str(field.column))} = %s" for field in where_fields)  # type: ignore[union-attr]
-        sql = f"UPDATE {quote(opts.db_table)} SET {assignments} WHERE {conditions}"
-        if notify is not None:
-            assert opts.pk is not None
-            sql += f" RETURNING pg_notify(%s, {quote(str(opts.pk.column))}::text)"
-        _updates[key] = sql
+        sql = _updates[key] = f"UPDATE {quote(opts.db_table)} SET {assignments} WHERE {conditions}"
     params: list[Any] = []
     for field, value in zip(set_fields, values.values(), strict=True):
         if hasattr(value, "resolve_expression"):
@@ -452,8 +445,20 @@ def update_where(
             raise TypeError(f"update_where compares with values, not NULL ({field.name}).")
         prepared = field.get_prep_value(value)  # type: ignore[union-attr]
         params.append(field.get_db_prep_value(prepared, connection, prepared=True))  # type: ignore[union-attr]
-    if notify is not None:
-        params.append(notify)
-    with prepared_cursor(connection) as cursor:
+    return sql, params
+
+
+def update_where(
+    model: type[Model],
+    values: dict[str, Any],
+    *,
+    where: dict[str, Any],
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """`model.objects.filter(**where).update(**values)` for plain columns compared for
+    equality (no expressions, no joins): how many rows it changed. The statement is built
+    once per set of column names; the values are prepared as the ORM prepares them."""
+    sql, params = update_statement(model, values, where=where, using=using)
+    with prepared_cursor(connections[using]) as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount

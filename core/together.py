@@ -4,15 +4,15 @@ between the view's thread and the database, and at ten per write they set its pa
 
 - `insert_together(*groups)`: the new rows of several models (a breakpoint, its event, its
   outbox rows) in ONE INSERT statement, as data-modifying WITH queries;
-- `inserts_held()`: every core.prepared.insert() within the block, written that way when
-  the block ends;
+- `inserts_held()`: every core.prepared.insert() (and `update_held()`) within the block,
+  written that way when the block ends;
 - `insert_and_read(rows, read, *values)`: rows inserted, and a read of their table, in one.
 
 PostgreSQL only; elsewhere (the embedded SQLite default) each statement is sent alone, with
 the same result. The statements are built once per shape, as core.prepared builds its own.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +21,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
 from core.prepared import (
+    Held,
+    HeldUpdate,
     InsertStatement,
     Prepared,
     auto_key,
@@ -30,6 +32,8 @@ from core.prepared import (
     insert_statement,
     insert_values,
     prepared_cursor,
+    update_statement,
+    update_where,
 )
 
 M = TypeVar("M", bound=Model)
@@ -37,57 +41,109 @@ M = TypeVar("M", bound=Model)
 
 @contextmanager
 def inserts_held() -> Iterator[None]:
-    """core.prepared.insert() within the block is held, and every held group is written when the block
-    ends without an error, in order, in ONE statement on PostgreSQL (insert_together): a
-    write's new rows (a breakpoint, its event, its outbox rows) in one round trip. When the
-    block raises, nothing held is written. For blocks that read neither the rows they
-    insert nor their automatic keys and generated columns before the end (those are set
-    then). Elsewhere (SQLite), each insert() is written at once, as outside the block.
-    Within another such block, the rows join the outer block's statement."""
+    """core.prepared.insert() and update_held() within the block are held, and every held
+    write is sent when the block ends without an error, in order, in ONE statement on
+    PostgreSQL (write_together): a write's new rows (a breakpoint, its event, its outbox
+    rows) in one round trip. When the block raises, nothing held is written. For blocks that
+    read neither the rows they write nor their automatic keys and generated columns before
+    the end (those are set then). Elsewhere (SQLite), each write is sent at once, as outside
+    the block. Within another such block, the writes join the outer block's statement."""
     if held_inserts.get() is not None:
         yield
         return
-    held: dict[str, list[Sequence[Model]]] = {}
+    held: dict[str, list[Held]] = {}
     token = held_inserts.set(held)
     try:
         yield
     finally:
         held_inserts.reset(token)
-    for using, groups in held.items():
-        insert_together(*groups, using=using)
+    for using, writes in held.items():
+        write_together(*writes, using=using)
+
+
+def update_held(
+    model: type[Model],
+    values: dict[str, Any],
+    *,
+    where: dict[str, Any],
+    missed: Callable[[], None],
+    using: str = DEFAULT_DB_ALIAS,
+) -> None:
+    """core.prepared.update_where(), and `missed()` (which raises) if it changed no row.
+    Within inserts_held() on PostgreSQL, the UPDATE goes in the block's one statement and
+    `missed()` is called when the block ends: for an UPDATE that cannot miss but is checked
+    anyway (a row the transaction has locked, compared with what it read)."""
+    held = held_inserts.get()
+    if held is None or connections[using].vendor != "postgresql":
+        if not update_where(model, values, where=where, using=using):
+            missed()
+        return
+    sql, params = update_statement(model, values, where=where, using=using)
+    held.setdefault(using, []).append(HeldUpdate(sql, params, missed))
 
 
 def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
     """insert() of each group (new instances of one model each), in order, in ONE statement
-    on PostgreSQL: one round trip for a write's rows (a breakpoint, its event, its outbox
-    rows). Each INSERT but the last is a data-modifying WITH query, run once and to
-    completion with the rest; the rows of a group may refer to an earlier group's (the
-    foreign keys are checked at the end of the statement, or at commit). Every automatic
-    key and generated column comes back as insert() sets them, each group's in its own
-    array. Elsewhere, one insert() per group."""
-    groups = tuple(group for group in groups if group)
+    on PostgreSQL (write_together)."""
+    write_together(*groups, using=using)
+
+
+def write_together(*writes: Held, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Each write, in order, in ONE statement on PostgreSQL: the rows of a group (new
+    instances of one model) as insert() writes them, an UPDATE as update_held() sends it.
+    Each but the last is a data-modifying WITH query, run once and to completion with the
+    rest (all of them see the snapshot the statement started with); the rows of a group may
+    refer to an earlier group's (the foreign keys are checked at the end of the statement,
+    or at commit). Every automatic key and generated column comes back as insert() sets
+    them, each group's in its own array, and each UPDATE's count of rows. Elsewhere, one
+    statement each."""
+    writes = tuple(write for write in writes if isinstance(write, HeldUpdate) or write)
     connection = connections[using]
-    if len(groups) < 2 or connection.vendor != "postgresql":
-        for group in groups:
-            insert(group, using=using)
+    if len(writes) < 2 or connection.vendor != "postgresql":
+        for write in writes:
+            if not isinstance(write, HeldUpdate):
+                insert(write, using=using)
+                continue
+            with prepared_cursor(connection) as cursor:
+                cursor.execute(write.sql, write.params)
+                changed = cursor.rowcount
+            if not changed:
+                write.missed()
         return
-    shapes = tuple((type(group[0]), len(group), auto_key(group[0])) for group in groups)
+    shapes = tuple(
+        write.sql
+        if isinstance(write, HeldUpdate)
+        else (type(write[0]), len(write), auto_key(write[0]))
+        for write in writes
+    )
     statement = _together_statement(shapes, using)
     params = [
         value
-        for group, part in zip(groups, statement.parts, strict=True)
-        for value in insert_values(part, group, connection)
+        for write, part in zip(writes, statement.parts, strict=True)
+        for value in (
+            write.params
+            if isinstance(write, HeldUpdate)
+            else insert_values(part, write, connection)  # type: ignore[arg-type]
+        )
     ]
     with prepared_cursor(connection) as cursor:
         cursor.execute(statement.sql, params)
         arrays = list(cursor.fetchone() or ())
-    for group, part in zip(groups, statement.parts, strict=True):
+    missed = []
+    for write, part in zip(writes, statement.parts, strict=True):
+        if isinstance(write, HeldUpdate):
+            if not arrays.pop(0):
+                missed.append(write.missed)
+            continue
+        assert part is not None
         returned = [arrays.pop(0) for _ in part.returned]
-        for position, row in enumerate(group):
+        for position, row in enumerate(write):
             for (field, functions, expression), values in zip(part.returned, returned, strict=True):
                 value = db_converted(values[position], functions, expression, connection)
                 setattr(row, field.attname, value)
             row._state.adding, row._state.db = False, using
+    for call in missed:
+        call()
 
 
 def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[M]:
@@ -129,10 +185,11 @@ def insert_and_read(rows: Sequence[M], read: Prepared[M], *values: Any) -> list[
 @dataclass(frozen=True)
 class _Together:
     sql: str
-    parts: tuple[InsertStatement, ...]
+    parts: tuple[InsertStatement | None, ...]  # per write: its INSERT, None for an UPDATE
 
 
-_Shapes = tuple[tuple[type[Model], int, bool], ...]  # per group: its model, rows, automatic key
+# Per write: an UPDATE's SQL, or an INSERT's model, count of rows and whether its key is automatic.
+_Shapes = tuple[str | tuple[type[Model], int, bool], ...]
 _togethers: dict[tuple[_Shapes, str, str], _Together] = {}
 
 
@@ -140,13 +197,20 @@ def _together_statement(shapes: _Shapes, using: str) -> _Together:
     key = (shapes, using, connections[using].vendor)
     statement = _togethers.get(key)
     if statement is None:
-        parts = tuple(insert_statement(model, count, auto, using) for model, count, auto in shapes)
-        queries = ", ".join(f"i{n} AS ({part.sql})" for n, part in enumerate(parts))
-        arrays = [
-            f"ARRAY(SELECT {connections[using].ops.quote_name(str(field.column))} FROM i{n})"
-            for n, part in enumerate(parts)
-            for field, *_ in part.returned
-        ]
-        sql = f"WITH {queries} SELECT {', '.join(arrays) or 'NULL'}"
+        quote = connections[using].ops.quote_name
+        parts = tuple(
+            None if isinstance(shape, str) else insert_statement(*shape, using) for shape in shapes
+        )
+        queries, results = [], []
+        for n, (shape, part) in enumerate(zip(shapes, parts, strict=True)):
+            if part is None:
+                queries.append(f"w{n} AS ({shape} RETURNING 1)")
+                results.append(f"(SELECT count(*) FROM w{n})")
+                continue
+            queries.append(f"w{n} AS ({part.sql})")
+            results += [
+                f"ARRAY(SELECT {quote(str(field.column))} FROM w{n})" for field, *_ in part.returned
+            ]
+        sql = f"WITH {', '.join(queries)} SELECT {', '.join(results) or 'NULL'}"
         statement = _togethers[key] = _Together(sql, parts)
     return statement

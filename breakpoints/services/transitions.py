@@ -3,14 +3,15 @@
 A transition moves the status with a conditional UPDATE (so two concurrent releases
 cannot both win, on any database) and records the audit event, with the webhook outbox
 rows, in the caller's transaction. Within `recorded_together()` (a decision's feedback
-and release) the events and outbox rows of the block are written together when it ends:
-one INSERT of the events, one read of the subscribers, one INSERT of the deliveries.
+and release) the UPDATE, the events and the outbox rows of the block are written together
+when it ends, in one statement on PostgreSQL (core.together).
 """
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from functools import partial
+from typing import Any, NoReturn
 
 from django.utils import timezone
 
@@ -23,8 +24,8 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared, update_where
-from core.together import insert_and_read, inserts_held
+from core.prepared import Prepared
+from core.together import insert_and_read, inserts_held, update_held
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 from policies import configuration
@@ -67,18 +68,19 @@ def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any])
 def recorded_together() -> Iterator[None]:
     """record() within the block keeps its events and outbox rows and writes them, in
     order, when the block ends without an error (in the caller's transaction: nothing is
-    written when it raises), in one statement on PostgreSQL (core.together.inserts_held).
+    written when it raises), in one statement on PostgreSQL (core.together.inserts_held),
+    with a move()'s UPDATE, which goes first.
     For writes whose records depend on none of the block's (a decision's feedback and
     release: nothing reads their events meanwhile, neither announces,
     notifications.fanout)."""
     events: list[Event] = []
     kept: list[_Recorded] = []
-    token = _together.set((events, kept))
-    try:
-        yield
-    finally:
-        _together.reset(token)
-    with inserts_held():
+    with inserts_held():  # and a move()'s UPDATE, held there (core.together.update_held)
+        token = _together.set((events, kept))
+        try:
+            yield
+        finally:
+            _together.reset(token)
         if events:
             events_write(events)
         deliveries_enqueue_many(kept)
@@ -137,6 +139,11 @@ def lock(
     return found[0]
 
 
+def _moved_meanwhile(breakpoint_id: str) -> NoReturn:
+    current = Breakpoint.objects.values_list("status", flat=True).get(pk=breakpoint_id)
+    raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+
+
 def move(
     bp: Breakpoint,
     *,
@@ -174,11 +181,15 @@ def move(
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
-    # Its statement built once per set of columns (core.prepared).
-    moved = update_where(Breakpoint, changes, where={"id": bp.pk, "status": bp.status})
-    if not moved:
-        current = Breakpoint.objects.values_list("status", flat=True).get(pk=bp.pk)
-        raise InvalidState(f"Breakpoint is already {current}.", current_status=current)
+    # Its statement built once per set of columns (core.prepared); within
+    # recorded_together(), sent with the block's events and outbox rows (a row locked
+    # FOR UPDATE cannot have moved meanwhile, and if it had, the block would raise).
+    update_held(
+        Breakpoint,
+        changes,
+        where={"id": bp.pk, "status": bp.status},
+        missed=partial(_moved_meanwhile, bp.pk),
+    )
     announce([bp.pk])  # after the commit (breakpoints.wakeups)
     previous = bp.status
     for field, value in changes.items():

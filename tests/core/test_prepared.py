@@ -2,7 +2,7 @@
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -10,7 +10,7 @@ from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
 from core.prepared import Prepared, insert, numbered, read_cursor, update_where
-from core.together import insert_and_read, insert_together, inserts_held
+from core.together import insert_and_read, insert_together, inserts_held, update_held
 from tests.factories import BreakpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -265,32 +265,57 @@ def test_on_postgresql_an_insert_binds_its_json_on_the_server():
     assert any(sql.startswith("INSERT INTO") for sql in _prepared_statements())
 
 
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_update_where_with_notify_announces_each_changed_row_once_committed():
-    import psycopg
-    from django.db import transaction
+class _Missed(Exception):
+    pass
 
-    moving = BreakpointFactory(agent_id="n")
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute("LISTEN test_moves")
-        with transaction.atomic():
-            changed = update_where(
-                Breakpoint,
-                {"status": Status.CANCELLED},
-                where={"id": moving.pk, "status": Status.WAITING},
-                notify="test_moves",
-            )
-            unchanged = update_where(
-                Breakpoint,
-                {"status": Status.CANCELLED},
-                where={"id": moving.pk, "status": Status.WAITING},
-                notify="test_moves",
-            )
-        heard = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
-        heard += [n.payload for n in listener.notifies(timeout=0.3)]
-    assert (changed, unchanged) == (1, 0)
-    assert heard == [moving.pk]  # the row that moved, once; nothing for the one that did not
+
+def _missed() -> None:
+    raise _Missed
+
+
+def test_update_held_outside_a_block_updates_at_once_and_calls_missed_when_nothing_changed():
+    bp = BreakpointFactory(agent_id="held")
+    waiting = {"id": bp.pk, "status": Status.WAITING}
+    update_held(Breakpoint, {"status": Status.CANCELLED}, where=waiting, missed=_missed)
+    assert Breakpoint.objects.get(pk=bp.pk).status == Status.CANCELLED
+    with pytest.raises(_Missed):
+        update_held(Breakpoint, {"status": Status.EXPIRED}, where=waiting, missed=_missed)
+    assert Breakpoint.objects.get(pk=bp.pk).status == Status.CANCELLED
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_held_update_goes_in_the_blocks_one_statement_before_its_inserts():
+    bp = BreakpointFactory(agent_id="held")
+    called = []
+    event = Event(breakpoint_id=bp.pk, type="feedback", actor="a", metadata={})
+    with CaptureQueriesContext(connection) as queries, inserts_held():
+        update_held(
+            Breakpoint,
+            {"status": Status.CANCELLED},
+            where={"id": bp.pk, "status": Status.WAITING},
+            missed=lambda: called.append(True),
+        )
+        insert([event])
+        assert Breakpoint.objects.get(pk=bp.pk).status == Status.WAITING  # held until the end
+    assert len(queries) == 2  # the read above, then the one statement
+    assert queries[1]["sql"].startswith("WITH w0 AS (UPDATE")
+    assert Breakpoint.objects.get(pk=bp.pk).status == Status.CANCELLED
+    assert event.pk is not None and Event.objects.filter(pk=event.pk).exists()
+    assert called == []
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_held_update_that_changed_nothing_calls_missed_after_the_statement():
+    bp = BreakpointFactory(agent_id="held", status=Status.CANCELLED)
+    event = Event(breakpoint_id=bp.pk, type="feedback", actor="a", metadata={})
+    with pytest.raises(_Missed), transaction.atomic(), inserts_held():
+        update_held(
+            Breakpoint,
+            {"status": Status.RELEASED},
+            where={"id": bp.pk, "status": Status.WAITING},
+            missed=_missed,
+        )
+        insert([event])
+    # missed() raised in the transaction: the event written with it was rolled back.
+    assert not Event.objects.filter(breakpoint_id=bp.pk, actor="a").exists()
+    assert Breakpoint.objects.get(pk=bp.pk).status == Status.CANCELLED
