@@ -257,6 +257,23 @@ def test_on_postgresql_a_long_statement_with_many_values_is_sent_numbered():
 
 
 @pytest.mark.postgres
+def test_on_postgresql_the_connections_cursor_is_kept_for_the_next_statement_not_shared():
+    with read_cursor() as first:
+        kept = first.cursor
+        with read_cursor() as nested:  # while the kept one is in use: a cursor of its own
+            assert nested.cursor is not kept
+            nested.execute("SELECT %s::int", [2])
+            assert nested.fetchone() == (2,)
+        assert nested.cursor.closed and not kept.closed
+        first.execute("SELECT %s::int", [1])
+        assert first.fetchone() == (1,)
+    with read_cursor() as again:
+        assert again.cursor is kept
+        again.execute("SELECT %s::timestamptz", [timezone.now()])
+        assert again.fetchone()[0].tzinfo is not None
+
+
+@pytest.mark.postgres
 def test_on_postgresql_an_insert_binds_its_json_on_the_server():
     tricky = {"text": "quote ' backslash \\ percent % dollar $1", "n": [1, 2.5, None]}
     bp = Breakpoint(agent_id="binds", title="t", key="k", question="q", payload=tricky)
