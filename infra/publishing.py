@@ -37,9 +37,11 @@ logger = logging.getLogger(__name__)
 BROKER_DOWN_SECONDS = 5.0
 # At most this many batches wait for the publisher; past that they are left to the sweeps.
 MAX_WAITING_BATCHES = 10_000
-# A batch of a `together` task waits this long for others to go in the same message: under
-# load several requests' rows share one publish; a webhook is sent this much later.
-TOGETHER_WAIT_SECONDS = 0.02
+# Under load (the thread's last message went out less than this long ago), a batch of a
+# `together` task waits this long for others to go in the same message: several requests'
+# rows share one publish, and a webhook is sent up to this much later. Otherwise it goes at
+# once, with whatever is already waiting.
+TOGETHER_WAIT_SECONDS = 0.05
 # At most this many waiting batches are taken together, and this many rows in one message.
 MAX_BATCHES_TOGETHER = 100
 MAX_ROWS_TOGETHER = 500
@@ -94,6 +96,7 @@ class _Publisher:
         self.pid = os.getpid()
         self.batches: queue.Queue[_Batch] = queue.Queue(MAX_WAITING_BATCHES)
         self.broker_down_until = 0.0
+        self.last_sent = float("-inf")
         self.thread = threading.Thread(target=self._run, name="bpm-publisher", daemon=True)
         self.thread.start()
 
@@ -101,7 +104,9 @@ class _Publisher:
         while True:
             taken = [self.batches.get()]
             if taken[0].together is not None:  # others may follow to go with it
-                until = time.monotonic() + TOGETHER_WAIT_SECONDS
+                now = time.monotonic()
+                busy = now - self.last_sent < TOGETHER_WAIT_SECONDS
+                until = now + (TOGETHER_WAIT_SECONDS if busy else 0.0)
                 while len(taken) < MAX_BATCHES_TOGETHER:
                     try:
                         taken.append(self.batches.get(timeout=max(0.0, until - time.monotonic())))
@@ -117,6 +122,7 @@ class _Publisher:
                     except Exception:  # a publisher that raised: its rows stay pending
                         logger.exception("A publish after commit failed; the sweep will retry.")
             finally:
+                self.last_sent = time.monotonic()
                 for _ in taken:
                     self.batches.task_done()
 

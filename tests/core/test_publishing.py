@@ -4,6 +4,7 @@ the request's context; after a failed publish it leaves batches to the sweeps fo
 instead of waiting on the broker for each."""
 
 import threading
+import time
 
 import pytest
 
@@ -171,3 +172,32 @@ def test_rows_together_beyond_the_bound_are_split_into_several_messages(sent_tas
         ["d-2", "d-3"],
         ["d-4"],
     ]
+
+
+def test_under_load_a_row_waits_for_others_to_go_in_its_message(sent_tasks, monkeypatch):
+    monkeypatch.setattr(publishing, "TOGETHER_WAIT_SECONDS", SAFETY_SECONDS)
+    publisher = publishing._current_publisher()
+    publisher.last_sent = time.monotonic()  # a message just went out: under load
+    publishing.publish_soon(lambda ids: 0, ["d-1"], together="task.many")
+    time.sleep(0.1)  # the thread has taken d-1 and waits for company
+    publishing.publish_soon(lambda ids: 0, ["d-2"], together="task.many")
+    for n in range(3, publishing.MAX_BATCHES_TOGETHER + 1):  # its bound ends the wait
+        publishing.publish_soon(lambda ids: 0, [f"d-{n}"], together="task.many")
+    publisher.batches.join()
+
+    assert len(sent_tasks) == 1
+    rows = [row_id for row_id, _ in sent_tasks[0][1][0]]
+    assert rows[:2] == ["d-1", "d-2"] and len(rows) == publishing.MAX_BATCHES_TOGETHER
+
+
+def test_when_idle_a_row_goes_at_once_without_waiting_for_others(sent_tasks, monkeypatch):
+    monkeypatch.setattr(publishing, "TOGETHER_WAIT_SECONDS", SAFETY_SECONDS)
+    publisher = publishing._current_publisher()  # nothing sent yet: idle
+    sent = threading.Event()
+    publishing.publish_soon(
+        lambda ids: publishing.publish("task.each", ids), ["d-1"], together="task.many"
+    )
+    # Had it waited for company, it would wait SAFETY_SECONDS: it is sent before.
+    threading.Thread(target=lambda: (publisher.batches.join(), sent.set()), daemon=True).start()
+    assert sent.wait(SAFETY_SECONDS / 2)
+    assert [(name, args) for name, args, _ in sent_tasks] == [("task.each", ("d-1",))]
