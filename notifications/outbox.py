@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -67,9 +68,15 @@ def _body(event_type: str, now: datetime, data: dict) -> dict:
     kind = (
         event_type if event_type == WebhookEventType.TRIGGER_FIRED else f"breakpoint.{event_type}"
     )
-    return json.loads(
-        json.dumps({"type": kind, "timestamp": timestamp(now), "data": data}, default=str)
-    )
+    body = {"type": kind, "timestamp": timestamp(now), "data": data}
+    try:  # orjson, a tenth of the standard library's time, writing what it would
+        return orjson.loads(orjson.dumps(body, default=str, option=_AS_STANDARD_LIBRARY))
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, a key not a string
+        return json.loads(json.dumps(body, default=str))
+
+
+# Datetimes and dataclasses through default=str, as the standard library writes them.
+_AS_STANDARD_LIBRARY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def deliveries_enqueue(*, breakpoint: Routed, data: dict, event_type: str) -> list[str]:
