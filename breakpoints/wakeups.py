@@ -11,6 +11,12 @@ holds that lock for a moment. On the embedded SQLite default, which has no NOTIF
 wakes this process's own waiters after the commit; other processes' waiters there rely
 on their re-check.
 
+In a web process, whose listener holds a LISTEN connection on its event loop, the NOTIFY
+goes out on that connection, from the loop (`sender_set`, breakpoints.waiting.listener):
+the committing request answers without that round trip, and the NOTIFYs of commits made
+while one is in flight go out together, in one statement. Elsewhere (a worker, a command,
+a web process whose listener is reconnecting), the committing thread sends it.
+
 The notification is only a hint to look again: the database row stays the truth. One
 lost (the process ends between the commit and the NOTIFY, or the database is gone for
 that moment) costs latency, never an answer: waiters re-check every
@@ -39,10 +45,37 @@ def announce(breakpoint_ids: Iterable[str]) -> None:
         transaction.on_commit(partial(_wake_local, ids))
 
 
+# Sends the NOTIFY of ids on another connection (this process's listener's); False when it
+# cannot (then the committing thread sends it).
+Sender = Callable[[list[str]], bool]
+_sender: Sender | None = None
+
+
+def sender_set(sender: Sender | None) -> None:
+    """The listener offers to send this process's NOTIFYs (None: it no longer can)."""
+    global _sender
+    _sender = sender
+
+
+def sender_clear(sender: Sender) -> None:
+    """The listener withdraws `sender` (if it is still the one set)."""
+    global _sender
+    if _sender == sender:  # a bound method: equal, not the same object, each time
+        _sender = None
+
+
 def _notify(ids: list[str]) -> None:
-    """After the commit: NOTIFY each id, in a statement of its own (its own implicit
-    transaction). A failure is logged (on_commit's robust) and the waiters' re-check covers
-    it: the change itself has committed and is answered as such."""
+    """After the commit: have the listener send the NOTIFY, or send it here."""
+    sender = _sender
+    if sender is not None and sender(ids):
+        return
+    notify_now(ids)
+
+
+def notify_now(ids: list[str]) -> None:
+    """NOTIFY each id, in a statement of its own (its own implicit transaction). After a
+    commit, a failure is logged (on_commit's robust) and the waiters' re-check covers it: the
+    change itself has committed and is answered as such."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_notify(%s, changed) FROM unnest(%s::text[]) AS changed", [CHANNEL, ids]

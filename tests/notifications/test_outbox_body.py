@@ -25,7 +25,7 @@ NOW = datetime(2026, 11, 28, 12, 0, 0, 123456, tzinfo=UTC)
     [
         {"id": "bp-1", "payload": {"n": 1.5, "big": 1e16, "list": [1, "x", None, True]}},
         {"at": NOW, "id": uuid.UUID(int=7), "amount": Decimal("10.50"), "point": _Point(1)},
-        {"text": "line\u2028separator, é, 😀, quote \" and backslash \\"},
+        {"text": 'line\u2028separator, é, 😀, quote " and backslash \\'},
         {"tuple": (1, 2), "nested": {"empty": {}, "none": None}},
         {"beyond 64 bits": 2**70, "negative": -(2**65)},  # orjson refuses: the fallback
         {1: "a key that is not a string"},  # likewise
