@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
+from django.db import connection
 
 from breakpoints import wakeups
 from breakpoints.waiting.listener import connection_params, listen_forever
@@ -27,6 +28,14 @@ class _Hub:
 
     def recheck_all(self) -> None:
         pass
+
+
+def _committed(ids: list[str]) -> None:
+    """What a request's thread does after its commit (then it closes its connection)."""
+    try:
+        wakeups._notify(ids)
+    finally:
+        connection.close()
 
 
 async def _until(predicate: Callable[[], bool], seconds: float = 10) -> None:
@@ -65,8 +74,8 @@ def test_a_commits_ids_go_out_on_the_listeners_connection_and_every_listener_hea
             ) as other:
                 await other.execute(f"LISTEN {CHANNEL}")
                 # As after a commit, in a request's thread: handed over, not sent there.
-                await asyncio.to_thread(wakeups._notify, IDS[:2])
-                await asyncio.to_thread(wakeups._notify, IDS[2:])
+                await asyncio.to_thread(_committed, IDS[:2])
+                await asyncio.to_thread(_committed, IDS[2:])
                 await _until(lambda: len(hub.heard) == len(IDS))
                 return [n.payload async for n in other.notifies(timeout=5, stop_after=len(IDS))]
         finally:
@@ -97,8 +106,13 @@ def test_with_the_listeners_connection_gone_the_committing_thread_sends_them(sen
                     "WHERE application_name = 'bpm-listener' AND pid <> pg_backend_pid()"
                 )
                 await _until(lambda: not hub.listening)
-                await asyncio.to_thread(wakeups._notify, ["bp-after-the-loss"])
-                return [n.payload async for n in other.notifies(timeout=5, stop_after=1)]
+                await asyncio.to_thread(_committed, ["bp-after-the-loss"])
+                heard = [n.payload async for n in other.notifies(timeout=5, stop_after=1)]
+                # Back (after its backoff): the listener's connection sends them again.
+                await _until(lambda: hub.listening)
+                await asyncio.to_thread(_committed, ["bp-after-the-return"])
+                heard += [n.payload async for n in other.notifies(timeout=5, stop_after=1)]
+                return heard
         finally:
             listening.cancel()
             await asyncio.gather(listening, return_exceptions=True)
@@ -106,4 +120,4 @@ def test_with_the_listeners_connection_gone_the_committing_thread_sends_them(sen
     heard_elsewhere = asyncio.run(scenario())
 
     assert sent_by_thread == [["bp-after-the-loss"]]
-    assert heard_elsewhere == ["bp-after-the-loss"]
+    assert heard_elsewhere == ["bp-after-the-loss", "bp-after-the-return"]
