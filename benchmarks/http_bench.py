@@ -17,6 +17,9 @@ Each figure is printed beside its target, with PASS/FAIL, and again in a summary
   target >= 50 % of the floor. Then every API list filter and search (the cases of
   lists_at_scale.py) on the seeded rows, closed loop with 1 and with 8 connections, p95
   against < 30 ms and < 100 ms.
+- writes: a create and a reviewer's release against the write floors of floor_app.py
+  (raw SQL through Django's connection), the floors and the project served at once and
+  measured in turn, in --write-rounds interleaved rounds. Targets: >= 50 % of the floor.
 - drf: DRF's ordinary endpoints under ASGI (as served now) and under WSGI (gunicorn
   gthread, as the old Procfile), req/s side by side.
 - wake: release -> waiting agent answered, p50/p99, with 1 and with 1,000 concurrent

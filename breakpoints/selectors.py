@@ -279,7 +279,7 @@ def _decisions_read(*, fallback: bool, of_agent: bool, limit: int) -> Prepared[B
     `limit` person decisions on a key ('approved' or 'rejected'), of one agent's when
     `of_agent`; with `fallback`, only the breakpoints that chose FALLBACK_KEY."""
 
-    def build(key: str, agent_id: str | None = None) -> QuerySet[Breakpoint]:
+    def build(key: str, agent_id: str | None = None) -> QuerySet[Breakpoint, Any]:
         decided = Breakpoint.objects.filter(key=key, status=Status.RELEASED)
         if fallback:  # only the breakpoints that chose this key, not the unnamed ones
             decided = decided.filter(Q(payload__breakpointId=FALLBACK_KEY) | Q(title__isnull=False))

@@ -249,7 +249,7 @@ def prepared_cursor(connection: Any) -> CursorWrapper:
                 register_tzloader(connection.timezone, cursor)
             if kept is None or kept.connection is not raw or kept.closed:
                 cursor.kept = True
-                connection._prepared_cursor = cursor  # type: ignore[attr-defined]
+                connection._prepared_cursor = cursor
         cursor.in_use = True
         return connection._prepare_cursor(cursor)
 
