@@ -34,3 +34,12 @@ def run_asgi(scenario: Callable[[httpx.AsyncClient], Awaitable[T]], **transport:
             await stop_hub()
 
     return run_async(main())
+
+
+async def until(predicate: Callable[[], bool], seconds: float = 10) -> None:
+    """Wait on the loop until predicate() holds (AssertionError after `seconds`)."""
+    for _ in range(int(seconds / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")

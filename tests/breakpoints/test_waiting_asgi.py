@@ -22,7 +22,7 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.waiting.hub import get_hub
 from config.asgi import application
 from core.actors import Actor
-from tests.aio import run_asgi
+from tests.aio import run_asgi, until
 from tests.factories import ReviewerFactory, UserFactory
 from web import openfiles
 
@@ -54,14 +54,6 @@ def _no_periodic_recheck(settings):
     """Only a notification can wake a waiter within a test's wait."""
     settings.BPM_WAIT_RECHECK_SECONDS = 600
     settings.BPM_WAIT_FALLBACK_RECHECK_SECONDS = 600
-
-
-async def until(predicate: Callable[[], bool], seconds: float = 10) -> None:
-    for _ in range(int(seconds / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
 
 
 def in_thread(function: Callable[[], Any]) -> Callable[[], Any]:

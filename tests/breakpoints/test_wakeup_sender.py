@@ -3,7 +3,8 @@
 every listener hears them, this one included; without the listener the thread sends them."""
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import psycopg
 import pytest
@@ -12,6 +13,7 @@ from django.db import connection
 from breakpoints import wakeups
 from breakpoints.waiting.listener import connection_params, listen_forever
 from breakpoints.wakeups import CHANNEL
+from tests.aio import run_async, until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -38,12 +40,25 @@ def _committed(ids: list[str]) -> None:
         connection.close()
 
 
-async def _until(predicate: Callable[[], bool], seconds: float = 10) -> None:
-    for _ in range(int(seconds / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
+@asynccontextmanager
+async def _listening(hub: _Hub) -> AsyncIterator[psycopg.AsyncConnection]:
+    """This process's listener, up; and another connection listening on the channel, as
+    another process's listener would."""
+    listener = asyncio.create_task(listen_forever(hub))  # type: ignore[arg-type]
+    try:
+        await until(lambda: hub.listening)
+        async with await psycopg.AsyncConnection.connect(
+            **connection_params(), autocommit=True
+        ) as other:
+            await other.execute(f"LISTEN {CHANNEL}")
+            yield other
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+
+
+async def _heard(other: psycopg.AsyncConnection, count: int) -> list[str]:
+    return [n.payload async for n in other.notifies(timeout=5, stop_after=count)]
 
 
 @pytest.fixture
@@ -66,23 +81,14 @@ def test_a_commits_ids_go_out_on_the_listeners_connection_and_every_listener_hea
     hub = _Hub()
 
     async def scenario() -> list[str]:
-        listening = asyncio.create_task(listen_forever(hub))  # type: ignore[arg-type]
-        try:
-            await _until(lambda: hub.listening)
-            async with await psycopg.AsyncConnection.connect(
-                **connection_params(), autocommit=True
-            ) as other:
-                await other.execute(f"LISTEN {CHANNEL}")
-                # As after a commit, in a request's thread: handed over, not sent there.
-                await asyncio.to_thread(_committed, IDS[:2])
-                await asyncio.to_thread(_committed, IDS[2:])
-                await _until(lambda: len(hub.heard) == len(IDS))
-                return [n.payload async for n in other.notifies(timeout=5, stop_after=len(IDS))]
-        finally:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
+        async with _listening(hub) as other:
+            # As after a commit, in a request's thread: handed over, not sent there.
+            await asyncio.to_thread(_committed, IDS[:2])
+            await asyncio.to_thread(_committed, IDS[2:])
+            await until(lambda: len(hub.heard) == len(IDS))
+            return await _heard(other, len(IDS))
 
-    heard_elsewhere = asyncio.run(scenario())
+    heard_elsewhere = run_async(scenario())
 
     assert hub.heard == IDS  # its own notifications, in order
     assert heard_elsewhere == IDS  # another process's listener
@@ -94,30 +100,20 @@ def test_with_the_listeners_connection_gone_the_committing_thread_sends_them(sen
     hub = _Hub()
 
     async def scenario() -> list[str]:
-        listening = asyncio.create_task(listen_forever(hub))  # type: ignore[arg-type]
-        try:
-            await _until(lambda: hub.listening)
-            async with await psycopg.AsyncConnection.connect(
-                **connection_params(), autocommit=True
-            ) as other:
-                await other.execute(f"LISTEN {CHANNEL}")
-                await other.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'bpm-listener' AND pid <> pg_backend_pid()"
-                )
-                await _until(lambda: not hub.listening)
-                await asyncio.to_thread(_committed, ["bp-after-the-loss"])
-                heard = [n.payload async for n in other.notifies(timeout=5, stop_after=1)]
-                # Back (after its backoff): the listener's connection sends them again.
-                await _until(lambda: hub.listening)
-                await asyncio.to_thread(_committed, ["bp-after-the-return"])
-                heard += [n.payload async for n in other.notifies(timeout=5, stop_after=1)]
-                return heard
-        finally:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
+        async with _listening(hub) as other:
+            await other.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'bpm-listener' AND pid <> pg_backend_pid()"
+            )
+            await until(lambda: not hub.listening)
+            await asyncio.to_thread(_committed, ["bp-after-the-loss"])
+            heard = await _heard(other, 1)
+            # Back (after its backoff): the listener's connection sends them again.
+            await until(lambda: hub.listening)
+            await asyncio.to_thread(_committed, ["bp-after-the-return"])
+            return heard + await _heard(other, 1)
 
-    heard_elsewhere = asyncio.run(scenario())
+    heard_elsewhere = run_async(scenario())
 
     assert sent_by_thread == [["bp-after-the-loss"]]
     assert heard_elsewhere == ["bp-after-the-loss", "bp-after-the-return"]
