@@ -51,8 +51,8 @@ Sender = Callable[[list[str]], bool]
 _sender: Sender | None = None
 
 
-def sender_set(sender: Sender | None) -> None:
-    """The listener offers to send this process's NOTIFYs (None: it no longer can)."""
+def sender_set(sender: Sender) -> None:
+    """The listener offers to send this process's NOTIFYs (until sender_clear)."""
     global _sender
     _sender = sender
 

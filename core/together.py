@@ -33,7 +33,6 @@ from core.prepared import (
     insert_values,
     prepared_cursor,
     update_statement,
-    update_where,
 )
 
 M = TypeVar("M", bound=Model)
@@ -69,17 +68,25 @@ def update_held(
     missed: Callable[[], None],
     using: str = DEFAULT_DB_ALIAS,
 ) -> None:
-    """core.prepared.update_where(), and `missed()` (which raises) if it changed no row.
-    Within inserts_held() on PostgreSQL, the UPDATE goes in the block's one statement and
+    """core.prepared.update_where()'s UPDATE, and `missed()` (which raises) if it changed no
+    row. Within inserts_held() on PostgreSQL, the UPDATE goes in the block's one statement and
     `missed()` is called when the block ends: for an UPDATE that cannot miss but is checked
     anyway (a row the transaction has locked, compared with what it read)."""
+    update = HeldUpdate(*update_statement(model, values, where=where, using=using), missed)
     held = held_inserts.get()
     if held is None or connections[using].vendor != "postgresql":
-        if not update_where(model, values, where=where, using=using):
-            missed()
+        _update_alone(update, using)
         return
-    sql, params = update_statement(model, values, where=where, using=using)
-    held.setdefault(using, []).append(HeldUpdate(sql, params, missed))
+    held.setdefault(using, []).append(update)
+
+
+def _update_alone(update: HeldUpdate, using: str) -> None:
+    """The UPDATE in a statement of its own, and `missed()` if it changed no row."""
+    with prepared_cursor(connections[using]) as cursor:
+        cursor.execute(update.sql, update.params)
+        changed = cursor.rowcount
+    if not changed:
+        update.missed()
 
 
 def insert_together(*groups: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
@@ -101,14 +108,10 @@ def write_together(*writes: Held, using: str = DEFAULT_DB_ALIAS) -> None:
     connection = connections[using]
     if len(writes) < 2 or connection.vendor != "postgresql":
         for write in writes:
-            if not isinstance(write, HeldUpdate):
+            if isinstance(write, HeldUpdate):
+                _update_alone(write, using)
+            else:
                 insert(write, using=using)
-                continue
-            with prepared_cursor(connection) as cursor:
-                cursor.execute(write.sql, write.params)
-                changed = cursor.rowcount
-            if not changed:
-                write.missed()
         return
     shapes = tuple(
         write.sql
