@@ -28,6 +28,21 @@ from tests.support.system import System, missing_requirement
 BPM = str(Path(sys.executable).parent / "bpm")
 LIVE_ENV = {"BPM_WAIT_RECHECK_SECONDS": "2"}
 
+# Runs a command as a terminal's Ctrl-C finds it: SIGINT neither ignored nor blocked. A
+# subprocess inherits both from the test runner, and a shell that started the runner in the
+# background leaves SIGINT ignored (an ignored SIGINT survives exec; a Python started so
+# never turns it into KeyboardInterrupt).
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def with_default_sigint(command: list[str]) -> list[str]:
+    """`command`, started with SIGINT's default disposition (see _DEFAULT_SIGINT)."""
+    return [sys.executable, "-c", _DEFAULT_SIGINT, *command]
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _integration_requirements(django_db_setup) -> None:

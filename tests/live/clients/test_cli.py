@@ -11,7 +11,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,18 +20,11 @@ from typing import IO
 import pytest
 from bpm_client import Client
 
-from tests.live.clients.conftest import BPM
+from tests.live.clients.conftest import BPM, with_default_sigint
 from tests.support.net import free_port
 
 # Seconds a `bpm` subprocess may take before the test fails (a guard, not an assertion).
 DEADLINE = 60
-
-# Runs `bpm` with the default SIGINT disposition, as a terminal's Ctrl-C finds it; a shell
-# that started the test runner in the background may have left SIGINT ignored.
-DEFAULT_SIGINT = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.argv[1], sys.argv[1:])"
-)
 
 
 @dataclass
@@ -63,7 +55,7 @@ class Running:
     ):
         command = [BPM, *args]
         if default_sigint:
-            command = [sys.executable, "-c", DEFAULT_SIGINT, *command]
+            command = with_default_sigint(command)
         self.process = subprocess.Popen(
             command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

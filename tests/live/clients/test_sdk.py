@@ -26,6 +26,7 @@ from bpm_client import (
 )
 
 from accounts.tokens import token_create_for_agent
+from tests.live.clients.conftest import with_default_sigint
 
 SAFETY_SECONDS = 60  # only a bound for the helpers' loops, never an assertion
 
@@ -281,8 +282,11 @@ def test_wait_with_a_timeout_raises_wait_timeout(agent):
 # --- Ctrl-C while waiting ----------------------------------------------------------------
 
 ASKER = """
+import faulthandler
 import sys
 import httpx
+
+faulthandler.enable()  # SIGABRT (a test giving up on it) prints where it is
 from bpm_client import Client
 
 class Announce(httpx.HTTPTransport):
@@ -305,7 +309,7 @@ def test_ctrl_c_cancels_only_with_cancel_on_interrupt(agent, bpm_env, tmp_path, 
     script = tmp_path / "ask.py"
     script.write_text(ASKER)
     asker = subprocess.Popen(
-        [sys.executable, str(script), f"Interrupt me ({mode})?", mode],
+        with_default_sigint([sys.executable, str(script), f"Interrupt me ({mode})?", mode]),
         env=bpm_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -315,9 +319,14 @@ def test_ctrl_c_cancels_only_with_cancel_on_interrupt(agent, bpm_env, tmp_path, 
     watchdog.start()
     try:
         line = asker.stdout.readline().split()
+        watchdog.cancel()
         assert line[:1] == ["waiting"], asker.stderr.read()
         asker.send_signal(signal.SIGINT)
-        out, err = asker.communicate(timeout=SAFETY_SECONDS)
+        try:
+            out, err = asker.communicate(timeout=SAFETY_SECONDS)
+        except subprocess.TimeoutExpired:
+            asker.send_signal(signal.SIGABRT)  # its stack, for the failure's message
+            out, err = asker.communicate(timeout=SAFETY_SECONDS)
     finally:
         watchdog.cancel()
         asker.kill()
