@@ -26,6 +26,7 @@ from prometheus_client import Counter, Histogram
 
 from breakpoints.models import DecisionBasis, DecisionTimeStat
 from core.choices import Status
+from core.locking import locked
 from core.naming import FALLBACK_KEY
 
 logger = logging.getLogger(__name__)
@@ -74,9 +75,13 @@ class _Aggregate:
         read_at = self._read_at
         if read_at is not None and time.monotonic() - read_at < CACHE_SECONDS:
             return self._stats
-        with self._lock:  # one thread reads; the others wait for its answer
-            if self._read_at is None or time.monotonic() - self._read_at >= CACHE_SECONDS:
-                self._set(_stats_read())
+        try:
+            with locked(self._lock):  # one thread reads; the others wait for its answer
+                if self._read_at is None or time.monotonic() - self._read_at >= CACHE_SECONDS:
+                    self._set(_stats_read())
+                return self._stats
+        except DatabaseError:  # no connection to read with: the figures held, if any
+            logger.warning("expectedDecision: no database connection to read the aggregate")
             return self._stats
 
     def held(self) -> Stats:

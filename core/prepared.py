@@ -43,6 +43,8 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Field, Model, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
+from core.locking import locked
+
 M = TypeVar("M", bound=Model)
 
 _PLACEHOLDER = "\x00prepared-parameter-{}\x00"
@@ -161,7 +163,7 @@ class Prepared(Generic[M]):
         key = (using, connection.vendor)
         compiled = self._compiled.get(key)
         if compiled is None:
-            with self._lock:
+            with locked(self._lock, using):  # compiling may ask the server its version
                 compiled = self._compiled.get(key) or self._compile(using)
                 self._compiled[key] = compiled
         return compiled

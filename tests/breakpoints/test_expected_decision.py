@@ -22,6 +22,7 @@ from breakpoints.tasks import refresh_decision_times
 from core.actors import Actor
 from policies.autoapproval import rule_create
 from tests.aio import run_asgi
+from tests.support.threads import ConnectionNotingLock, run_together
 
 SEATS = ["tech-lead", "ops-lead"]
 
@@ -323,3 +324,17 @@ def test_an_unreadable_aggregate_means_no_figures_not_a_failed_answer(agent_clie
 
     assert created["expectedDecision"] is None
     assert shown(agent_client, created["breakpointId"]) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_aggregate_is_read_by_a_thread_that_already_holds_its_connection(monkeypatch):
+    """Its lock is taken with the connection in hand (core.locking): the threads waiting for
+    it may each hold one of the pool's connections."""
+    aggregate.forget()  # read again at the next use, as after CACHE_SECONDS
+    noting = ConnectionNotingLock()
+    monkeypatch.setattr(aggregate, "_lock", noting)
+
+    got = run_together({"fresh thread": aggregate.current})
+
+    assert got == {"fresh thread": {}}  # no figures yet: an empty aggregate was read
+    assert noting.connected == [True]

@@ -12,6 +12,7 @@ from core.choices import Status
 from core.prepared import Prepared, insert, numbered, read_cursor, update_where
 from core.together import insert_and_read, insert_together, inserts_held, update_held
 from tests.factories import BreakpointFactory
+from tests.support.threads import ConnectionNotingLock, run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -336,3 +337,17 @@ def test_on_postgresql_a_held_update_that_changed_nothing_calls_missed_after_the
     # missed() raised in the transaction: the event written with it was rolled back.
     assert not Event.objects.filter(breakpoint_id=bp.pk, actor="a").exists()
     assert Breakpoint.objects.get(pk=bp.pk).status == Status.CANCELLED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_compile_takes_its_lock_once_the_thread_holds_its_connection(monkeypatch):
+    """Compiling may ask the server its version: with the lock held, a thread must not be
+    left waiting for the pool (core.locking)."""
+    nobodys = Prepared(lambda: Breakpoint.objects.filter(agent_id="nobody"))
+    noting = ConnectionNotingLock()
+    monkeypatch.setattr(nobodys, "_lock", noting)
+
+    got = run_together({"fresh thread": nobodys.instances})
+
+    assert got == {"fresh thread": []}
+    assert noting.connected == [True]

@@ -69,3 +69,20 @@ def run_indexed(count: int, work: Callable[[int], object]) -> list[object]:
     the results in that order."""
     results = run_together({str(i): partial(work, i) for i in range(count)})
     return [results[str(i)] for i in range(count)]
+
+
+class ConnectionNotingLock:
+    """A real lock that notes, each time a thread takes it, whether that thread already held
+    its database connection to `using` (core.locking: it must, beside a bounded pool)."""
+
+    def __init__(self, using: str = "default"):
+        self.using = using
+        self.connected: list[bool] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> bool:
+        self.connected.append(connections[self.using].connection is not None)
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.__exit__(*exc_info)
