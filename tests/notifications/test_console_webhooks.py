@@ -6,6 +6,7 @@ attempts are made by calling webhooks.delivery_attempt against a real local rece
 """
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import override_settings
 
 from notifications import services as webhooks
@@ -97,7 +98,7 @@ def test_deliveries_list_a_pending_delivery_of_a_new_breakpoint(admin_browser, m
     listing = admin_browser.get(DELIVERIES_URL).content.decode()
     assert delivery.pk in listing and bp.pk in listing
     assert 'bpm-badge--waiting">pending' in listing
-    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/").content.decode()
+    detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/").content.decode()
     assert "No attempt yet." in detail
 
 
@@ -112,7 +113,7 @@ def test_delivery_page_shows_each_attempt_and_resend_makes_it_pending(
     assert outcome.status == "delivered"
     assert [r.webhook_id for r in receiver.received] == [delivery.pk]
 
-    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/")
+    detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/")
     html = detail.content.decode()
     assert "<th>HTTP</th>" in html
     assert "<td>1</td>" in html and "<td>200</td>" in html and "delivered" in html
@@ -133,7 +134,7 @@ def test_deliveries_are_read_only(admin_browser, make_breakpoint):
     _subscribe("http://127.0.0.1:9/hook")
     delivery = Delivery.objects.get(breakpoint=make_breakpoint())
     assert admin_browser.get(DELIVERIES_URL + "add/").status_code == 403
-    response = admin_browser.post(f"{DELIVERIES_URL}{delivery.pk}/delete/", {"post": "yes"})
+    response = admin_browser.post(f"{DELIVERIES_URL}{quote(delivery.pk)}/delete/", {"post": "yes"})
     assert response.status_code == 403
     assert Delivery.objects.filter(pk=delivery.pk).exists()
 
@@ -214,7 +215,7 @@ def test_delivery_pages_show_the_webhook_url_without_its_credentials(
     delivery = Delivery.objects.get(breakpoint=make_breakpoint())
 
     listing = admin_browser.get(DELIVERIES_URL).content.decode()
-    detail = admin_browser.get(f"{DELIVERIES_URL}{delivery.pk}/change/").content.decode()
+    detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/").content.decode()
 
     for html in (listing, detail):
         assert "http://127.0.0.1:9/hook" in html

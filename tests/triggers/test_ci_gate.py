@@ -1,9 +1,11 @@
 """The babysitter CI gate: a signed GitHub workflow_run event decides `wait-for-ci`."""
 
 import json
+import re
 import uuid
 
 import pytest
+from django.contrib.admin.utils import quote
 from rest_framework.test import APIClient
 
 from audit.models import Event, EventType
@@ -162,5 +164,26 @@ def test_the_breakpoints_history_links_the_event_that_decided_it(
 
     page = client.get(f"/admin/breakpoints/breakpoint/{mine}/change/").content.decode()
 
-    assert f'href="/admin/triggers/externalevent/{event.pk}/change/"' in page
+    assert f'href="/admin/triggers/externalevent/{quote(event.pk)}/change/"' in page
     assert "(rule ci-green)" in page
+
+
+def test_the_link_opens_an_event_whose_id_holds_what_the_admin_unescapes(
+    agent_client, ci_rules, client, admin_user, monkeypatch
+):
+    """An event id is "evt_" and URL-safe base64, so it may hold "_2F" or "_5F": the admin
+    reads those in a URL as an escaped "/" or "_" unless the link escapes the id."""
+    awkward = "evt_2F_5F-x"
+    monkeypatch.setattr(ExternalEvent._meta.get_field("id"), "_get_default", lambda: awkward)
+    mine = wait_for_ci(agent_client, "abc123")
+    event = run_event(deliver({"workflow_run": {"head_sha": "abc123", "conclusion": "success"}}))
+    assert event.pk == awkward
+    client.force_login(admin_user)
+
+    page = client.get(f"/admin/breakpoints/breakpoint/{mine}/change/").content.decode()
+    link = re.search(r'href="(/admin/triggers/externalevent/[^"]+/change/)"', page)
+
+    assert link is not None
+    opened = client.get(link.group(1))
+    assert opened.status_code == 200  # the event's page, not a redirect: "does not exist"
+    assert opened.context["original"] == event

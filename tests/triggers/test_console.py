@@ -7,6 +7,7 @@ wrote is always escaped."""
 import json
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.utils import timezone
 
 from breakpoints.models import Breakpoint
@@ -287,7 +288,7 @@ def test_the_list_shows_what_each_rule_did(admin_browser, released):
 def test_the_detail_links_the_breakpoints_and_escapes_the_payload(admin_browser, released):
     event, bp = released
 
-    response = admin_browser.get(f"{EVENTS_URL}{event.pk}/change/")
+    response = admin_browser.get(f"{EVENTS_URL}{quote(event.pk)}/change/")
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -310,7 +311,7 @@ def test_hostile_results_and_types_are_escaped(admin_browser, github):
     ]
     event = stored_event(github, type=XSS, results=results, error=XSS)
 
-    for url in (EVENTS_URL, f"{EVENTS_URL}{event.pk}/change/"):
+    for url in (EVENTS_URL, f"{EVENTS_URL}{quote(event.pk)}/change/"):
         response = admin_browser.get(url)
         assert response.status_code == 200
         assert XSS not in response.content.decode()
@@ -360,8 +361,11 @@ def test_events_are_read_only(admin_browser, released):
     event, _ = released
 
     assert admin_browser.get(EVENTS_URL + "add/").status_code == 403
-    assert admin_browser.post(f"{EVENTS_URL}{event.pk}/delete/", {"post": "yes"}).status_code == 403
-    detail = admin_browser.get(f"{EVENTS_URL}{event.pk}/change/").content.decode()
+    assert (
+        admin_browser.post(f"{EVENTS_URL}{quote(event.pk)}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
+    detail = admin_browser.get(f"{EVENTS_URL}{quote(event.pk)}/change/").content.decode()
     assert 'name="type"' not in detail
 
 
