@@ -333,3 +333,65 @@ def test_ctrl_c_cancels_only_with_cancel_on_interrupt(agent, bpm_env, tmp_path, 
         asker.wait()
     assert asker.returncode == 130 and "interrupted" in out, err
     assert agent.status(line[1]).status == status
+
+
+HELD = """
+import os
+import signal
+import sys
+import threading
+
+import httpx
+from bpm_client import Client
+
+in_flight, interrupted = threading.Event(), threading.Event()
+seen = []
+
+
+class Held(httpx.HTTPTransport):
+    # A long-poll that stays in the transport until its caller was interrupted.
+    def handle_request(self, request):
+        if "wait" in request.url.params:
+            in_flight.set()
+            try:
+                interrupted.wait(30)
+            except BaseException as error:
+                seen.append(type(error).__name__)
+                raise
+        return super().handle_request(request)
+
+
+client = Client(transport=Held())
+created = client.create(sys.argv[1])
+
+
+def ctrl_c():
+    in_flight.wait(30)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    client.wait(created.breakpoint_id, timeout=60)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+interrupted.set()
+print("the transport saw:", seen)
+"""
+
+
+def test_ctrl_c_during_a_request_lands_in_the_caller_never_inside_httpx(bpm_env, tmp_path):
+    """A KeyboardInterrupt raised inside httpx's connection pool can leave the pool's lock
+    held, and the request's clean-up then waits for it for ever (bpm_client.interrupts):
+    the request in flight never sees the interrupt, its caller does."""
+    script = tmp_path / "held.py"
+    script.write_text(HELD)
+    done = subprocess.run(
+        with_default_sigint([sys.executable, str(script), "Held?"]),
+        env=bpm_env,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_SECONDS,
+    )
+    assert done.stdout.splitlines() == ["interrupted", "the transport saw: []"], done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from .bodies import (
     rule_body,
 )
 from .config import http_options, request_arguments
+from .interrupts import interruptible
 from .operations import Operations, next_params
 from .steps import Op, Retry, Sleep
 
@@ -219,7 +221,8 @@ class Client:
                 if isinstance(step, Sleep):
                     time.sleep(step.seconds)
                 else:
-                    value = self._http.request(**request_arguments(step, self._http.timeout))
+                    arguments = request_arguments(step, self._http.timeout)
+                    value = interruptible(functools.partial(self._http.request, **arguments))
             except (httpx.TransportError, KeyboardInterrupt) as exc:
                 error = exc
 
