@@ -50,5 +50,5 @@ def interruptible(call: Callable[[], T]) -> T:
         except queue.Empty:
             continue
         if ok:
-            return answer  # type: ignore[no-any-return]
+            return answer
         raise answer
