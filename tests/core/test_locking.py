@@ -8,7 +8,6 @@ timeout. `locked()` takes the connection first.
 """
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
@@ -16,13 +15,14 @@ import pytest
 from django.db import DatabaseError, connections
 
 from core.locking import locked
+from tests.support.system import wait_until
 from tests.support.threads import run_together
 
 pytestmark = pytest.mark.postgres
 
 ALIAS = "pool_of_one"
 POOL_TIMEOUT_SECONDS = 3  # the deadlock's sign: a PoolTimeout after this long
-SAFETY_SECONDS = 30  # only a bound for the loop below, never an assertion
+SAFETY_SECONDS = 30  # only a bound for the wait below, never an assertion
 
 Take = Callable[[threading.Lock, str], AbstractContextManager[None]]
 
@@ -65,10 +65,12 @@ def holder_and_latecomer(pool, take: Take) -> dict[str, object]:
     def holder() -> object:
         connections[ALIAS].ensure_connection()
         holding.set()
-        deadline = time.monotonic() + SAFETY_SECONDS
-        while pool.get_stats().get("requests_waiting", 0) == 0:
-            assert time.monotonic() < deadline, "the latecomer never asked the pool"
-            time.sleep(0.01)
+        wait_until(
+            lambda: pool.get_stats().get("requests_waiting", 0) > 0,
+            what="the latecomer to ask the pool",
+            timeout=SAFETY_SECONDS,
+            interval=0.01,
+        )
         with take(lock, ALIAS):
             value = select_one()
         connections[ALIAS].close()  # back to the pool
