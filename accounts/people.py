@@ -24,7 +24,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.db import models, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from core.actors import (
     ADMINS_GROUP,
@@ -33,6 +33,7 @@ from core.actors import (
     forget_group_names,
     is_admin,
     is_superuser,
+    name_key,
 )
 from core.exceptions import Forbidden, InvalidInput
 from core.limits import MAX_EMAIL_LENGTH, MAX_GROUP_NAME_LENGTH
@@ -57,6 +58,85 @@ def person_with_email(email: str) -> Any:
     if len(users) > 1:
         raise NoSinglePerson("more than one active user has this email address")
     return users[0]
+
+
+# How many rounds `person_accounts` follows shared names: each round adds the accounts that
+# share a username or an email with those found; real data settles in one or two.
+_PERSON_ROUNDS = 8
+
+
+def _names_query(usernames: set[str], emails: set[str]) -> Q:
+    """Accounts whose username is one of `usernames` or whose email is one of `emails`,
+    without case (each name as given and as core.actors.name_key spells it)."""
+    query = Q(pk__in=[])
+    for name in usernames:
+        query |= Q(username__iexact=name) | Q(username__iexact=name_key(name))
+    for email in emails:
+        query |= Q(email__iexact=email) | Q(email__iexact=name_key(email))
+    return query
+
+
+def _person_rows(usernames: set[str], emails: set[str]) -> list[tuple[str, str]]:
+    """(username, email) of every account that is the same person as an account named by
+    `usernames` or `emails`: shared names followed until no new account joins."""
+    User = get_user_model()
+    usernames = {name for name in usernames if name_key(name)}
+    emails = {email for email in emails if name_key(email)}
+    rows: set[tuple[str, str]] = set()
+    for _ in range(_PERSON_ROUNDS):
+        found = set(
+            User.objects.filter(_names_query(usernames, emails)).values_list("username", "email")
+        )
+        if found <= rows:
+            break
+        rows |= found
+        usernames |= {username for username, _ in found}
+        emails |= {email for _, email in found if email and name_key(email)}
+    return sorted(rows)
+
+
+def _accounts_of(user: Any) -> list[tuple[str, str]]:
+    """(username, email) of every account of the person `user` is (none for an agent,
+    anonymous or None: an account is a saved user)."""
+    if (
+        user is None
+        or not getattr(user, "is_authenticated", False)
+        or not getattr(user, "pk", None)
+    ):
+        return []
+    email = getattr(user, "email", "") or ""
+    return _person_rows({user.get_username()}, {email} if email else set())
+
+
+def person_usernames(user: Any) -> set[str]:
+    """The usernames of every account that is the same person as `user` (a person with an
+    account; an agent, anonymous or None: the empty set): the account itself, and any
+    account that shares a username or an email with it, compared by core.actors.name_key
+    (`ALICE` beside `alice`, two accounts of alice@example.com), followed from account to
+    account. An account's email is one its person was given by an admin or verified by the
+    identity provider (sso/ refuses an unverified one). An SSO subject is one account
+    (sso.Identity: one per account and per issuer and subject), so the subject adds none.
+    Four eyes asks it (`is_person_named`); a seat is filled once per person."""
+    rows = _accounts_of(user)
+    return {username for username, _ in rows} | ({user.get_username()} if rows else set())
+
+
+def same_person(user: Any, other: Any) -> bool:
+    """Whether the accounts `user` and `other` are one person (see person_usernames)."""
+    if user is None or other is None or not getattr(other, "pk", None):
+        return False
+    return other.get_username() in person_usernames(user)
+
+
+def is_person_named(user: Any, name: str | None) -> bool:
+    """Whether `name` (a breakpoint's requestedBy: a username or an email) names the person
+    `user` is: the username or email of any account of theirs (person_usernames), or of
+    any account that is the same person. Nobody is named by an empty name."""
+    wanted = name_key(name or "")
+    if not wanted:
+        return False
+    rows = _accounts_of(user)
+    return any(wanted in (name_key(username), name_key(mail or "")) for username, mail in rows)
 
 
 class Role(models.TextChoices):
