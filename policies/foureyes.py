@@ -6,6 +6,10 @@ for it. Such a breakpoint is decided by a person other than its requester, alway
 - no automatic approval of any kind releases it (auto-approve rules, "Always approve",
   autoApproveAfterN, and an onTimeout policy of `approve`): autoapproval.evaluate and
   autoapproval.forbidding_reason ask `under_four_eyes`;
+- nor does a trigger rule's approval (an external event, no person deciding): the
+  decision service asks `require_person_to_approve` on every release, and refuses it
+  (recorded as every refusal is). A trigger may still reject or cancel it: neither
+  approves anything, and a person may always do the same;
 - an onTimeout of `approve` is refused where it would meet four eyes: a breakpoint's
   creation (400) and a route's defaults when saved (`timeout_approve_problem`);
 - the requester is refused a decision on every channel (core.actors.require_not_requester,
@@ -17,11 +21,21 @@ from typing import Any
 
 from django.conf import settings
 
-from core.choices import OnTimeout
+from core.choices import OnTimeout, Via
+from core.exceptions import Forbidden
 
 FOUR_EYES_REASON = (
     "Four eyes (preventSelfReview): a person other than its requester must decide it; "
     "no automatic approval applies"
+)
+
+
+# The channels whose decisions no person gives: a trigger rule acts on an external event.
+AUTOMATIC_CHANNELS = frozenset({Via.TRIGGER})
+AUTOMATIC_APPROVAL_REFUSAL = (
+    "Four eyes (preventSelfReview): a trigger rule's approval is automatic, and no automatic "
+    "approval applies; a person other than its requester must approve it (a trigger may "
+    "still reject or cancel it)."
 )
 
 
@@ -33,6 +47,16 @@ def service_wide() -> bool:
 def under_four_eyes(prevent_self_review: bool | None) -> bool:
     """Whether a breakpoint whose own preventSelfReview is this is under four eyes."""
     return bool(prevent_self_review) or service_wide()
+
+
+def require_person_to_approve(
+    *, via: str, approved: bool, prevent_self_review: bool | None
+) -> None:
+    """Four eyes: refuse (Forbidden) an approval given through a channel no person decides
+    on (a trigger rule) of a breakpoint under four eyes. A rejection passes: it approves
+    nothing. Asked by the decision service for every release, whatever the channel."""
+    if approved and via in AUTOMATIC_CHANNELS and under_four_eyes(prevent_self_review):
+        raise Forbidden(AUTOMATIC_APPROVAL_REFUSAL, {"via": via, "rule": "preventSelfReview"})
 
 
 def timeout_approve_problem(values: Mapping[str, Any], *, four_eyes: bool) -> str | None:

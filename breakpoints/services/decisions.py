@@ -322,6 +322,10 @@ def _decide(
         if overdue_refused and bp.is_overdue():
             raise _Overdue
         verdict = _check_release(bp, option, approved)
+        if release:  # four eyes: a trigger's approval is automatic, refused (recorded)
+            foureyes.require_person_to_approve(
+                via=via, approved=verdict, prevent_self_review=bp.prevent_self_review
+            )
         answer = forms.release_values(bp.payload, values=values, release=release, approved=verdict)
         outcome = None
         if release:
