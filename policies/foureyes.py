@@ -12,6 +12,7 @@ for it. Such a breakpoint is decided by a person other than its requester, alway
   approves anything, and a person may always do the same;
 - an onTimeout of `approve` is refused where it would meet four eyes: a breakpoint's
   creation (400) and a route's defaults when saved (`timeout_approve_problem`);
+- it must name its requester (`requester_problem`): a creation without one is refused (400);
 - the requester is refused a decision on every channel (core.actors.require_not_requester,
   asked by the breakpoint services).
 """
@@ -47,6 +48,18 @@ def service_wide() -> bool:
 def under_four_eyes(prevent_self_review: bool | None) -> bool:
     """Whether a breakpoint whose own preventSelfReview is this is under four eyes."""
     return bool(prevent_self_review) or service_wide()
+
+
+def requester_problem(requested_by: str | None, *, four_eyes: bool) -> str | None:
+    """Why a breakpoint under four eyes (`four_eyes`) cannot be created requested by
+    `requested_by`, or None: it must name its requester, or four eyes keeps nobody from
+    deciding it."""
+    if requested_by or not four_eyes:
+        return None
+    return (
+        "Under four eyes (preventSelfReview) a breakpoint must name its requester: send "
+        "requestedBy (the username or email of a person here), or use a token with an owner."
+    )
 
 
 def require_person_to_approve(

@@ -367,7 +367,8 @@ class BreakpointCreateSerializer(StrictBody):
         max_length=limits.MAX_REQUESTED_BY_LENGTH,
         help_text="Who it is on behalf of (a username or email). A token with an owner: "
         "omitted, null or naming the owner means the owner; anyone else is a 403. A token "
-        "without one: a known person (stored by username), an unknown name is a 400.",
+        "without one: a known person (stored by username), an unknown name is a 400; "
+        "under four eyes (preventSelfReview) it must name someone: omitted is a 400.",
     )
 
 

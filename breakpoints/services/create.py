@@ -167,6 +167,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         _check_four_eyes_timeout(bp, policy, defaults)
         needs_answer = forms.needs_answer(bp.payload)
         _check_answer_timeout(bp, policy, needs_answer=needs_answer)
+        _check_four_eyes_requester(bp)
         verdict = autoapproval.evaluate(
             key=bp.key,
             tags=bp.tags,
@@ -200,6 +201,14 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             _shadow_record(bp, verdict)
         # Still none: the answer shows it as written (breakpoints.api.views.create).
     return bp
+
+
+def _check_four_eyes_requester(bp: Breakpoint) -> None:
+    """Refuse (400) a breakpoint under four eyes that names no requester: an ownerless
+    token (or a trigger rule) that leaves requestedBy out would keep nobody from deciding."""
+    four_eyes = foureyes.under_four_eyes(bp.prevent_self_review)
+    if problem := foureyes.requester_problem(bp.requested_by, four_eyes=four_eyes):
+        raise InvalidInput(f"requestedBy: {problem}", {"requestedBy": [problem]})
 
 
 def _check_four_eyes_timeout(

@@ -129,6 +129,37 @@ def test_a_token_without_an_owner_leaves_requested_by_null(agent_client):
     assert body["requestedBy"] is None
 
 
+def test_under_the_services_four_eyes_a_token_without_an_owner_must_name_the_requester(
+    agent_client, settings
+):
+    """BPM_PREVENT_SELF_REVIEW=1: a breakpoint nobody requested would keep nobody from
+    deciding it, so an ownerless token that leaves requestedBy out is refused (400)."""
+    settings.BPM_PREVENT_SELF_REVIEW = True
+    ReviewerFactory(username="bob")
+    refused = agent_client.post(URL, {"payload": ASK}, format="json")
+    named = agent_client.post(URL, {"payload": ASK, "requestedBy": "bob"}, format="json")
+    assert "requestedBy" in assert_error(refused, 400)["details"]
+    assert named.status_code == 201, named.content
+    assert list(Breakpoint.objects.values_list("requested_by", flat=True)) == ["bob"]
+
+
+def test_a_breakpoints_own_four_eyes_needs_a_requester_too(agent_client, admin_user):
+    """The payload's preventSelfReview, or a matching route's default, asks the same."""
+    route_add(
+        actor=Actor.for_user(admin_user),
+        name="prod",
+        pattern="*(tags contains 'prod')",
+        channels=[{"kind": "email", "to": ["ops@example.com"]}],
+        defaults={"preventSelfReview": True},
+    )
+    asked = {"payload": {**ASK, "preventSelfReview": True}}
+    routed = {"payload": ASK, "tags": ["prod"]}
+    for body in (asked, routed):
+        response = agent_client.post(URL, body, format="json")
+        assert "requestedBy" in assert_error(response, 400)["details"]
+    assert not Breakpoint.objects.exists()
+
+
 def test_create_agent_token_takes_an_owner(db):
     out, _ = run("create_agent_token", "agent-9", "--owner", "dana")
     agent = bearer_client(last_line(out))
@@ -158,9 +189,13 @@ def test_a_routes_default_asks_for_four_eyes_and_a_payload_cannot_lift_it(
         channels=[{"kind": "email", "to": ["ops@example.com"]}],
         defaults={"preventSelfReview": True},
     )
-    routed = make_breakpoint(tags=["prod"], payload={**ASK, "preventSelfReview": False})
+    ReviewerFactory(username="rita")  # four eyes needs a requester
+    lifting = {**ASK, "preventSelfReview": False}
+    routed = make_breakpoint(tags=["prod"], payload=lifting, requested_by="rita")
     other = make_breakpoint(tags=["dev"], payload=ASK)
-    asked = make_breakpoint(tags=["dev"], payload={**ASK, "preventSelfReview": True})
+    asked = make_breakpoint(
+        tags=["dev"], payload={**ASK, "preventSelfReview": True}, requested_by="rita"
+    )
     assert (routed.prevent_self_review, other.prevent_self_review) == (True, False)
     assert asked.prevent_self_review is True
 

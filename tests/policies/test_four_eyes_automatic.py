@@ -94,16 +94,17 @@ def test_an_approval_streak_does_not_release_a_four_eyes_breakpoint(make_breakpo
     assert unguarded["result"]["respondedBy"] == "auto:after-1"
 
 
-def test_the_services_setting_puts_every_breakpoint_under_four_eyes(agent_client, settings):
+def test_the_services_setting_puts_every_breakpoint_under_four_eyes(db, settings):
     autoapproval.rule_create(actor=Actor.system("test"), pattern="deploy.*")
     settings.BPM_PREVENT_SELF_REVIEW = True
-    response = agent_client.post(URL, {"payload": {"breakpointId": "deploy.web"}}, format="json")
+    agent = _agent_for("dana", "agent-d")  # four eyes needs a requester: the owner
+    response = agent.post(URL, {"payload": {"breakpointId": "deploy.web"}}, format="json")
     _assert_waiting_under_four_eyes(response)
     verdict = autoapproval.evaluate(key="deploy.web")  # admins asking about a key: the same
     assert (verdict.recommended, verdict.reason) == (False, FOUR_EYES_REASON)
 
 
-def test_a_routes_four_eyes_default_outranks_an_auto_approve_rule(agent_client, admin_client):
+def test_a_routes_four_eyes_default_outranks_an_auto_approve_rule(admin_client):
     autoapproval.rule_create(actor=Actor.system("test"), pattern="deploy.*")
     route = {
         "name": "prod",
@@ -113,7 +114,8 @@ def test_a_routes_four_eyes_default_outranks_an_auto_approve_rule(agent_client, 
     }
     assert admin_client.post(ROUTES, route, format="json").status_code == 201
     body = {"payload": {"breakpointId": "deploy.web"}, "tags": ["prod"]}
-    _assert_waiting_under_four_eyes(agent_client.post(URL, body, format="json"))
+    agent = _agent_for("dana", "agent-d")  # four eyes needs a requester: the owner
+    _assert_waiting_under_four_eyes(agent.post(URL, body, format="json"))
 
 
 # --- onTimeout: approve never meets four eyes --------------------------------------------
@@ -176,7 +178,9 @@ def test_a_route_combining_four_eyes_and_on_timeout_approve_is_refused_when_save
 
 def test_a_stored_four_eyes_breakpoint_with_on_timeout_approve_expires_instead(make_breakpoint):
     """A row written before the refusal existed: the sweep expires it, saying why."""
-    bp = make_breakpoint(payload={"preventSelfReview": True, "onTimeout": "reject"}, ttl_seconds=60)
+    ReviewerFactory(username="rita")
+    payload = {"preventSelfReview": True, "onTimeout": "reject"}
+    bp = make_breakpoint(payload=payload, ttl_seconds=60, requested_by="rita")
     Breakpoint.objects.filter(pk=bp.pk).update(on_timeout="approve")
     breakpoints_expire_due(now=timezone.now() + timedelta(minutes=5))
     bp.refresh_from_db()

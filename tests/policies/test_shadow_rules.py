@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.tokens import token_create_for_agent
 from audit.models import Event, RuleEvent
 from breakpoints.services import breakpoint_always_approve, breakpoint_delete
 from core.actors import Actor
@@ -17,6 +18,7 @@ from policies import autoapproval
 from policies.foureyes import FOUR_EYES_REASON
 from policies.models import AutoApprovalRule, ShadowFire
 from policies.shadow import ShadowCounts, shadow_counts
+from tests.conftest import bearer_client
 from tests.ops.test_metrics import scrape, value
 from tests.support.api import assert_error
 from tests.support.console import messages, session_client
@@ -129,10 +131,11 @@ def test_a_never_auto_approve_rule_wins_over_a_shadow_rule(admin_client, agent_c
     assert not ShadowFire.objects.exists()
 
 
-def test_a_shadow_rule_under_four_eyes_does_not_fire(admin_client, agent_client):
+def test_a_shadow_rule_under_four_eyes_does_not_fire(admin_client, db):
     shadow_rule(admin_client)
+    owned = bearer_client(token_create_for_agent(agent_id="agent-d", owner="dana")[1])
 
-    body = ask(agent_client, preventSelfReview=True)
+    body = ask(owned, preventSelfReview=True)  # four eyes needs a requester: the owner
 
     assert body["status"] == "waiting"
     assert body["autoApproval"]["reason"] == FOUR_EYES_REASON
