@@ -1,7 +1,7 @@
 """Who acts: a person, an agent or the system. Services take an Actor, never a request."""
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -166,11 +166,19 @@ def is_requester(user: Any, requested_by: str | None) -> bool:
     return wanted in {name_key(name) for name in names if name}
 
 
-def require_not_requester(actor: Actor, requested_by: str | None, *, prevent: bool) -> None:
+def require_not_requester(
+    actor: Actor,
+    requested_by: str | None,
+    *,
+    prevent: bool,
+    names_person: Callable[[Any, str | None], bool] = is_requester,
+) -> None:
     """Four eyes: with `prevent` (the breakpoint's or the service's preventSelfReview), the
     person it was requested by may not decide it, whatever their role (admins included:
-    there is no silent bypass). Raises SelfReview."""
-    if prevent and is_requester(actor.user, requested_by):
+    there is no silent bypass). Raises SelfReview. `names_person(user, requested_by)`: whether
+    the name is the person's; the breakpoint services pass accounts.people.is_person_named
+    (every account of the person, not only this one: a person is not an account)."""
+    if prevent and names_person(actor.user, requested_by):
         raise SelfReview(
             SELF_REVIEW_REFUSAL.format(requester=requested_by),
             {"requestedBy": requested_by, "rule": "preventSelfReview"},

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import experts as routing
+from accounts.people import is_person_named
 from audit.models import EventType
 from breakpoints import expected_decision, forms
 from breakpoints.models import Breakpoint, Feedback
@@ -99,8 +100,11 @@ def self_review_prevented(bp: Breakpoint) -> bool:
 
 def require_other_reviewer(bp: Breakpoint, actor: Actor) -> None:
     """Four eyes: refuse (SelfReview) a decision by the person who requested it, when
-    self-review is prevented for it. Every channel's release passes here."""
-    require_not_requester(actor, bp.requested_by, prevent=self_review_prevented(bp))
+    self-review is prevented for it. Every channel's release passes here. A person, not an
+    account: any account of theirs (accounts.people.is_person_named) is refused."""
+    require_not_requester(
+        actor, bp.requested_by, prevent=self_review_prevented(bp), names_person=is_person_named
+    )
 
 
 def _refusal(

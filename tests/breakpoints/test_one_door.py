@@ -523,6 +523,124 @@ def test_without_prevention_the_requester_may_decide(make_breakpoint, people, cl
     assert response.status_code == 201
 
 
+# --- four eyes: a person, not an account (issue 47) -------------------------------------------
+# rita-2 is rita too: a second account with her email (what single sign-on made before it
+# linked to the existing account, or legacy data). Her old account is deactivated, so Slack
+# and JIRA (which find a person by email) find rita-2 alone; she is refused every way.
+
+
+@pytest.fixture
+def rita_twin(people):
+    """make rita's second account (her email, another case), her first one deactivated:
+    after her breakpoint is requested (two active accounts of one email name nobody)."""
+
+    def make():
+        twin = ReviewerFactory(username="rita-2", email="Rita@Example.com")
+        type(twin).objects.filter(pk=people["rita"].pk).update(is_active=False)
+        return twin
+
+    return make
+
+
+def test_api_refuses_the_requesters_other_account(requested, rita_twin, client_for):
+    bp = requested()
+    twin = rita_twin()
+    response = client_for(twin).post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert assert_error(response, 403, "permission_denied")["message"] == SELF_REVIEW
+    assert_unchanged(bp)
+    assert_refused_event(bp, "api", "rita-2", "permission_denied", SELF_REVIEW)
+
+
+def test_api_refuses_an_active_twin_and_a_case_twin(requested, people, client_for):
+    """Both accounts active (no deactivation), and an account named RITA without her email."""
+    bps = [requested(), requested()]
+    twin = ReviewerFactory(username="rita-sso", email="rita@example.com")
+    case_twin = ReviewerFactory(username="RITA", email="r@elsewhere.example")
+    for bp, account in zip(bps, (twin, case_twin), strict=True):
+        response = client_for(account).post(
+            f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+        )
+        assert assert_error(response, 403, "permission_denied")["message"] == SELF_REVIEW
+        assert_unchanged(bp)
+
+
+def test_console_refuses_the_requesters_other_account(requested, rita_twin):
+    bp = requested()
+    twin = rita_twin()
+    browser = session_client(twin)
+    page = browser.get(f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/change/")
+    assert SELF_REVIEW in page.content.decode()
+
+    response = browser.post(
+        f"/admin/breakpoints/breakpoint/{quote(bp.pk)}/release/",
+        {"decision": "approve", "comment": "", "confirm": "yes"},
+        follow=True,
+    )
+    assert SELF_REVIEW in messages(response)
+    assert_unchanged(bp)
+    assert_refused_event(bp, "console", "rita-2", "permission_denied", SELF_REVIEW)
+
+
+def test_slack_refuses_the_requesters_other_account(
+    standin, slack_route, requested, client, rita_twin
+):
+    bp = requested()
+    rita_twin()
+    reply = announce(bp)
+    clicked = standin.click_payload(reply["channel"], reply["ts"], "bpm_approve", "U0RITA")
+
+    assert interact(client, clicked).status_code == 200
+
+    assert_unchanged(bp)
+    assert_refused_event(bp, "slack", "U0RITA", "permission_denied", SELF_REVIEW)
+
+
+def test_email_link_refuses_the_requesters_other_account(requested, rita_twin, client, settings):
+    settings.BPM_PUBLIC_URL = "http://testserver"
+    bp = requested()
+    twin = rita_twin()
+    approve = urlsplit(decision_urls(bp.pk, twin.pk)["approve"]).path
+
+    response = client.post(approve, {"decision": "approve", "comment": ""})
+
+    assert response.status_code == 403
+    assert SELF_REVIEW in response.content.decode()
+    assert_unchanged(bp)
+    assert_refused_event(bp, "email", "rita-2", "permission_denied", SELF_REVIEW)
+
+
+def test_jira_refuses_the_requesters_other_account(
+    jira, audit_route, requested, rita_twin, client, settings
+):
+    settings.JIRA_WEBHOOK_SECRET = JIRA_SECRET
+    jira.users["rita@example.com"] = "rita-token"
+    bp = requested(tags=["audit"])
+    rita_twin()
+    key = created_issue(bp)
+
+    response = post_jira(client, move(jira, key, "Approved", as_user="rita@example.com"))
+
+    assert response.json()["outcome"] == "refused"
+    assert_unchanged(bp)
+    assert_refused_event(bp, "jira", "rita@example.com", "permission_denied", SELF_REVIEW)
+
+
+def test_trigger_rule_owned_by_the_requesters_other_account_is_refused(
+    github, admin_user, requested, rita_twin
+):
+    """A rejection (an approval by a trigger is refused under four eyes whoever owns it)."""
+    bp = requested(run_id="sha-47")
+    twin = rita_twin()
+    _rule(admin_user, twin, "release", {"feedback": "CI failed", "approved": False})
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", SELF_REVIEW)
+    assert_unchanged(bp)
+
+
 # --- a reviewer without a seat, a breakpoint no longer waiting: the same record every way ---
 # rita is a reviewer, but the breakpoint is routed to tech-lead (tina's group, not hers), or
 # tina released it already. Whichever way rita answers, feedback_add (or release_check,
