@@ -135,12 +135,13 @@ def test_on_timeout_approve_is_refused_at_creation_under_four_eyes(agent_client,
     assert not Breakpoint.objects.exists()
 
 
-def test_on_timeout_approve_is_refused_under_the_services_setting(agent_client, settings):
+def test_on_timeout_approve_is_refused_under_the_services_setting(db, settings):
     settings.BPM_PREVENT_SELF_REVIEW = True
-    response = agent_client.post(URL, {"payload": {"onTimeout": "approve"}}, format="json")
+    agent = _agent_for("dana", "agent-d")  # four eyes needs a requester: the owner
+    response = agent.post(URL, {"payload": {"onTimeout": "approve"}}, format="json")
     assert "payload.onTimeout" in assert_error(response, 400)["details"]
     # Other timeout policies are fine under four eyes.
-    fine = agent_client.post(URL, {"payload": {"onTimeout": "reject"}}, format="json")
+    fine = agent.post(URL, {"payload": {"onTimeout": "reject"}}, format="json")
     assert fine.status_code == 201
 
 
@@ -155,7 +156,8 @@ def test_a_routes_approve_default_meeting_a_payloads_four_eyes_is_refused_naming
     assert "default of a route" in error["details"]["payload.onTimeout"][0]
     # The agent can choose another policy for its breakpoint.
     payload["onTimeout"] = "expire"
-    assert agent_client.post(URL, {"payload": payload}, format="json").status_code == 201
+    owned = _agent_for("dana", "agent-d")  # four eyes needs a requester: the owner
+    assert owned.post(URL, {"payload": payload}, format="json").status_code == 201
 
 
 def test_a_route_combining_four_eyes_and_on_timeout_approve_is_refused_when_saved(
