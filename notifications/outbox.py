@@ -145,6 +145,24 @@ def deliveries_enqueue_unattached(*, event_type: str, data: dict) -> list[str]:
     )
 
 
+def delivery_enqueue_to(
+    *, breakpoint_id: str, target: Target, event_type: str, data: dict
+) -> list[str]:
+    """One pending delivery to one channel target about a breakpoint (a JIRA issue's
+    refused decision undone), in the caller's transaction; published after commit."""
+    now = timezone.now()
+    channel, where = target
+    delivery = Delivery(
+        channel=channel,
+        target=where,
+        breakpoint_id=breakpoint_id,
+        body=_body(event_type, now, data),
+        event_type=event_type,
+        next_attempt_at=now,
+    )
+    return _deliveries_insert([delivery])
+
+
 def _id(bp: Routed | None) -> str | None:
     return None if bp is None else bp.pk
 

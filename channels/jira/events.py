@@ -2,10 +2,19 @@
 
 A `jira:issue_updated` event whose changelog moves the status to JIRA_APPROVED_STATUS or
 JIRA_REJECTED_STATUS, on an issue the JIRA channel created, releases that issue's
-breakpoint: the JIRA user (by `user.emailAddress`) must be exactly one active user
-(accounts.people.person_with_email), and feedback_add checks the rest (reviewer role,
-routed seats, still waiting). Everything else is ignored. A refusal on a known breakpoint
-is audited (REFUSED): by feedback_add for its own, here for a user not matched.
+breakpoint as the JIRA user who made that change. Who that is, JIRA says, not the body:
+whoever holds the webhook secret can write any `user` into it. So the issue's changelog is
+read as the service account (channels.jira.changelog): the history the webhook names
+(`changelog.id`) must be the issue's latest status change, to that status, and its author
+decides; the comment is JIRA's copy, when the same user wrote it. That author must be
+exactly one active user (accounts.people.person_with_email), and feedback_add checks the
+rest (reviewer role, four eyes, routed seats, still waiting). Everything else is ignored.
+
+A refusal on a known breakpoint is audited (REFUSED): by feedback_add for its own, here for
+a change JIRA does not confirm (`unverified`), JIRA out of reach (`jira_unreachable`: never
+decided on the body's word) and a user not matched. A refused change the issue still shows
+(or one JIRA could not be asked about) is undone in JIRA through the outbox: a `refused`
+JIRA delivery comments why and moves the issue back (channels.jira.issues).
 """
 
 import logging
@@ -19,19 +28,23 @@ from audit.models import EventType
 from audit.services import refusal_record
 from breakpoints.models import Feedback
 from breakpoints.services import feedback_add
-from channels.jira.issues import ISSUE_LABEL_PREFIX
+from channels.jira.changelog import JiraUser, jira_user
+from channels.jira.issues import ISSUE_LABEL_PREFIX, JiraError, issue_record_get
 from core import limits
 from core.actors import Actor
 from core.choices import Channel, Status, Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from core.storable import storable_text
 from notifications.models import Delivery
+from notifications.outbox import delivery_enqueue_to
 
 ISSUE_UPDATED = "jira:issue_updated"
 MAX_KEY_LENGTH = 255
 MAX_LABELS = 100
 audit_log = logging.getLogger("breakpoints.audit")
 USER_NOT_MATCHED = "user_not_matched"  # no one active user has the JIRA user's email
+UNVERIFIED = "unverified"  # JIRA's changelog does not show the change the webhook reports
+JIRA_UNREACHABLE = "jira_unreachable"  # JIRA could not be asked who made the change
 logger = logging.getLogger(__name__)
 
 
@@ -43,14 +56,24 @@ class Malformed(Exception):
     """Text no database can hold (NUL, a lone surrogate) where we read: a 400, not retried."""
 
 
+class Unconfirmed(Exception):
+    """JIRA does not confirm the change (UNVERIFIED), or could not be asked (JIRA_UNREACHABLE)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
 @dataclass(frozen=True)
 class StatusChange:
+    """What the webhook asks: the body's word, until JIRA confirms it (confirmed_by)."""
+
     issue_key: str
     status: str
     approved: bool
-    email: str
-    who: str  # the JIRA user as the audit trail names them: email, else account id
-    comment: str
+    changelog_id: str  # the history JIRA recorded the change as
+    claimed: JiraUser  # the `user` the body names: recorded, never trusted
+    comment_id: str
     labels: tuple[str, ...]
 
 
@@ -88,15 +111,13 @@ def status_change(payload: dict[str, Any]) -> StatusChange:
     if not key or len(key) > MAX_KEY_LENGTH:
         raise Ignored("no issue key")
     labels = _dict(issue.get("fields")).get("labels")
-    user = _dict(payload.get("user"))
-    email = _text(user.get("emailAddress"))
     change = StatusChange(
         issue_key=key,
         status=status,
         approved=verdicts[status.casefold()],
-        email=email,
-        who=(email or _text(user.get("accountId")) or _text(user.get("name")) or "?")[:150],
-        comment=_comment(payload, email),
+        changelog_id=_id(_dict(payload.get("changelog")).get("id")),
+        claimed=jira_user(payload.get("user")),
+        comment_id=_id(_dict(payload.get("comment")).get("id")),
         labels=tuple(
             label
             for label in (labels if isinstance(labels, list) else [])[:MAX_LABELS]
@@ -111,9 +132,9 @@ def _require_storable(change: StatusChange) -> None:
     """Raise Malformed naming the first field whose text no database can hold."""
     texts = [
         ("issue key", change.issue_key),
-        ("email", change.email),
-        ("user", change.who),
-        ("comment", change.comment),
+        ("changelog id", change.changelog_id),
+        ("email", change.claimed.email),
+        ("user", change.claimed.who),
         *(("label", label) for label in change.labels),
     ]
     for name, text in texts:
@@ -130,16 +151,41 @@ def _new_status(changelog: Any) -> str | None:
     return None
 
 
-def _comment(payload: dict[str, Any], email: str) -> str:
-    """The comment given with the transition, when it is plain text by the same user."""
-    comment = _dict(payload.get("comment"))
-    body = comment.get("body")
-    author = _text(_dict(comment.get("author")).get("emailAddress"))
-    if not isinstance(body, str) or not body.strip():
-        return ""
-    if author and author.casefold() != email.casefold():
-        return ""
-    return body.strip()[: limits.MAX_COMMENT_LENGTH]
+def _id(value: Any) -> str:
+    """A JIRA id as text (JIRA sends some as numbers), at most 100 characters."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _text(value)[:100]
+
+
+def confirmed_by(change: StatusChange) -> tuple[JiraUser, str]:
+    """(the JIRA user who made the change, the comment they gave with it) as JIRA's own
+    changelog says; raises Unconfirmed when it does not say so, or cannot be asked."""
+    try:
+        record = issue_record_get(change.issue_key)
+    except JiraError as exc:
+        raise Unconfirmed(
+            JIRA_UNREACHABLE,
+            f"JIRA could not confirm who made the change ({exc.sent.error[:300]}); "
+            "nothing was decided",
+        ) from None
+    recorded = record.change(change.changelog_id)
+    if recorded is None or recorded.to_status.casefold() != change.status.casefold():
+        raise Unconfirmed(
+            UNVERIFIED,
+            f"JIRA's changelog of {change.issue_key} has no change {change.changelog_id[:40]!r} "
+            f"to {change.status[:100]!r}",
+        )
+    if not record.shows(recorded.id):
+        raise Unconfirmed(
+            UNVERIFIED, f"change {recorded.id} is no longer the status {change.issue_key} shows"
+        )
+    if not all(map(storable_text, (recorded.author.email, recorded.author.who))):
+        raise Unconfirmed(UNVERIFIED, "JIRA names the user with a NUL or a lone surrogate")
+    author, body = record.comments.get(change.comment_id, (None, ""))
+    comment = body.strip() if author is not None and author.same(recorded.author) else ""
+    comment = comment[: limits.MAX_COMMENT_LENGTH]
+    return recorded.author, comment if storable_text(comment) else ""
 
 
 def breakpoint_for_issue(key: str, labels: tuple[str, ...]) -> str | None:
@@ -179,37 +225,30 @@ def _already(breakpoint_id: str, user: Any, approved: bool) -> bool:
 
 
 def decide(change: StatusChange) -> Handled:
-    """Release (or vote on) the issue's breakpoint as the JIRA user, or say why not."""
+    """Release (or vote on) the issue's breakpoint as the JIRA user JIRA says made the
+    change, or say why not."""
     breakpoint_id = breakpoint_for_issue(change.issue_key, change.labels)
     if breakpoint_id is None:
         logger.info("JIRA webhook: no breakpoint has the issue %s; ignored.", change.issue_key)
         return Handled("ignored", f"no breakpoint has the issue {change.issue_key}")
-    user, problem = _reviewer(change.email)
+    try:
+        author, comment = confirmed_by(change)
+    except Unconfirmed as exc:  # the issue shows this change only if JIRA was out of reach
+        undo = exc.reason == JIRA_UNREACHABLE
+        return _refused(breakpoint_id, change, change.claimed, exc.reason, exc.message, undo)
+    user, problem = _reviewer(author.email)
     if user is None:  # no person to ask the services about: the channel's own refusal
-        refusal_record(
-            breakpoint_id=breakpoint_id,
-            via=Via.JIRA,
-            who=change.who,
-            reason=USER_NOT_MATCHED,
-            message=problem,
-            issue=change.issue_key,
-            status=change.status[:100],
-            approved=change.approved,
-        )
-        _log_refusal(breakpoint_id, change, USER_NOT_MATCHED, problem)
-        return Handled("refused", problem, breakpoint_id)
+        return _refused(breakpoint_id, change, author, USER_NOT_MATCHED, problem, True)
     duplicate = Handled("duplicate", "this decision was recorded already", breakpoint_id)
     if _already(breakpoint_id, user, change.approved):
         return duplicate
     verb = "Approved" if change.approved else "Rejected"
-    actor = Actor.for_user(user).known_as(
-        change.who, issue=change.issue_key, status=change.status[:100], approved=change.approved
-    )
+    actor = Actor.for_user(user).known_as(author.who, **_details(change, author))
     try:
         _, bp = feedback_add(
             breakpoint_id=breakpoint_id,
             actor=actor,
-            comment=change.comment or f"{verb} in JIRA {change.issue_key}",
+            comment=comment or f"{verb} in JIRA {change.issue_key}",
             release=True,
             approved=change.approved,
             via=Via.JIRA,
@@ -219,19 +258,94 @@ def decide(change: StatusChange) -> Handled:
     except (Forbidden, InvalidInput, InvalidState) as exc:
         if _already(breakpoint_id, user, change.approved):
             return duplicate  # a concurrent copy of this webhook won
-        _log_refusal(breakpoint_id, change, exc.code, exc.message)  # the service recorded it
+        _log_refusal(breakpoint_id, change, author, exc.code, exc.message)  # recorded by it
+        _undo_in_jira(breakpoint_id, change, author, exc.message, unconfirmed=False)
         return Handled("refused", exc.message, breakpoint_id)
     outcome = "released" if bp.status == Status.RELEASED else "voted"
     return Handled(outcome, f"{verb.lower()} by {user.get_username()}", breakpoint_id)
 
 
-def _log_refusal(breakpoint_id: str, change: StatusChange, reason: str, message: str) -> None:
-    """An authentic decision on a known breakpoint that may not be applied: logged (the
-    audit trail holds its `refused` event)."""
+def _details(change: StatusChange, author: JiraUser) -> dict[str, Any]:
+    """A JIRA refusal's details: the issue, the status, and who the body named when JIRA
+    says someone else made the change."""
+    details: dict[str, Any] = {
+        "issue": change.issue_key,
+        "status": change.status[:100],
+        "approved": change.approved,
+    }
+    if change.claimed != author and not change.claimed.same(author):
+        details["claimed"] = change.claimed.who
+    return details
+
+
+def _refused(
+    breakpoint_id: str, change: StatusChange, who: JiraUser, reason: str, message: str, undo: bool
+) -> Handled:
+    """The channel's own refusal (no person to ask the services about), recorded and
+    logged; with `undo`, the change is undone in JIRA."""
+    refusal_record(
+        breakpoint_id=breakpoint_id,
+        via=Via.JIRA,
+        who=who.who,
+        reason=reason,
+        message=message,
+        **_details(change, who),
+    )
+    _log_refusal(breakpoint_id, change, who, reason, message)
+    if undo:
+        _undo_in_jira(breakpoint_id, change, who, message, unconfirmed=reason == JIRA_UNREACHABLE)
+    return Handled("refused", message, breakpoint_id)
+
+
+def _undo_in_jira(
+    breakpoint_id: str, change: StatusChange, who: JiraUser, message: str, *, unconfirmed: bool
+) -> None:
+    """A `refused` JIRA delivery (channels.jira.issues): a comment saying why, and the issue
+    moved back while it still shows this change; once per change, whatever JIRA resends."""
+    created = Delivery.objects.filter(
+        breakpoint_id=breakpoint_id,
+        channel=Channel.JIRA,
+        event_type=EventType.CREATED,
+        reply__key=change.issue_key,
+    ).values_list("target", flat=True)
+    project = next(iter(created), {}).get("project")
+    if (
+        not project
+        or Delivery.objects.filter(
+            breakpoint_id=breakpoint_id,
+            channel=Channel.JIRA,
+            event_type=EventType.REFUSED,
+            body__data__issueKey=change.issue_key,
+            body__data__changelogId=change.changelog_id,
+        ).exists()
+    ):
+        return
+    data = {
+        "breakpointId": breakpoint_id,
+        "issueKey": change.issue_key,
+        "changelogId": change.changelog_id,
+        "status": change.status[:100],
+        "who": who.who,
+        "message": message,
+        "unconfirmed": unconfirmed,
+    }
+    delivery_enqueue_to(
+        breakpoint_id=breakpoint_id,
+        target=(Channel.JIRA, {"project": project}),
+        event_type=EventType.REFUSED,
+        data=data,
+    )
+
+
+def _log_refusal(
+    breakpoint_id: str, change: StatusChange, who: JiraUser, reason: str, message: str
+) -> None:
+    """A decision on a known breakpoint that may not be applied: logged (the audit trail
+    holds its `refused` event)."""
     audit_log.warning(
         "JIRA decision on %s refused for %s: %s",
         change.issue_key,
-        change.who,
+        who.who,
         message,
         extra={"breakpoint_id": breakpoint_id, "channel": "jira", "reason": reason},
     )

@@ -1,5 +1,7 @@
 """The JIRA channel: an issue per audit-required breakpoint, a comment per feedback, and
-the outcome as a comment plus a transition (JIRA_DONE_TRANSITION or JIRA_WONT_DO_TRANSITION).
+the outcome as a comment plus a transition (JIRA_DONE_TRANSITION or JIRA_WONT_DO_TRANSITION);
+a decision made in JIRA and refused, undone there (a comment, then JIRA_REFUSED_TRANSITION);
+and the issue's changelog, read to learn who made a status change (issue_record_get).
 
 JIRA REST v2 at settings.JIRA_URL, operator configuration rather than user input: plain
 httpx, short timeouts, no redirects. Basic auth JIRA_USER / JIRA_TOKEN (a token without
@@ -24,9 +26,10 @@ from django.conf import settings
 
 from audit.models import EventType
 from breakpoints.forms import has_form
-from breakpoints.models import Feedback
+from breakpoints.models import Breakpoint, Feedback
 from breakpoints.representation import console_url
-from core.choices import Channel, Via
+from channels.jira.changelog import CHANGELOG_QUERY, IssueRecord, issue_record
+from core.choices import Channel, Status, Via
 from core.fileformats import file_format
 from core.naming import display_name
 from notifications.base import Sent
@@ -62,6 +65,9 @@ def send(delivery: Delivery) -> Sent:
         if delivery.event_type == EventType.CREATED:
             with _client() as client:
                 return _create(client, delivery, project)
+        if delivery.event_type == EventType.REFUSED:
+            with _client() as client:
+                return _turn_back(client, delivery)
         if delivery.event_type not in OUTCOMES | {EventType.FEEDBACK}:
             return Sent(error=f"JIRA has nothing to do on {delivery.event_type}", retryable=False)
         key = _issue_key(delivery, project)
@@ -71,6 +77,18 @@ def send(delivery: Delivery) -> Sent:
             return _close(client, delivery, key)
     except JiraError as exc:
         return exc.sent
+
+
+def issue_record_get(key: str) -> IssueRecord:
+    """The issue's status, comments and changelog, as JIRA answers the service account;
+    raises JiraError (retryable when JIRA could not be reached or failed)."""
+    with _client() as client:
+        return _issue_record(client, key)
+
+
+def _issue_record(client: httpx.Client, key: str) -> IssueRecord:
+    _, answer = _call(client, "GET", _issue_path(key), params=CHANGELOG_QUERY)
+    return issue_record(answer)
 
 
 # --- HTTP ------------------------------------------------------------------------------
@@ -241,6 +259,32 @@ def _close(client: httpx.Client, delivery: Delivery, key: str) -> Sent:
     return Sent(status, reply={**progress, "transition": name})
 
 
+def _turn_back(client: httpx.Client, delivery: Delivery) -> Sent:
+    """A decision made in JIRA and refused, undone there: a comment saying why (once), then
+    JIRA_REFUSED_TRANSITION, but only while the refused change is what the issue shows and
+    the breakpoint still waits (decided elsewhere, its outcome's transition follows)."""
+    if delivery.reply.get("transition") or delivery.reply.get("skipped"):
+        return Sent(reply=delivery.reply)  # a resend of a finished undo: nothing left to do
+    data = delivery.body["data"]
+    key = str(data["issueKey"])
+    progress: dict[str, Any] = {"key": key}
+    name = settings.JIRA_REFUSED_TRANSITION
+    try:
+        if not delivery.reply.get("commented"):
+            text = _refusal_text(data)
+            _call(client, "POST", _issue_path(key, "/comment"), json={"body": text})
+        progress["commented"] = True
+        waiting = Breakpoint.objects.filter(
+            pk=delivery.breakpoint_id, status=Status.WAITING
+        ).exists()
+        if not waiting or not _issue_record(client, key).shows(str(data.get("changelogId"))):
+            return Sent(200, reply={**progress, "skipped": "the issue shows another change"})
+        status = _transition(client, key, name)
+    except JiraError as exc:
+        return replace(exc.sent, reply=progress)
+    return Sent(status, reply={**progress, "transition": name})
+
+
 def _transition(client: httpx.Client, key: str, name: str) -> int:
     _, answer = _call(client, "GET", _issue_path(key, "/transitions"))
     listed = answer.get("transitions") if isinstance(answer, dict) else None
@@ -254,7 +298,8 @@ def _transition(client: httpx.Client, key: str, name: str) -> int:
             Sent(
                 200,
                 f"JIRA offers no transition named {name!r} on {key} (available: {available}); "
-                "set JIRA_DONE_TRANSITION / JIRA_WONT_DO_TRANSITION to one of them",
+                "set JIRA_DONE_TRANSITION / JIRA_WONT_DO_TRANSITION / "
+                "JIRA_REFUSED_TRANSITION to one of them",
                 retryable=False,
             )
         )
@@ -362,3 +407,19 @@ def _outcome_text(event_type: str, approved: bool, result: dict[str, Any]) -> st
         lines.append(f"Option: {_one_line(result['option'])}")
     lines.append(f"Feedback: {_cut(str(result.get('feedback') or ''), QUESTION_MAX)}")
     return f"The breakpoint was {headline} in the Breakpoint Manager.\n" + _block("\n".join(lines))
+
+
+def _refusal_text(data: dict[str, Any]) -> str:
+    """Why a status change made in JIRA decided nothing, for the people watching the issue."""
+    status = _one_line(data.get("status"))
+    if data.get("unconfirmed"):
+        headline = (
+            f"{status} could not be confirmed with JIRA when the Breakpoint Manager received "
+            "it, so it decided nothing. To decide, move the issue again."
+        )
+    else:
+        headline = (
+            f"{status} by {_one_line(data.get('who'))} was refused in the Breakpoint "
+            "Manager: the breakpoint was not decided by it."
+        )
+    return f"{headline}\n" + _block(str(data.get("message") or ""))

@@ -1,5 +1,6 @@
 """The JIRA webhook (POST /integrations/jira/webhook): a status change to "Approved" or
-"Rejected" on an issue the JIRA channel created decides its breakpoint, as the JIRA user.
+"Rejected" on an issue the JIRA channel created decides its breakpoint, as the JIRA user
+JIRA's own changelog names (asked through JIRA's API, never taken from the body).
 
 The caller proves itself with the shared secret JIRA_WEBHOOK_SECRET: the header
 X-Bpm-Webhook-Secret, or `?secret=` in the URL, because JIRA's admin webhooks can only
@@ -10,12 +11,13 @@ What we answer, and why. JIRA Cloud retries a webhook on 408, 409, 425, 429, any
 timeout or a failed connection, for about half an hour; Data Center does not retry.
 - 503 while JIRA_WEBHOOK_SECRET is unset: the endpoint is off; a retry may find it on.
 - 401 for a missing or wrong secret, 400 for a body that is not a JSON object (or whose
-  issue key, labels, user or comment hold a NUL or a lone surrogate): the same
+  issue key, changelog id, labels or user hold a NUL or a lone surrogate): the same
   request would fail the same way, so an answer JIRA does not retry; JIRA's webhook log
   shows it to whoever configured the webhook.
 - 200 for every authentic, well-formed event, whatever came of it: decided, ignored
-  (another event or status, an issue we did not create), refused (an unknown user, not
-  a reviewer, not a seat, already decided: audited) or a duplicate. Retrying changes
+  (another event or status, an issue we did not create), refused (a change JIRA's
+  changelog does not confirm, JIRA out of reach, an unknown user, not a reviewer, not a
+  seat, already decided: audited, and undone in JIRA) or a duplicate. Retrying changes
   none of these, and anything but 2xx would have JIRA send it again. The JSON body says
   what happened, for JIRA's log and for people.
 - A 5xx only when we fail (the database is down): then JIRA's retry is what we want,

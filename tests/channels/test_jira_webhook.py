@@ -16,9 +16,9 @@ from breakpoints.services import feedback_add
 from core.actors import Actor
 from notifications.models import Delivery
 from tests.channels import test_jira as channel_tests
-from tests.channels.test_jira import attempt, blocks, created_issue, only
+from tests.channels.test_jira import attempt, blocks, created_issue, deliveries, only
 from tests.factories import ReviewerFactory, UserFactory
-from tests.support.records import refusals
+from tests.support.records import make_due, refusals
 
 # The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
 jira = channel_tests.jira
@@ -29,6 +29,7 @@ URL = "/integrations/jira/webhook"
 SECRET = "jira-hook-s3cret"
 PEOPLE = {"alice@example.com": "alice-token", "mallory@elsewhere.test": "m-token"}
 TRANSITION_IDS = {"Approved": "11", "Rejected": "21", "Done": "31"}
+ISSUE_PATH = r"/issue/[^/]+"
 
 
 @pytest.fixture
@@ -130,7 +131,7 @@ def test_a_body_that_is_not_a_json_object_is_a_400(client, hook, raw):
 
 
 @pytest.mark.parametrize("bad", ["\x00", "\ud800"], ids=["nul", "lone-surrogate"])
-@pytest.mark.parametrize("where", ["key", "label", "email", "comment"])
+@pytest.mark.parametrize("where", ["key", "label", "email"])
 def test_text_no_database_can_hold_is_a_400_jira_does_not_retry(
     client, jira, issue, alice, where, bad
 ):
@@ -140,10 +141,8 @@ def test_text_no_database_can_hold_is_a_400_jira_does_not_retry(
         payload["issue"]["key"] = key + bad
     elif where == "label":
         payload["issue"]["fields"]["labels"] = [f"bpm-{bp.pk}{bad}"]
-    elif where == "email":
-        payload["user"]["emailAddress"] = "alice@example.com" + bad
     else:
-        payload["comment"]["body"] = "Not" + bad
+        payload["user"]["emailAddress"] = "alice@example.com" + bad
 
     response = post(client, payload)
 
@@ -255,8 +254,8 @@ def test_an_unknown_jira_user_is_refused_and_audited(client, jira, issue):
 
 def test_a_jira_user_without_a_visible_email_is_refused(client, jira, issue, alice):
     bp, key = issue
+    jira.emails["alice@example.com"] = ""  # hidden, as JIRA Cloud's profile privacy does
     payload = move(jira, key, "Approved")
-    del payload["user"]["emailAddress"]
 
     response = post(client, payload)
 
@@ -426,3 +425,154 @@ def test_a_form_only_a_person_can_fill_is_refused_in_jira(client, hook, audited,
 
     assert response.json()["outcome"] == "refused"
     assert_untouched(bp)
+
+
+# --- who made the change: JIRA says, not the webhook's body (issue 47) ---------------------
+
+BOB = "bob@example.com"
+
+
+@pytest.fixture
+def bob(hook):
+    """A reviewer, bob@example.com, who is also a JIRA user of the stand-in."""
+    hook.users[BOB] = "bob-token"
+    return ReviewerFactory(username="bob", email=BOB)
+
+
+def naming(jira, payload: dict, user: str) -> dict:
+    """The payload with its `user` replaced: what a holder of the webhook secret can write."""
+    forged = json.loads(json.dumps(payload))
+    forged["user"] = jira._user_json(user)
+    return forged
+
+
+def turned_back(jira, bp, key: str) -> str:
+    """Deliver the breakpoint's `refused` JIRA delivery; the comment it left on the issue."""
+    delivery = only(bp, "refused")
+    assert delivery.target == {"project": "OPS"}
+    assert attempt(delivery).status == "delivered", delivery.last_error
+    (comment,) = [c for c in jira.issues[key].comments if c["author"]["name"] == "bpm-bot"]
+    return comment["body"]
+
+
+def test_a_body_naming_a_reviewer_does_not_speak_for_the_jira_user_who_made_the_change(
+    client, jira, issue, bob
+):
+    """bob is named in the body; JIRA's changelog says mallory (no reviewer) approved."""
+    bp, key = issue
+    UserFactory(username="mallory", email="mallory@elsewhere.test")
+    forged = naming(jira, move(jira, key, "Approved", as_user="mallory@elsewhere.test"), BOB)
+    assert forged["user"]["emailAddress"] == BOB
+
+    response = post(client, forged)
+
+    assert (response.status_code, response.json()["outcome"]) == (200, "refused")
+    assert_untouched(bp)
+    (event,) = refusals(bp)
+    assert event.actor == "jira:mallory@elsewhere.test"
+    assert (event.metadata["reason"], event.metadata["claimed"]) == ("permission_denied", BOB)
+    (lookup,) = jira.calls_to("GET", ISSUE_PATH)
+    assert lookup.user == "bpm-bot" and "changelog" in lookup.query["expand"][0]
+    # The issue does not keep showing "Approved": it goes back, with a comment saying why.
+    assert jira.issues[key].status == "Approved"
+    comment = turned_back(jira, bp, key)
+    assert jira.issues[key].status == "To Do"
+    assert "Approved by mallory@elsewhere.test was refused" in comment
+    assert "Only reviewers and admins can give feedback." in comment
+
+
+def test_a_change_jira_attributes_to_the_named_reviewer_releases_as_them(client, jira, issue, bob):
+    bp, key = issue
+
+    response = post(client, move(jira, key, "Approved", as_user=BOB))
+
+    assert response.json() == {"ok": True, "outcome": "released", "detail": "approved by bob"}
+    bp.refresh_from_db()
+    assert (bp.status, bp.result["respondedBy"]) == ("released", "bob")
+    assert Feedback.objects.get(breakpoint=bp).author_user == bob
+    assert not deliveries(bp, "refused")
+
+
+def test_a_refused_rejection_goes_back_too_and_a_comment_says_why(client, jira, issue):
+    bp, key = issue
+
+    response = post(client, move(jira, key, "Rejected", as_user="mallory@elsewhere.test"))
+
+    assert response.json()["outcome"] == "refused"
+    comment = turned_back(jira, bp, key)
+    assert jira.issues[key].status == "To Do"
+    assert "no active user has this email address" in comment
+
+
+def test_while_jira_cannot_be_asked_nothing_is_decided_and_the_issue_goes_back_later(
+    client, jira, issue, bob
+):
+    bp, key = issue
+    payload = move(jira, key, "Approved", as_user=BOB)
+    jira.stop()
+
+    response = post(client, payload)
+
+    assert (response.status_code, response.json()["outcome"]) == (200, "refused")
+    assert "JIRA could not confirm" in response.json()["detail"]
+    assert_untouched(bp)
+    (event,) = refusals(bp)
+    assert event.actor == f"jira:{BOB}"  # who the body named: nobody confirmed it
+    assert event.metadata["reason"] == "jira_unreachable"
+    # Then: the outbox retries turning the issue back until JIRA answers again.
+    undo = only(bp, "refused")
+    assert attempt(undo).status == "retry"
+    jira.start()
+    make_due(undo)
+    comment = turned_back(jira, bp, key)
+    assert jira.issues[key].status == "To Do"
+    assert "move the issue again" in comment
+    # bob moves it again: now JIRA confirms him, and the breakpoint is released.
+    assert post(client, move(jira, key, "Approved", as_user=BOB)).json()["outcome"] == "released"
+    bp.refresh_from_db()
+    assert (bp.status, bp.result["respondedBy"]) == ("released", "bob")
+
+
+def test_a_change_jira_does_not_record_is_refused_and_the_issue_left_alone(
+    client, jira, issue, alice
+):
+    bp, key = issue
+    payload = move(jira, key, "Approved")
+    invented = json.loads(json.dumps(payload))
+    invented["changelog"]["id"] = "424242"
+    other_status = json.loads(json.dumps(payload))
+    other_status["changelog"]["items"][0]["toString"] = "Rejected"
+
+    for forged in (invented, other_status):
+        assert post(client, forged).json()["outcome"] == "refused"
+
+    assert_untouched(bp)
+    assert [event.metadata["reason"] for event in refusals(bp)] == ["unverified", "unverified"]
+    assert not deliveries(bp, "refused")
+    assert jira.issues[key].status == "Approved"
+    assert post(client, payload).json()["outcome"] == "released"  # the real one still counts
+
+
+def test_a_replayed_older_change_is_refused(client, jira, issue, bob):
+    """bob's earlier Approved, sent again after the issue moved on, decides nothing."""
+    bp, key = issue
+    earlier = move(jira, key, "Approved", as_user=BOB)
+    move(jira, key, "Rejected", as_user="mallory@elsewhere.test")
+
+    response = post(client, earlier)
+
+    assert response.json()["outcome"] == "refused"
+    assert_untouched(bp)
+    assert refusals(bp)[0].metadata["reason"] == "unverified"
+    assert not deliveries(bp, "refused")
+
+
+def test_the_comment_is_taken_from_jira_not_from_the_body(client, jira, issue, bob):
+    bp, key = issue
+    payload = json.loads(json.dumps(move(jira, key, "Rejected", as_user=BOB, comment="No")))
+    payload["comment"]["body"] = "Approved, go ahead"  # the body's word, not JIRA's
+
+    assert post(client, payload).json()["outcome"] == "released"
+
+    bp.refresh_from_db()
+    assert bp.result["feedback"] == "No"

@@ -2,17 +2,23 @@
 
 A ThreadingHTTPServer on 127.0.0.1 (a free port unless told) speaks:
 - POST /rest/api/2/issue                     create (keys OPS-1, OPS-2, ... per project)
-- GET  /rest/api/2/issue/{key}               the issue, with its status and comments
+- GET  /rest/api/2/issue/{key}               the issue, with its status and comments, and
+                                             with `?expand=changelog` its changelog (the
+                                             histories: id, author, items)
 - POST /rest/api/2/issue/{key}/comment       add a comment
 - GET  /rest/api/2/issue/{key}/transitions   the transitions available from its status
 - POST /rest/api/2/issue/{key}/transitions   apply one (optionally with a comment)
 - GET  /rest/api/2/search?jql=...            `project = "X"` and `labels = "y"` only
 Every request must carry basic auth of a known user (`users`: name -> token), else 401.
-The workflow: To Do -> Approve / Reject / Done / Won't Do; Done and Won't Do -> Reopen.
+The workflow: To Do -> Approve / Reject / Done / Won't Do; Approved and Rejected -> those
+and "To Do" (back to To Do); Done and Won't Do -> Reopen. A person's email is their name
+when it has an @ (`emails` overrides it; an empty one is hidden, as JIRA Cloud's privacy
+settings do).
 
-Everything that arrives is recorded (`calls`); each status change also records the
-`jira:issue_updated` webhook JIRA would send (`webhooks`), POSTed to `webhook_url` when
-set. Faults: `fail_next(500)`, `fail_next(429, retry_after=120)`, `lose_next_create()`
+Everything that arrives is recorded (`calls`); each status change is a history of the
+issue's changelog (its author the user who made it) and records the `jira:issue_updated`
+webhook JIRA would send (`webhooks`, `changelog.id` the history's id), POSTed to
+`webhook_url` when set. Faults: `fail_next(500)`, `fail_next(429, retry_after=120)`, `lose_next_create()`
 (the issue is created but the answer is a 502), `stop()` and `start()` on the same port.
 
     python -m tests.standins.jira --port 8092 [--user bpm-bot:jira-token] [--webhook-url URL]
@@ -41,6 +47,7 @@ TRANSITIONS = [
     ("41", "Won't Do", "Won't Do"),
 ]
 REOPEN = ("51", "Reopen", "To Do")
+BACK = ("61", "To Do", "To Do")  # from Approved or Rejected: the service's refused-decision undo
 FINAL = {"Done", "Won't Do"}
 DEFAULT_USERS = {"bpm-bot": "jira-test-token"}
 
@@ -64,6 +71,7 @@ class Issue:
     fields: dict[str, Any]
     status: str = "To Do"
     comments: list[dict[str, Any]] = field(default_factory=list)
+    histories: list[dict[str, Any]] = field(default_factory=list)  # the changelog, oldest first
 
 
 class Answer(Exception):
@@ -193,7 +201,8 @@ class JiraStandIn:
         issue = self._issue(unquote(match.group(1)))
         action = (method, match.group(2) or "")
         if action == ("GET", ""):
-            return 200, self._issue_json(issue)
+            expand = ",".join(query.get("expand", [])).split(",")
+            return 200, self._issue_json(issue, changelog="changelog" in expand)
         if action == ("POST", "/comment"):
             return 201, self._comment(issue, user, _text(body, "body"))
         if action == ("GET", "/transitions"):
@@ -234,10 +243,20 @@ class JiraStandIn:
             raise jira_error(404, "Issue does not exist or you do not have permission to see it.")
         return issue
 
-    def _issue_json(self, issue: Issue) -> dict[str, Any]:
-        fields = {**issue.fields, "status": {"name": issue.status}}
-        fields["comment"] = {"comments": issue.comments, "total": len(issue.comments)}
-        return {"id": issue.id, "key": issue.key, "fields": fields}
+    def _issue_json(self, issue: Issue, *, changelog: bool = False) -> dict[str, Any]:
+        with self._lock:
+            fields = {**issue.fields, "status": {"name": issue.status}}
+            fields["comment"] = {"comments": list(issue.comments), "total": len(issue.comments)}
+            answer = {"id": issue.id, "key": issue.key, "fields": fields}
+            if changelog:
+                histories = list(issue.histories)
+                answer["changelog"] = {
+                    "startAt": 0,
+                    "maxResults": len(histories),
+                    "total": len(histories),
+                    "histories": histories,
+                }
+        return answer
 
     def _comment(self, issue: Issue, user: str, text: str) -> dict[str, Any]:
         with self._lock:
@@ -255,7 +274,25 @@ class JiraStandIn:
         comment = self._comment(issue, user, added["body"]) if added.get("body") else None
         with self._lock:
             before, issue.status = issue.status, chosen[2]
-        self._emit(issue_updated(self, issue, before, user, comment))
+            issue.histories.append(self._history(user, before, issue.status))
+        self._emit(issue_updated(self, issue, user, comment))
+
+    def _history(self, user: str, before: str, after: str) -> dict[str, Any]:
+        """A changelog history of a status change, as JIRA records it."""
+        return {
+            "id": str(next(self._ids)),
+            "author": self._user_json(user),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime()),
+            "items": [
+                {
+                    "field": "status",
+                    "fieldtype": "jira",
+                    "fieldId": "status",
+                    "fromString": before,
+                    "toString": after,
+                }
+            ],
+        }
 
     def _search(self, jql: str) -> dict[str, Any]:
         wanted = dict(re.findall(r'(project|labels)\s*=\s*"((?:[^"\\]|\\.)*)"', jql))
@@ -270,7 +307,7 @@ class JiraStandIn:
 
     def _user_json(self, name: str) -> dict[str, Any]:
         user: dict[str, Any] = {"name": name, "accountId": f"acct-{name}", "displayName": name}
-        email = self.emails.get(name) or (name if "@" in name else "")
+        email = self.emails[name] if name in self.emails else (name if "@" in name else "")
         if email:
             user["emailAddress"] = email
         return user
@@ -367,7 +404,8 @@ class JiraStandIn:
 def _available(status: str) -> list[tuple[str, str, str]]:
     if status in FINAL:
         return [REOPEN]
-    return [t for t in TRANSITIONS if t[2] != status]
+    offered = [t for t in TRANSITIONS if t[2] != status]
+    return offered if status == "To Do" else [*offered, BACK]
 
 
 def _transition_json(transition: tuple[str, str, str]) -> dict[str, Any]:
@@ -383,9 +421,12 @@ def _text(body: Any, key: str) -> str:
 
 
 def issue_updated(
-    standin: JiraStandIn, issue: Issue, before: str, user: str, comment: dict | None
+    standin: JiraStandIn, issue: Issue, user: str, comment: dict | None
 ) -> dict[str, Any]:
-    """The `jira:issue_updated` webhook JIRA Cloud sends for a status change (its shape)."""
+    """The `jira:issue_updated` webhook JIRA Cloud sends for a status change (its shape):
+    `changelog` is the issue's newest history."""
+    with standin._lock:
+        history = issue.histories[-1]
     payload: dict[str, Any] = {
         "timestamp": int(time.time() * 1000),
         "webhookEvent": "jira:issue_updated",
@@ -397,18 +438,7 @@ def issue_updated(
             "self": f"{standin.url}{API}/issue/{issue.id}",
             "fields": {**issue.fields, "status": {"name": issue.status}},
         },
-        "changelog": {
-            "id": str(int(time.time() * 1000)),
-            "items": [
-                {
-                    "field": "status",
-                    "fieldtype": "jira",
-                    "fieldId": "status",
-                    "fromString": before,
-                    "toString": issue.status,
-                }
-            ],
-        },
+        "changelog": {"id": history["id"], "items": history["items"]},
     }
     if comment is not None:
         payload["comment"] = comment
