@@ -258,6 +258,8 @@ JIRA_APPROVED_STATUS = env_str("JIRA_APPROVED_STATUS", "Approved")
 JIRA_REJECTED_STATUS = env_str("JIRA_REJECTED_STATUS", "Rejected")
 JIRA_DONE_TRANSITION = env_str("JIRA_DONE_TRANSITION", "Done")
 JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
+# Applied to an issue whose move to the approved or rejected status was refused (channels/jira)
+JIRA_REFUSED_TRANSITION = env_str("JIRA_REFUSED_TRANSITION", "To Do")
 
 # --- Single sign-on: OpenID Connect (sso/, docs/sso.md) -------------------------------------
 BPM_OIDC_ISSUER = env_str("BPM_OIDC_ISSUER")  # empty: single sign-on is off
