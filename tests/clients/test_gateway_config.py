@@ -9,6 +9,7 @@ from bpm_client.gateway.config import (
     Defaults,
     GatewayConfigError,
     Rule,
+    config_toml,
     load_config,
     parse_config,
 )
@@ -61,12 +62,90 @@ def test_the_issues_example_loads(tmp_path: Path):
     assert (allow.action, allow.tools) == ("allow", ("*",))
 
 
-def test_no_file_and_an_empty_file_mean_no_rules_and_the_defaults(tmp_path: Path):
+def test_an_empty_file_means_no_rules_and_the_defaults(tmp_path: Path):
     (tmp_path / "empty.toml").write_text("")
-    for config in (load_config(None), load_config(tmp_path / "empty.toml")):
-        assert config.rules == ()
-        assert config.defaults.tags == ("mcp",) and config.defaults.ttl == 3600
-        assert config.defaults.server is None and config.defaults.expert == ()
+    config = load_config(tmp_path / "empty.toml")
+    assert config.rules == ()
+    assert config.defaults.tags == ("mcp",) and config.defaults.ttl == 3600
+    assert config.defaults.server is None and config.defaults.expert == ()
+
+
+def test_no_file_means_the_annotation_rules_read_only_runs_everything_else_asks():
+    """Issue 48: without --config the tools' annotations decide."""
+    config = load_config(None)
+    assert config.defaults == Defaults()
+    assert [(rule.annotations, rule.action) for rule in config.rules] == [
+        ((("readOnlyHint", True),), "allow"),
+        ((("destructiveHint", True),), "ask"),
+        ((), "ask"),
+    ]
+    assert all(rule.tools == ("*",) and rule.when is None for rule in config.rules)
+
+
+def test_annotations_load_and_a_rule_on_annotations_alone_matches_every_tool():
+    rules = parse_config(
+        {
+            "rules": [
+                {"annotations": {"destructiveHint": True}, "action": "ask"},
+                {"tools": "fs_*", "annotations": {"openWorldHint": False}, "action": "allow"},
+            ]
+        }
+    ).rules
+    assert rules[0].tools == ("*",) and rules[0].annotations == (("destructiveHint", True),)
+    assert rules[1].tools == ("fs_*",) and rules[1].annotations == (("openWorldHint", False),)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[[rules]]\nannotations = {}\naction = 'ask'", "rules[1].annotations: must be a table"),
+        ("[[rules]]\nannotations = 'x'\naction = 'ask'", "rules[1].annotations: must be a table"),
+        (
+            "[[rules]]\nannotations = { destructivehint = true }\naction = 'ask'",
+            "rules[1].annotations.destructivehint: unknown key (did you mean destructiveHint?)",
+        ),
+        (
+            "[[rules]]\nannotations = { readOnlyHint = 'yes' }\naction = 'allow'",
+            "rules[1].annotations.readOnlyHint: must be true or false",
+        ),
+        ("[[rules]]\nannotation = { readOnlyHint = true }", "rules[1].annotation: unknown key"),
+    ],
+)
+def test_a_mistaken_annotations_table_is_refused_naming_the_key(
+    toml: str, message: str, tmp_path: Path
+):
+    path = tmp_path / "gate.toml"
+    path.write_text(toml)
+    with pytest.raises(GatewayConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_the_printed_config_reads_back_to_the_same_rules(tmp_path: Path):
+    path = tmp_path / "gate.toml"
+    path.write_text(
+        ISSUE_EXAMPLE
+        + '\n[[rules]]\ntools = ["w\u00e9ird \\"name\\"\\u007f"]\n'
+        + "annotations = { readOnlyHint = false, idempotentHint = true }\n"
+        + 'action = "ask"\ntags = ["x"]\nttl = 5\nauto_approve_after = 2\n'
+    )
+    for config in (load_config(path), load_config(None)):
+        printed = tmp_path / "printed.toml"
+        printed.write_text(config_toml(config))
+        assert load_config(printed) == config
+
+
+def test_bpm_gateway_print_config_prints_the_rules_in_force_and_exits_0(tmp_path: Path, capsys):
+    path = tmp_path / "gate.toml"
+    path.write_text(ISSUE_EXAMPLE)
+    assert bpm(["gateway", "--print-config"]) == 0
+    defaults = capsys.readouterr().out
+    assert defaults.startswith("# The rules in force: no --config: the defaults")
+    assert 'annotations = { readOnlyHint = true }\naction = "allow"' in defaults
+    assert bpm(["gateway", "--config", str(path), "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"# The rules in force: {path}\n")
+    assert "when = \"arguments.env == 'prod'\"" in printed and "annotations" not in printed
 
 
 @pytest.mark.parametrize(

@@ -329,3 +329,68 @@ def test_an_upstream_over_streamable_http(gate: Gate, agent: Client):
 def listing(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+ANNOTATED = str(Path(__file__).with_name("gateway_annotated_upstream.py"))
+
+
+def test_without_a_config_read_only_tools_run_and_the_others_ask(gate: Gate, reviewer: Client):
+    """Issue 48: no --config, the annotations decide: the read-only tool runs at once; the
+    destructive one, the one that declares nothing and the one that writes without
+    destroying each wait for a human (here: rejected, so none of them runs)."""
+    asking = ("delete_report", "purge_cache", "archive_report")
+
+    async def scenario():
+        args = ["gateway", "--", sys.executable, ANNOTATED]
+        async with connect(BPM, args, gate.env) as session:
+            listed = [tool.name for tool in (await session.list_tools()).tools]
+            read = await session.call_tool("read_report", {"name": "q3"})
+            calls = [
+                (await waiting(session, tool, {} if tool == "purge_cache" else {"name": "q3"}))[0]
+                for tool in asking
+            ]
+            for tool in asking:
+                await in_thread(
+                    lambda tool=tool: reviewer.release(
+                        waiting_on(reviewer, tool), "no", approved=False
+                    )
+                )
+            return listed, read, await asyncio.gather(*calls)
+
+    listed, read, refused = run(scenario())
+    assert listed == ["read_report", "delete_report", "archive_report", "purge_cache"]
+    assert not read.is_error and text_of(read) == 'read_report done with {"name": "q3"}'
+    assert all(result.is_error and "rejected by alice" in text_of(result) for result in refused)
+    assert gate.calls() == [{"tool": "read_report", "arguments": {"name": "q3"}}]
+
+
+def test_rules_on_annotations_deny_destructive_tools_and_allow_the_rest(gate: Gate, agent: Client):
+    gate.config.write_text(
+        '[defaults]\nserver = "reports"\n\n'
+        '[[rules]]\nannotations = { destructiveHint = true }\naction = "deny"\n\n'
+        '[[rules]]\ntools = ["*"]\naction = "allow"\n'
+    )
+
+    async def scenario():
+        args = ["gateway", "--config", str(gate.config), "--", sys.executable, ANNOTATED]
+        async with connect(BPM, args, gate.env) as session:
+            listed = [tool.name for tool in (await session.list_tools()).tools]
+            results = {
+                tool: await session.call_tool(tool, arguments)
+                for tool, arguments in (
+                    ("read_report", {"name": "a"}),
+                    ("archive_report", {"name": "a"}),
+                    ("delete_report", {"name": "a"}),
+                    ("purge_cache", {}),
+                )
+            }
+            return listed, results
+
+    listed, results = run(scenario())
+    # Destructive: the one declaring it, and the one declaring nothing (the MCP default).
+    assert listed == ["read_report", "archive_report"]
+    assert not results["read_report"].is_error and not results["archive_report"].is_error
+    for tool in ("delete_report", "purge_cache"):
+        assert f"`{tool}` was not run: the gateway's rules[1] denies it" in text_of(results[tool])
+    assert [call["tool"] for call in gate.calls()] == ["read_report", "archive_report"]
+    assert list(agent.list()) == []

@@ -22,23 +22,34 @@ from .reviewer import MCP_MISSING
     metavar="URL",
     help="A streamable-HTTP MCP server to gate, instead of a COMMAND.",
 )
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the rules in force (the --config file's, or the defaults) as TOML and exit.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 def gateway(
-    settings: Settings, config_file: str | None, upstream_url: str | None, command: tuple[str, ...]
+    settings: Settings,
+    config_file: str | None,
+    upstream_url: str | None,
+    print_config: bool,
+    command: tuple[str, ...],
 ) -> None:
     """Gate an MCP server's tool calls: serve its tools over stdio, asking a human
     (BPM_URL, BPM_TOKEN: an agent's token) before the calls the rules say to ask about.
+    Without --config the tools' annotations decide: read-only tools run, the others ask.
 
     \b
       bpm gateway --config gate.toml -- python billing_server.py
       bpm gateway --config gate.toml --upstream-url http://127.0.0.1:9000/mcp
+      bpm gateway --print-config
     """
-    if bool(command) == bool(upstream_url):
+    if not print_config and bool(command) == bool(upstream_url):
         raise click.UsageError("give the upstream: either -- COMMAND [ARGS...] or --upstream-url")
     try:
         # The `mcp` extra: imported here so that every other command does without it.
-        from ..gateway.config import GatewayConfigError, load_config
+        from ..gateway.config import GatewayConfigError, config_toml, load_config
         from ..gateway.server import main
     except ImportError as error:
         if (error.name or "").partition(".")[0] in ("mcp", "jmespath"):
@@ -48,6 +59,10 @@ def gateway(
         config = load_config(config_file)
     except GatewayConfigError as error:
         raise CliError(str(error)) from None
+    if print_config:
+        where = config_file or "no --config: the defaults (the tools' annotations decide)"
+        click.echo(f"# The rules in force: {where}\n" + config_toml(config), nl=False)
+        return
     if config_file is None:
-        warn("no --config: every tool call is allowed (nothing asks a human)")
+        warn("no --config: read-only tools run, every other tool call asks a human")
     main(config, command, upstream_url=upstream_url, url=settings.url, token=settings.token)

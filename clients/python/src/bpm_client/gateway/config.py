@@ -3,12 +3,17 @@
 Every mistake is a `GatewayConfigError` naming the key (`rules[2].action: must be one of
 allow, deny, ask`), so a gateway never starts with a rule it misread: a misspelt `when`
 would otherwise allow what it was meant to ask about.
+
+Without a file the rules are DEFAULT_RULES, decided by the tools' annotations: read-only
+tools run, every other tool (destructive, or declaring nothing) asks a human.
+`config_toml` writes a configuration back as TOML (`bpm gateway --print-config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +28,11 @@ Action = Literal["allow", "deny", "ask"]
 ACTIONS: tuple[Action, ...] = ("allow", "deny", "ask")
 DEFAULT_TAGS = ("mcp",)
 DEFAULT_KEYS = frozenset({"tags", "ttl", "expert", "server", "auto_approve_after"})
-RULE_KEYS = frozenset({"tools", "action", "when", "expert", "tags", "ttl", "auto_approve_after"})
+RULE_KEYS = frozenset(
+    {"tools", "annotations", "action", "when", "expert", "tags", "ttl", "auto_approve_after"}
+)
+# The MCP tool annotations a rule may match (ToolAnnotations' boolean hints).
+HINTS = ("destructiveHint", "readOnlyHint", "idempotentHint", "openWorldHint")
 TOP_KEYS = frozenset({"defaults", "rules"})
 
 
@@ -44,12 +53,14 @@ class Defaults:
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """One `[[rules]]` entry: the tools it matches (globs), the action, an optional
-    JMESPath `when` on {tool, arguments}, and what an `ask` breakpoint carries."""
+    """One `[[rules]]` entry: the tools it matches (globs, and the annotations they must
+    declare, as (hint, value) pairs), the action, an optional JMESPath `when` on
+    {tool, arguments}, and what an `ask` breakpoint carries."""
 
     tools: tuple[str, ...]
     action: Action
     when: str | None = None
+    annotations: tuple[tuple[str, bool], ...] = ()
     expert: tuple[str, ...] | None = None
     tags: tuple[str, ...] = ()
     ttl: int | None = None
@@ -67,10 +78,21 @@ class GatewayConfig:
     rules: tuple[Rule, ...] = ()
 
 
+# Without a configuration file: the annotations decide. A hint a tool does not declare has
+# the MCP specification's default (not read-only, destructive), so a tool that declares
+# nothing asks; a write declared not destructive asks too (rules[3]): the safe side.
+DEFAULT_RULES = (
+    Rule(tools=("*",), action="allow", annotations=(("readOnlyHint", True),), index=1),
+    Rule(tools=("*",), action="ask", annotations=(("destructiveHint", True),), index=2),
+    Rule(tools=("*",), action="ask", index=3),
+)
+DEFAULT_CONFIG = GatewayConfig(rules=DEFAULT_RULES)
+
+
 def load_config(path: str | Path | None) -> GatewayConfig:
-    """The configuration in `path` (TOML); no path: no rules (every tool allowed)."""
+    """The configuration in `path` (TOML); no path: DEFAULT_CONFIG (the annotations decide)."""
     if path is None:
-        return GatewayConfig()
+        return DEFAULT_CONFIG
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
@@ -115,9 +137,15 @@ def _defaults(table: Mapping[str, Any]) -> Defaults:
 def _rule(table: Mapping[str, Any], index: int) -> Rule:
     where = f"rules[{index}]."
     _known(table, RULE_KEYS, where)
+    annotations = _annotations(table, where)
     tools = _strings(table, "tools", where, single=True)
+    if tools is None and annotations:
+        tools = ("*",)  # a rule on the annotations alone matches every tool declaring them
     if not tools:
-        raise GatewayConfigError(f"{where}tools: required: the tool names (globs) it matches")
+        raise GatewayConfigError(
+            f"{where}tools: required (unless the rule has annotations): the tool names "
+            f"(globs) it matches"
+        )
     action = table.get("action")
     if action not in ACTIONS:
         raise GatewayConfigError(f"{where}action: must be one of {', '.join(ACTIONS)}")
@@ -128,12 +156,29 @@ def _rule(table: Mapping[str, Any], index: int) -> Rule:
         tools=tools,
         action=cast(Action, action),
         when=when,
+        annotations=annotations,
         expert=_strings(table, "expert", where, single=True),
         tags=_strings(table, "tags", where) or (),
         ttl=_ttl(table, where, None),
         auto_approve_after=_count(table, where),
         index=index,
     )
+
+
+def _annotations(table: Mapping[str, Any], where: str) -> tuple[tuple[str, bool], ...]:
+    """`annotations = { destructiveHint = true }`: the hints a matching tool declares."""
+    if "annotations" not in table:
+        return ()
+    value = table["annotations"]
+    if not isinstance(value, dict) or not value:
+        raise GatewayConfigError(
+            f"{where}annotations: must be a table of hints, e.g. {{ destructiveHint = true }}"
+        )
+    _known(value, frozenset(HINTS), f"{where}annotations.")
+    for hint, wanted in value.items():
+        if not isinstance(wanted, bool):
+            raise GatewayConfigError(f"{where}annotations.{hint}: must be true or false")
+    return tuple(value.items())
 
 
 def _known(table: Mapping[str, Any], keys: frozenset[str], where: str) -> None:
@@ -198,3 +243,48 @@ def _check_when(when: Any, where: str) -> None:
     except JMESPathError as error:
         message = " ".join(str(error).split())
         raise GatewayConfigError(f"{where}when: not a JMESPath expression: {message}") from None
+
+
+def config_toml(config: GatewayConfig) -> str:
+    """The configuration as TOML that `load_config` reads back to the same rules."""
+    defaults = config.defaults
+    lines = ["[defaults]"]
+    lines += _toml_pairs(
+        server=defaults.server,
+        tags=list(defaults.tags),
+        ttl=defaults.ttl,
+        expert=list(defaults.expert) or None,
+        auto_approve_after=defaults.auto_approve_after,
+    )
+    for rule in config.rules:
+        lines += ["", "[[rules]]"]
+        lines += _toml_pairs(
+            tools=list(rule.tools),
+            annotations=dict(rule.annotations) or None,
+            when=rule.when,
+            action=rule.action,
+            expert=None if rule.expert is None else list(rule.expert),
+            tags=list(rule.tags) or None,
+            ttl=rule.ttl,
+            auto_approve_after=rule.auto_approve_after,
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _toml_pairs(**values: Any) -> list[str]:
+    return [f"{key} = {_toml_value(value)}" for key, value in values.items() if value is not None]
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML value of the few types a configuration holds (JSON's string escapes are
+    TOML's basic-string escapes; TOML also wants DEL escaped)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    pairs = ", ".join(f"{key} = {_toml_value(item)}" for key, item in value.items())
+    return "{ " + pairs + " }"

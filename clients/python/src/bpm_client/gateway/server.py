@@ -44,7 +44,7 @@ from ..receipts import JWKS_PATH, JwksCache, ReceiptInvalid, load_jwks, receipt_
 from . import decisions
 from .config import GatewayConfig, Rule
 from .passthrough import passthrough_handlers
-from .rules import decide, hidden
+from .rules import decide, hidden, needs_annotations, tool_hints
 from .waiting import Waiter
 
 # While a call waits, a progress notification every this many seconds (and one at once).
@@ -89,7 +89,7 @@ class Gateway:
     ) -> ListToolsResult:
         """The upstream's tools unchanged, less those every call of which is denied."""
         listed = await self.upstream.list_tools(params=params)
-        kept = [tool for tool in listed.tools if not hidden(self.rules, tool.name)]
+        kept = [tool for tool in listed.tools if not hidden(self.rules, tool.name, hints(tool))]
         return listed.model_copy(update={"tools": kept})
 
     async def _tool(self, name: str) -> Tool | None:
@@ -111,12 +111,13 @@ class Gateway:
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         tool, arguments = params.name, dict(params.arguments or {})
-        rule = decide(self.rules, tool, arguments)
+        described = await self._tool(tool) if needs_annotations(self.rules, tool) else None
+        rule = decide(self.rules, tool, arguments, hints(described))
         if rule is None or rule.action == "allow":
             return await self.upstream.call_tool(tool, params.arguments)
         if rule.action == "deny":
             return decisions.refusal(tool, f"the gateway's {rule.name} denies it")
-        described = await self._tool(tool)
+        described = described or await self._tool(tool)
         if described is None:
             return decisions.refusal(tool, f"the server {self.server_name} has no such tool")
         return await self._ask(ctx, rule, described, arguments)
@@ -240,6 +241,13 @@ class Gateway:
             await self._waiter.aclose()
         if self._client is not None:
             await self._client.aclose()
+
+
+def hints(tool: Tool | None) -> dict[str, bool]:
+    """The tool's annotation hints, as the rules match them (rules.tool_hints); a tool the
+    upstream does not list declares none."""
+    declared = tool.annotations if tool is not None else None
+    return tool_hints(declared.model_dump(by_alias=True, exclude_none=True) if declared else None)
 
 
 def _line(error: BaseException) -> str:
