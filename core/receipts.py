@@ -6,6 +6,7 @@ The claims are exactly RECEIPT_CLAIMS; the header is {"alg": "EdDSA", "kid", "ty
 """
 
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,6 +18,8 @@ from jwt.algorithms import OKPAlgorithm
 
 ALGORITHM = "EdDSA"
 RECEIPT_TYPE = "bpm-receipt+jws"
+# Compact JWS: three base64url segments without padding (RFC 7515 section 2), nothing else.
+COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 RECEIPT_CLAIMS = (
     "breakpointId",
     "agentId",
@@ -98,7 +101,10 @@ def sign(claims: dict[str, Any], key: ReceiptKey) -> str:
 def verify(receipt: str, key_set: dict[str, Any]) -> dict[str, Any]:
     """The claims of `receipt` if it verifies with a key of `key_set` (a JWKS), else
     raise ReceiptError: unknown kid, another algorithm or type, a bad signature, or
-    claims other than RECEIPT_CLAIMS."""
+    claims other than RECEIPT_CLAIMS, or not base64url without padding (`==` on the
+    signature: a lenient decoder would take it, JWS does not)."""
+    if not isinstance(receipt, str) or not COMPACT_JWS.fullmatch(receipt):
+        raise ReceiptError("Not a receipt: a compact JWS is base64url without padding.")
     try:
         header = jwt.get_unverified_header(receipt)
         keys = {k.key_id: k for k in jwt.PyJWKSet.from_dict(key_set).keys if k.key_id}

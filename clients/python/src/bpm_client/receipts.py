@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +29,8 @@ from .models import BreakpointResult
 ALGORITHM = "EdDSA"
 RECEIPT_TYPE = "bpm-receipt+jws"
 JWKS_PATH = "/.well-known/jwks.json"
+# Compact JWS: three base64url segments without padding (RFC 7515 section 2), nothing else.
+COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 RECEIPT_CLAIMS = frozenset(
     {
         "breakpointId",
@@ -89,7 +92,11 @@ def load_jwks(
 
 
 def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
-    """The claims of `receipt` if a key of `jwks` signed it; else raise ReceiptInvalid."""
+    """The claims of `receipt` if a key of `jwks` signed it; else raise ReceiptInvalid.
+    A receipt is compact JWS: base64url without padding (`==` on the signature is refused,
+    as JWS requires, though a lenient decoder would take it)."""
+    if not isinstance(receipt, str) or not COMPACT_JWS.fullmatch(receipt):
+        raise ReceiptInvalid("not a receipt: a compact JWS is base64url without padding")
     try:
         header = jwt.get_unverified_header(receipt)
         keys = {key.key_id: key for key in jwt.PyJWKSet.from_dict(dict(jwks)).keys}

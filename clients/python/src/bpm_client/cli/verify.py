@@ -1,7 +1,8 @@
 """`bpm verify RECEIPT --breakpoint ID`: check a signed receipt of that breakpoint offline,
 against a pinned JWKS or the server's (and, with --values FILE, that it approved exactly
-those values). Exit 0 valid (its claims printed as JSON), 1 invalid (or another
-breakpoint's, or other values), 4 error."""
+those values). Exit 0 a genuine approval (its claims printed as JSON), 1 invalid (or
+another breakpoint's, or other values) or a genuine receipt of anything but an approval (a
+rejection, an expiry: its claims printed too) unless --any-decision, 4 error."""
 
 from __future__ import annotations
 
@@ -25,9 +26,13 @@ from .failures import CliError
 
 VALID = 0
 INVALID = 1
+NOT_APPROVED = 1  # genuine, but a rejection or an expiry: a script's `&&` must not go on
 
 
-@click.command(epilog="Exit codes: 0 valid, 1 invalid, 4 error (no JWKS, bad usage).")
+@click.command(
+    epilog="Exit codes: 0 a genuine approval (with --any-decision: any genuine receipt), "
+    "1 invalid, or not an approval, 4 error (no JWKS, bad usage)."
+)
 @click.argument("receipt")
 @click.option(
     "--breakpoint",
@@ -50,6 +55,12 @@ INVALID = 1
     help="A JSON file of the values you hold (a result's `values`): the receipt must have "
     "approved exactly these (its valuesDigest).",
 )
+@click.option(
+    "--any-decision",
+    is_flag=True,
+    help="Exit 0 for any genuine receipt of the breakpoint (a rejection, an expiry); "
+    "without it only an approval (approved: true) exits 0.",
+)
 @click.pass_context
 def verify(
     ctx: click.Context,
@@ -57,9 +68,10 @@ def verify(
     breakpoint_id: str,
     jwks_source: str | None,
     values_file: Path | None,
+    any_decision: bool,
 ) -> None:
     """Verify RECEIPT (a result's `receipt`; - reads it from stdin) as breakpoint ID's and
-    print its claims."""
+    print its claims; it succeeds only for an approval unless --any-decision."""
     values = _values(values_file) if values_file is not None else None
     if receipt == "-":
         receipt = sys.stdin.read()
@@ -79,6 +91,13 @@ def verify(
     if values_file is not None and claims.get("valuesDigest") != values_digest(values):
         invalid(ctx, f"it did not approve the values in {values_file} (valuesDigest differs)")
     click.echo(json.dumps(claims, indent=2, sort_keys=True))
+    if claims.get("approved") is not True and not any_decision:
+        click.echo(
+            f"bpm: a genuine receipt, but not an approval (status {claims.get('status')}, "
+            "approved: false); --any-decision accepts any decision",
+            err=True,
+        )
+        ctx.exit(NOT_APPROVED)
     ctx.exit(VALID)
 
 
