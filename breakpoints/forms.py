@@ -25,9 +25,9 @@ from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from core import limits
-from core.digests import values_digest
+from core.digests import NotDigestible, values_digest
 from core.exceptions import InvalidInput
-from core.ijson import number_problems
+from core.ijson import answer_number_problems
 from core.storable import storable_problem
 
 FORM_KEY = "form"
@@ -264,7 +264,7 @@ def values_shape_problem(values: Any) -> str | None:
         return f"At most {limits.MAX_VALUES_COUNT:,} values in all."
     if problem := storable_problem(values):
         return problem
-    numbers = number_problems(values, "values")
+    numbers = answer_number_problems(values, "values")
     return next(iter(numbers.values()))[0] if numbers else None
 
 
@@ -342,7 +342,9 @@ def release_values(
     if refusal is not None:
         raise InvalidInput(refusal, {"values": [refusal]})
     if problem := values_shape_problem(values):
-        raise InvalidInput(f"values: {problem}", {"values": [problem]})
+        # A number is named by its JSON path too (values.amount).
+        details = {"values": [problem], **answer_number_problems(values, "values")}
+        raise InvalidInput(f"values: {problem}", details)
     form = (payload or {}).get(FORM_KEY)
     if form is not None and (problems := values_problems(form, values)):
         first_at, first = next(iter(problems.items()))
@@ -364,5 +366,11 @@ def _values_refusal(
 
 def edited(values: Any, proposal: Any) -> bool:
     """Whether approved values differ from the proposal, as JSON (1 and 1.0 alike, true
-    and 1 not)."""
-    return values is not None and values_digest(values) != values_digest(proposal)
+    and 1 not). A proposal no digest covers (stored before the doors refused its numbers)
+    differs from any values that have one."""
+    if values is None:
+        return False
+    try:
+        return values_digest(values) != values_digest(proposal)
+    except NotDigestible:
+        return True

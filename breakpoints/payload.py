@@ -16,10 +16,10 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from breakpoints.forms import check_form_payload
+from breakpoints.forms import PROPOSAL_KEY, check_form_payload
 from core.choices import FileFormat, Strategy
 from core.exceptions import InvalidInput
-from core.ijson import number_problems
+from core.ijson import answer_number_problems, number_problems
 from core.limits import (
     MAX_CONTENT_LENGTH,
     MAX_EXPERT_NAME_LENGTH,
@@ -229,6 +229,9 @@ def validate_payload(payload: Any) -> None:
     else:
         # Numbers are I-JSON, so the payloadDigest recomputes from the payload as returned.
         errors.update(number_problems(payload, "payload"))
+        if isinstance(proposal := payload.get(PROPOSAL_KEY), Mapping):
+            # The values an approval may approve as they are: exact, as release values are.
+            errors.update(answer_number_problems(proposal, "payload.proposal"))
     if "question" in payload:
         _check_string(
             errors, "payload.question", payload["question"], max_length=MAX_QUESTION_LENGTH

@@ -23,6 +23,9 @@ from typing import Any
 
 import rfc8785
 
+from core.exceptions import InvalidInput
+from core.ijson import answer_number_problems
+
 DIGEST_PREFIX = "sha256:"
 
 _SAFE_INTEGER = 2**53 - 1
@@ -31,9 +34,22 @@ _ORDER_DIFFERS = re.compile("[\ud800-\udfff\ue000-\uffff]")
 _PLAIN_SCALARS = (str, bool, type(None))
 
 
+class NotDigestible(InvalidInput):
+    """A value no digest covers: RFC 8785 cannot write it (an integer past ±(2^53 - 1), a
+    float that is not finite). The doors refuse such numbers (core.ijson), so only a row
+    stored before they did holds one: a 400 naming each number's JSON path where a person
+    asked, skipped and logged where the system did (the TTL sweep)."""
+
+    def __init__(self, at: str, value: Any, cause: Exception):
+        problems = answer_number_problems(value, at) or {at: [str(cause)]}
+        first_at, messages = next(iter(problems.items()))
+        super().__init__(f"No digest can cover {first_at}: {messages[0]}", problems)
+
+
 def content_digest(*, question: str | None, title: str | None, payload: Any) -> str:
     """The payloadDigest of a breakpoint's question, title and payload."""
-    canonical = canonical_json({"question": question, "title": title, "payload": payload})
+    content = {"question": question, "title": title, "payload": payload}
+    canonical = canonical_json(content, at="")
     return DIGEST_PREFIX + hashlib.sha256(canonical).hexdigest()
 
 
@@ -42,17 +58,21 @@ def values_digest(values: Any) -> str | None:
     SHA-256) over the values alone; None when there are none."""
     if values is None:
         return None
-    return DIGEST_PREFIX + hashlib.sha256(canonical_json(values)).hexdigest()
+    return DIGEST_PREFIX + hashlib.sha256(canonical_json(values, at="values")).hexdigest()
 
 
-def canonical_json(value: Any) -> bytes:
-    """The RFC 8785 canonical form of `value` (UTF-8); raises rfc8785's errors for what it
-    cannot write (floats that are not finite, integers past 2**53 - 1, other types)."""
+def canonical_json(value: Any, *, at: str = "value") -> bytes:
+    """The RFC 8785 canonical form of `value` (UTF-8); NotDigestible (its problems keyed by
+    JSON path under `at`) for what it cannot write (floats that are not finite, integers
+    past 2**53 - 1, other types)."""
     if _plain(value):
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         if _ORDER_DIFFERS.search(text) is None:
             return text.encode()
-    return rfc8785.dumps(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:
+        raise NotDigestible(at, value, exc) from exc
 
 
 def _plain(value: Any) -> bool:

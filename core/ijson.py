@@ -28,6 +28,11 @@ INTEGER_OUT_OF_RANGE = (
     "that reads numbers as doubles changes the value (I-JSON, RFC 7493). Send it as a string."
 )
 NOT_FINITE = "Must be a finite number (beyond a double's range, ±1.8e308). Send it as a string."
+ANSWER_OUT_OF_RANGE = (
+    f"A form's values hold numbers within ±{MAX_EXACT_INTEGER} (2^53 - 1), doubles too: a "
+    "larger one (1e16) is stored as a long integer, which no valuesDigest covers as it was "
+    "sent (RFC 8785). Send it as a string."
+)
 
 
 def number_problem(value: Any) -> str | None:
@@ -47,14 +52,25 @@ def number_problems(document: Any, path: str) -> dict[str, list[str]]:
     return _found(document, path, integers=True)
 
 
+def answer_number_problems(document: Any, path: str) -> dict[str, list[str]]:
+    """number_problems of a form's answer (payload.proposal, a release's values): there a
+    double must lie within ±MAX_EXACT_INTEGER too. Every double past it is a whole number,
+    which PostgreSQL's jsonb writes back as a long integer; a payload's is given back as
+    the double it was (as_doubles), but values travel on (results, votes, receipts, the
+    SDK's verify) as written, so what the valuesDigest covers must read back unchanged."""
+    return _found(document, path, integers=True, doubles=True)
+
+
 def non_finite_numbers(document: Any, path: str = "") -> dict[str, list[str]]:
     """number_problems of the floats only: an infinity (1e400 parses as one) or a NaN."""
     return _found(document, path, integers=False)
 
 
-def _found(document: Any, path: str, *, integers: bool) -> dict[str, list[str]]:
+def _found(
+    document: Any, path: str, *, integers: bool, doubles: bool = False
+) -> dict[str, list[str]]:
     """The numbers of `document` that are not I-JSON (`integers`: ints past the exact ones
-    too, else only floats), by JSON path. A walk of the values, iterative (nested to any
+    too, else only floats; `doubles`: floats past them too), by JSON path. A walk of the values, iterative (nested to any
     depth), with a path written only for a container or a number found: a payload may hold
     100,000 values, or one context file of megabytes (one value)."""
     problems: dict[str, list[str]] = {}
@@ -75,6 +91,8 @@ def _found(document: Any, path: str, *, integers: bool) -> dict[str, list[str]]:
             elif kind is float:
                 if not math.isfinite(item):
                     problems[_path(at, key, container)] = [NOT_FINITE]
+                elif doubles and not -MAX_EXACT_INTEGER <= item <= MAX_EXACT_INTEGER:
+                    problems[_path(at, key, container)] = [ANSWER_OUT_OF_RANGE]
             elif kind is dict or kind is list or isinstance(item, Mapping):
                 pending.append((item, _path(at, key, container)))
     return problems

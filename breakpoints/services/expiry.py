@@ -5,6 +5,7 @@ on the spot (breakpoint_expire_if_due); beat's TTL sweep expires the rest in bat
 """
 
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ from django.db import connection, transaction
 from django.db.models import JSONField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
+from prometheus_client import Counter
 
 from audit.models import EventType
 from audit.services import event_record_bulk
@@ -33,12 +35,24 @@ from breakpoints.services.transitions import lock, move
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_admin
 from core.choices import OnTimeout, Status
+from core.digests import NotDigestible
 from notifications.services import deliveries_enqueue_bulk
 from policies import autoapproval
 
 TTL_ACTOR = Actor.system("ttl")
 TIMEOUT_POLICY_ACTOR = Actor(name=TIMEOUT_POLICY_RESPONDER)
 EXPIRE_BATCH_SIZE = 1000
+
+logger = logging.getLogger(__name__)
+
+# A row stored before the doors refused numbers no digest covers (core.digests) cannot be
+# approved by its timeout policy: skipped, logged and counted, never a stopped sweep.
+NOT_DIGESTIBLE_SKIPPED = Counter(
+    "bpm_breakpoints_not_digestible_skipped",
+    "Overdue breakpoints left waiting because their proposal holds a number no digest "
+    "covers (stored before it was refused): by where they were met (sweep, read).",
+    ["where"],
+)
 
 
 def breakpoint_expire(
@@ -83,10 +97,13 @@ def breakpoint_expire_if_due(breakpoint_id: str) -> None:
     """
     if not Breakpoint.objects.overdue().filter(pk=breakpoint_id).exists():
         return
-    with transaction.atomic():
-        locked = lock(breakpoint_id)
-        if locked.is_overdue():
-            _time_out_locked(locked)
+    try:
+        with transaction.atomic():
+            locked = lock(breakpoint_id)
+            if locked.is_overdue():
+                _time_out_locked(locked)
+    except NotDigestible as exc:
+        _skipped(breakpoint_id, exc, where="read")
 
 
 def _time_out_locked(bp: Breakpoint) -> Breakpoint:
@@ -156,23 +173,49 @@ def breakpoints_expire_due(
     """
     now = now or timezone.now()
     ended = 0
+    skipped: set[str] = set()
     while True:
         with transaction.atomic():
-            with_policy = _lock_due_with_policy(now=now, limit=batch_size)
+            with_policy = _lock_due_with_policy(now=now, limit=batch_size, skipped=skipped)
             for bp in with_policy:
-                ended += _time_out_locked(bp).status != Status.WAITING
+                ended += _timed_out_or_skipped(bp, skipped)
             due = _lock_due(now=now, limit=batch_size)
             ended += len(_expire_batch(due))
         if len(due) < batch_size and len(with_policy) < batch_size:
             return ended
 
 
-def _lock_due_with_policy(*, now: datetime, limit: int) -> list[Breakpoint]:
-    """Due waiting breakpoints whose onTimeout is not expire (rare), locked."""
+def _timed_out_or_skipped(bp: Breakpoint, skipped: set[str]) -> bool:
+    """Time out one locked row (in a savepoint); a row its policy cannot end (NotDigestible)
+    is rolled back to waiting, logged, counted and added to `skipped`. Whether it ended."""
+    try:
+        with transaction.atomic():
+            return _time_out_locked(bp).status != Status.WAITING
+    except NotDigestible as exc:
+        skipped.add(bp.pk)
+        _skipped(bp.pk, exc, where="sweep")
+        return False
+
+
+def _skipped(breakpoint_id: str, exc: NotDigestible, *, where: str) -> None:
+    NOT_DIGESTIBLE_SKIPPED.labels(where=where).inc()
+    logger.warning(
+        "Breakpoint %s is overdue but its timeout policy cannot end it: %s (stored before "
+        "such numbers were refused; an admin may expire it, its agent cancel it)",
+        breakpoint_id,
+        exc.message,
+        extra={"breakpoint_id": breakpoint_id, "where": where},
+    )
+
+
+def _lock_due_with_policy(*, now: datetime, limit: int, skipped: set[str]) -> list[Breakpoint]:
+    """Due waiting breakpoints whose onTimeout is not expire (rare), but those `skipped`
+    by this sweep, locked."""
     return list(
         Breakpoint.objects.select_for_update(skip_locked=True)
         .overdue(now)
         .exclude(on_timeout=OnTimeout.EXPIRE)
+        .exclude(pk__in=skipped)
         .order_by("expires_at")[:limit]
     )
 

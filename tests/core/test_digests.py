@@ -7,7 +7,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.digests import canonical_json, content_digest
+from core.digests import NotDigestible, canonical_json, content_digest
 
 # Text from every plane: control characters, quotes and backslashes, the U+E000-U+FFFF
 # range where UTF-16 and code-point order differ, and characters past U+FFFF.
@@ -76,8 +76,10 @@ def test_the_cases_where_the_encoders_could_part_agree(value):
     ],
 )
 def test_what_rfc8785_refuses_is_refused(value):
-    with pytest.raises(rfc8785.CanonicalizationError):
+    """As NotDigestible: a 400 where a person asked, skipped where the system did."""
+    with pytest.raises(NotDigestible) as caught:
         canonical_json(value)
+    assert isinstance(caught.value.__cause__, rfc8785.CanonicalizationError)
 
 
 def test_a_digest_is_the_sha256_of_the_canonical_form():
