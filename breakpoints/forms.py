@@ -7,23 +7,34 @@ validated against the form here, for every channel (breakpoints.services.decisio
 
 A schema comes from an agent, so it is bounded and defused before it is used: its size
 and depth, `$ref` only to the form's own `$defs` (nothing is ever fetched: the registry
-refuses retrieval), no `patternProperties`, and each `pattern` short, without nested
-repetition or back-references, matched only against bounded texts. `format` is an
-annotation, not asserted. jsonschema validates; nothing here re-implements it.
+refuses retrieval), no `patternProperties`, and a `$ref`/`allOf`/`anyOf`/`oneOf` graph
+whose expansion stays small (expansion_problem: a schema applying itself twice at each
+level would double the work at each level of an answer). Each `pattern` is short, compiled
+and matched by RE2 (linear time, whatever the pattern: what RE2 cannot compile, such as a
+back-reference or a lookaround, is refused), on bounded texts. Checking values against a
+form spends a Budget (BPM_FORM_VALIDATION_STEPS steps, BPM_FORM_VALIDATION_SECONDS as a
+backstop) and stops past it, as trigger rules' expressions do. `format` is an annotation,
+not asserted. jsonschema validates; nothing here re-implements it.
 """
 
+import copy
+import functools
 import json
 import re
-import re._constants as sre_constants  # type: ignore[import-not-found]
-import re._parser as sre_parse  # type: ignore[import-not-found]
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+import re2
+from django.conf import settings
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.exceptions import SchemaError
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from breakpoints.form_expansion import expansion_problem
 from core import limits
 from core.digests import NotDigestible, values_digest
 from core.exceptions import InvalidInput
@@ -45,10 +56,21 @@ _REFUSED_KEYWORDS = {
     "$anchor": "Not supported in a form: use $ref to the form's own $defs.",
 }
 _REF = re.compile(r"^#(?:/\$defs/[^/~]+)?$")
-_REPEATS = frozenset(
-    {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT}
-)
 _MESSAGE_LENGTH = 300
+
+
+# RE2 compiles and matches every pattern: its time is linear in the text, whatever the
+# pattern (Python's `re` backtracks: six `a{0,99}` against 100 a and a b took seconds).
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+# ECMA-262's \uXXXX (JSON Schema's pattern dialect) is RE2's \x{XXXX}.
+_ECMA_UNICODE_ESCAPE = re.compile(r"\\(?:\\|u([0-9A-Fa-f]{4}))")
+# How many characters of a text matched against a pattern cost a step.
+CHARACTERS_PER_STEP = 16
+# How often (in steps) the clock is read.
+STEPS_PER_CLOCK_READ = 100
+# The clock the time budget reads (monotonic; a test may put a counting one in its place).
+clock: Callable[[], float] = time.monotonic
 
 
 def _no_retrieval(uri: str) -> Any:
@@ -59,19 +81,155 @@ def _no_retrieval(uri: str) -> Any:
 REGISTRY: Registry = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
 
 
+# --- patterns --------------------------------------------------------------------------
+
+
+def _as_re2(pattern: str) -> str:
+    """The pattern in RE2's syntax: ECMA-262's \\uXXXX written \\x{XXXX}, the rest as is."""
+    return _ECMA_UNICODE_ESCAPE.sub(
+        lambda found: f"\\x{{{found[1]}}}" if found[1] else found[0], pattern
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def compiled_pattern(pattern: str) -> Any:
+    """The pattern compiled by RE2 (re2.error when RE2 cannot compile it)."""
+    return re2.compile(_as_re2(pattern), _RE2_OPTIONS)
+
+
+def _re2_reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a `pattern` cannot be matched in linear time (RE2 cannot compile it: a
+    back-reference, a lookaround...), is too long, or is no pattern at all; or None."""
+    if len(pattern) > limits.MAX_FORM_PATTERN_LENGTH:
+        return f"At most {limits.MAX_FORM_PATTERN_LENGTH} characters."
+    try:
+        compiled_pattern(pattern)
+    except re2.error as exc:
+        return (
+            f"Not a pattern RE2 can match ({_re2_reason(exc)}). RE2 matches in linear time: "
+            "it has no back-references and no lookarounds (?=, ?!, ?<=, ?<!)."
+        )
+    return None
+
+
+def _is_re2_pattern(instance: object) -> bool:
+    """The metaschema's `format: regex`, as the form's patterns are matched: by RE2."""
+    return not isinstance(instance, str) or pattern_problem(instance) is None
+
+
+# check_schema asserts the metaschema's formats; a `regex` is one RE2 compiles (Python's
+# `re` would refuse RE2's \x{41} and \p{L}, and accept look-arounds RE2 cannot match).
+_SCHEMA_FORMATS = copy.deepcopy(Draft202012Validator.FORMAT_CHECKER)
+_SCHEMA_FORMATS.checkers["regex"] = (_is_re2_pattern, ())
+
+
+# --- the budget ------------------------------------------------------------------------
+
+
+class OverBudget(Exception):
+    """Checking values against a form went past its Budget; the message says which part."""
+
+
+class Budget:
+    """What checking one answer against one form may spend: a step per keyword applied
+    (and per CHARACTERS_PER_STEP characters a pattern reads), at most `steps`, and
+    `seconds` from now. `spent` says how many steps it took."""
+
+    def __init__(self, *, steps: int | None = None, seconds: float | None = None) -> None:
+        self.steps = settings.BPM_FORM_VALIDATION_STEPS if steps is None else steps
+        self.seconds = settings.BPM_FORM_VALIDATION_SECONDS if seconds is None else seconds
+        self.deadline = clock() + self.seconds
+        self.spent = 0
+        self.until_clock = STEPS_PER_CLOCK_READ
+        # Where it stopped: the value and the schema being checked.
+        self.stopped_at: tuple[Any, Any] | None = None
+
+    def spend(self, steps: int, instance: Any, schema: Any) -> None:
+        if self.spent + steps > self.steps:
+            self.stopped_at = (instance, schema)
+            raise OverBudget(
+                f"Stopped after {self.steps:,} steps (BPM_FORM_VALIDATION_STEPS): this form "
+                "costs too much to check against this answer."
+            )
+        self.spent += steps
+        self.until_clock -= steps
+        if self.until_clock <= 0:
+            self.until_clock = STEPS_PER_CLOCK_READ
+            if clock() > self.deadline:
+                self.stopped_at = (instance, schema)
+                raise OverBudget(
+                    f"Stopped after {self.seconds:g} s (BPM_FORM_VALIDATION_SECONDS): this "
+                    "form costs too much to check against this answer."
+                )
+
+
+_BUDGET: ContextVar[Budget | None] = ContextVar("form_validation_budget", default=None)
+_RECORDED: ContextVar[list[Budget] | None] = ContextVar("form_budgets_recorded", default=None)
+
+
+@contextmanager
+def budgets_recorded() -> Iterator[list[Budget]]:
+    """Every Budget a form validation spends in this context, in order (for tests and
+    benchmarks: how many steps each check took, through whatever channel asked)."""
+    recorded: list[Budget] = []
+    token = _RECORDED.set(recorded)
+    try:
+        yield recorded
+    finally:
+        _RECORDED.reset(token)
+
+
+def _spend(steps: int, instance: Any, schema: Any) -> None:
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.spend(steps, instance, schema)
+
+
+def _paid(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """A jsonschema keyword that pays a step of the current Budget each time it applies."""
+
+    @functools.wraps(keyword)
+    def apply(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _spend(1, instance, schema)
+        return keyword(validator, value, instance, schema)
+
+    return apply
+
+
 def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator:
-    """The `pattern` keyword, on texts of at most MAX_PATTERN_SUBJECT_LENGTH characters."""
+    """The `pattern` keyword, matched by RE2, on texts of at most MAX_PATTERN_SUBJECT_LENGTH
+    characters (paying a step per CHARACTERS_PER_STEP of them)."""
     if not validator.is_type(instance, "string"):
         return
     if len(instance) > limits.MAX_PATTERN_SUBJECT_LENGTH:
         yield ValidationError(
             f"At most {limits.MAX_PATTERN_SUBJECT_LENGTH} characters for a field with a pattern."
         )
-    elif not re.search(pattern, instance):
+        return
+    _spend(len(instance) // CHARACTERS_PER_STEP, instance, schema)
+    try:
+        matched = compiled_pattern(pattern).search(instance)
+    except re2.error:  # a form stored before patterns were RE2's
+        yield ValidationError(
+            f"The pattern {pattern!r} cannot be matched: {pattern_problem(pattern)}"
+        )
+        return
+    if not matched:
         yield ValidationError(f"Does not match the pattern {pattern!r}.")
 
 
-FormValidator = validators.extend(Draft202012Validator, {"pattern": _bounded_pattern})
+FormValidator = validators.extend(
+    Draft202012Validator,
+    {
+        **{name: _paid(keyword) for name, keyword in Draft202012Validator.VALIDATORS.items()},
+        "pattern": _paid(_bounded_pattern),
+    },
+)
 
 
 # --- the schema ------------------------------------------------------------------------
@@ -116,43 +274,6 @@ def _schemas(form: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]
                 stack.append((where, value))
 
 
-def pattern_problem(pattern: str) -> str | None:
-    """Why a `pattern` could take too long (or is no pattern at all), or None."""
-    if len(pattern) > limits.MAX_FORM_PATTERN_LENGTH:
-        return f"At most {limits.MAX_FORM_PATTERN_LENGTH} characters."
-    try:
-        tree = sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"Not a regular expression: {exc}."
-    unbounded = 0
-    stack: list[tuple[Any, bool]] = [(tree, False)]
-    while stack:
-        items, repeated = stack.pop()
-        for op, argument in items:
-            if op in (sre_constants.GROUPREF, sre_constants.GROUPREF_EXISTS):
-                return "Back-references are not supported."
-            if op in _REPEATS:
-                low, high, body = argument
-                many = high == sre_constants.MAXREPEAT or high > 1
-                if many and repeated:
-                    return "Repetition inside a repetition could take too long to match."
-                unbounded += high == sre_constants.MAXREPEAT or high > 100
-                stack.append((body, repeated or many))
-            elif op == sre_constants.BRANCH:
-                if repeated:
-                    return "Alternatives inside a repetition could take too long to match."
-                stack.extend((branch, repeated) for branch in argument[1])
-            elif op == sre_constants.SUBPATTERN:
-                stack.append((argument[-1], repeated))
-            elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
-                stack.append((argument[-1], repeated))
-            elif op == sre_constants.ATOMIC_GROUP:
-                stack.append((argument, repeated))
-    if unbounded > limits.MAX_PATTERN_REPEATS:
-        return f"At most {limits.MAX_PATTERN_REPEATS} unbounded repetitions (*, +, {{n,}})."
-    return None
-
-
 def _node_problems(at: str, node: Mapping[str, Any], defs: Mapping[str, Any]) -> Iterator[str]:
     for keyword, reason in _REFUSED_KEYWORDS.items():
         if keyword in node:
@@ -190,11 +311,12 @@ def form_problems(form: Any) -> list[str]:
     if problems:
         return problems[: limits.MAX_FORM_PROBLEMS]
     try:
-        Draft202012Validator.check_schema(form)
+        Draft202012Validator.check_schema(form, format_checker=_SCHEMA_FORMATS)
     except SchemaError as exc:
         where = "/" + "/".join(_escape(str(part)) for part in exc.absolute_path)
         return [f"{where if where != '/' else ''}: {_short(exc.message)}".lstrip(": ")]
-    return []
+    problem = expansion_problem(form)
+    return [problem] if problem else []
 
 
 # --- values ----------------------------------------------------------------------------
@@ -231,11 +353,30 @@ def _error_entries(error: ValidationError) -> Iterator[tuple[str, str]]:
     yield at, _short(error.message)
 
 
-def values_problems(form: Mapping[str, Any], values: Any) -> dict[str, list[str]]:
+def values_problems(
+    form: Mapping[str, Any], values: Any, budget: Budget | None = None
+) -> dict[str, list[str]]:
     """Each problem of `values` against `form`, keyed by the JSON pointer of its field
-    (`/replicas`; "" for the whole answer). Empty when they answer the form."""
+    (`/replicas`; "" for the whole answer). Empty when they answer the form.
+
+    The check spends `budget` (a Budget of its own by default); past it, the one problem is
+    that it stopped, keyed by where in the values, naming where in the form. Inside
+    checks_remembered, the same values against an equal form are checked once."""
+    remembered = _REMEMBERED.get()
+    for known_form, known_values, known_problems in remembered or ():
+        if known_values is values and known_form == form:
+            return {at: list(messages) for at, messages in known_problems.items()}
+    problems = _checked(form, values, budget or Budget())
+    if remembered is not None:
+        remembered.append((form, values, problems))
+    return problems
+
+
+def _checked(form: Mapping[str, Any], values: Any, budget: Budget) -> dict[str, list[str]]:
+    """values_problems, spending `budget`."""
     validator = FormValidator(form, registry=REGISTRY)
     problems: dict[str, list[str]] = {}
+    token = _BUDGET.set(budget)
     try:
         for error in validator.iter_errors(values):
             for at, message in _error_entries(error):
@@ -243,11 +384,67 @@ def values_problems(form: Mapping[str, Any], values: Any) -> dict[str, list[str]
                     problems[at].append(message)
             if len(problems) >= limits.MAX_FORM_PROBLEMS:
                 break
+    except OverBudget as exc:
+        return {_pointer_of(values, budget): [_stopped_where(form, budget, exc)]}
     except RecursionError:
         return {"": ["The form refers to itself without end: it cannot check an answer."]}
     except Unresolvable as exc:
-        return {"": [f"The form refers to what it does not hold: {exc}."]}
+        return {"": [_sentence(f"The form refers to what it does not hold: {exc}")]}
+    finally:
+        _BUDGET.reset(token)
+        if (recorded := _RECORDED.get()) is not None:
+            recorded.append(budget)
     return problems
+
+
+_REMEMBERED: ContextVar[list[tuple[Any, Any, dict[str, list[str]]]] | None] = ContextVar(
+    "form_checks_remembered", default=None
+)
+
+
+@contextmanager
+def checks_remembered() -> Iterator[None]:
+    """Within it, values_problems answers the same values object against an equal form
+    from memory: a release checks its values before it locks the breakpoint (a costly form
+    then holds no lock others wait on), and the locked decision reuses the answer."""
+    token = _REMEMBERED.set([])
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+def _sentence(text: str) -> str:
+    """`text` ending with one period."""
+    return text if text.endswith((".", "…")) else f"{text}."
+
+
+def _identity_pointer(document: Any, target: Any) -> str | None:
+    """The JSON pointer of the object or array `target` inside `document`, by identity."""
+    pending: list[tuple[str, Any]] = [("", document)]
+    while pending:
+        at, value = pending.pop()
+        if value is target:
+            return at
+        if isinstance(value, Mapping):
+            pending.extend((f"{at}/{_escape(str(k))}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            pending.extend((f"{at}/{index}", item) for index, item in enumerate(value))
+    return None
+
+
+def _pointer_of(values: Any, budget: Budget) -> str:
+    """Where in `values` the check stopped ("" when it was at a text or number: they are
+    not told apart by identity, or at the whole answer)."""
+    if budget.stopped_at is None or not isinstance(budget.stopped_at[0], Mapping | list):
+        return ""
+    return _identity_pointer(values, budget.stopped_at[0]) or ""
+
+
+def _stopped_where(form: Mapping[str, Any], budget: Budget, exc: OverBudget) -> str:
+    schema = budget.stopped_at[1] if budget.stopped_at else None
+    at = _identity_pointer(form, schema) if isinstance(schema, Mapping) else None
+    return f"{exc} It stopped at the form's {at or '/'}." if at is not None else str(exc)
 
 
 def values_shape_problem(values: Any) -> str | None:

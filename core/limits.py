@@ -52,12 +52,14 @@ MAX_VALUES_BYTES = 64 * 1024  # a proposal, or a release's values, as compact JS
 MAX_VALUES_DEPTH = 16
 MAX_VALUES_COUNT = 1_000  # values in all (uniqueItems compares items pairwise)
 MAX_FORM_PATTERN_LENGTH = 200
-# A pattern is matched only against texts this long (a longer text fails the field), and
-# may hold this many unbounded repetitions (none of them nested): Python's regular
-# expressions backtrack, so both bound the time one match may take.
+# A pattern is matched by RE2 (linear time) only against texts this long (a longer text
+# fails the field): a match's cost stays small and predictable.
 MAX_PATTERN_SUBJECT_LENGTH = 1_000
-MAX_PATTERN_REPEATS = 2
 MAX_FORM_PROBLEMS = 50  # problems reported in one answer
+# Schemas a form may apply along one path of an answer MAX_VALUES_DEPTH deep, counted when
+# it is declared ($ref, allOf, anyOf, oneOf multiply: breakpoints.form_expansion); each
+# check also spends a budget (BPM_FORM_VALIDATION_STEPS, BPM_FORM_VALIDATION_SECONDS).
+MAX_FORM_EXPANSION = 10_000
 
 # Nudges while a breakpoint waits (payload.remindEverySeconds): never more often than
 # this, never more of them than this.

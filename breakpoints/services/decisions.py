@@ -287,15 +287,30 @@ def _feedback_add(
     decide = partial(
         _decide, breakpoint_id, actor, comment, release, approved, option, via, values, within
     )
-    try:
-        feedback, bp = decide(overdue_refused=True)
-    except _Overdue:
-        # Past expiresAt: too late, even before the sweep. Expired (or what its onTimeout
-        # says) in a transaction of its own, then asked again: refused unless still waiting.
-        breakpoint_expire_if_due(breakpoint_id)
-        feedback, bp = decide(overdue_refused=False)
+    with forms.checks_remembered():
+        _values_checked_unlocked(breakpoint_id, values if release else None)
+        try:
+            feedback, bp = decide(overdue_refused=True)
+        except _Overdue:
+            # Past expiresAt: too late, even before the sweep. Expired (or what its
+            # onTimeout says) in a transaction of its own, then asked again: refused unless
+            # still waiting.
+            breakpoint_expire_if_due(breakpoint_id)
+            feedback, bp = decide(overdue_refused=False)
     feedback_cached(bp, None)  # read once for the outbox bodies (_feedback_record)
     return feedback, bp
+
+
+def _values_checked_unlocked(breakpoint_id: str, values: Any) -> None:
+    """A release's values checked against the breakpoint's form (which never changes)
+    before its row is locked: a costly check holds no lock, and the locked decision finds
+    the answer (forms.checks_remembered) in the order of its own refusals."""
+    if values is None or forms.values_shape_problem(values) is not None:
+        return
+    payload = Breakpoint.objects.filter(pk=breakpoint_id).values_list("payload", flat=True)
+    form = (payload.first() or {}).get(forms.FORM_KEY)
+    if form is not None:
+        forms.values_problems(form, values)
 
 
 class _Overdue(Exception):
