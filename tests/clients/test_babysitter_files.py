@@ -250,3 +250,26 @@ def test_files_that_hold_secrets_by_name_are_left_out_unread(project):
         {"path": ".env.example", "content": "TOKEN=\n"},
         {"path": "deploy/id_ed25519.pub", "content": "ssh-ed25519 AAAA\n"},
     ]
+
+
+def test_direnv_kubernetes_docker_and_terraform_secrets_are_left_out_unread(project):
+    """`.envrc` (direnv), a kubeconfig, Docker's registry logins and Terraform state hold
+    credentials by convention: none of them is sent; a file that only looks alike is read."""
+    named = {
+        ".envrc": "a direnv environment file",
+        "deploy/.envrc": "a direnv environment file",
+        ".kube/config": "a Kubernetes config (cluster credentials)",
+        ".docker/config.json": "a Docker config (registry logins)",
+        "infra/terraform.tfstate": "a Terraform state file",
+        "infra/terraform.tfstate.backup": "a Terraform state file",
+        "infra/PROD.TFSTATE": "a Terraform state file",
+    }
+    for name in (*named, ".docker/compose.yml", "docs/tfstate.md"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("TOKEN=s3cr3t\n")
+    files = sent(project, *named, ".docker/compose.yml", "docs/tfstate.md")
+    assert files == [
+        *(left_out(name, secret(kind)) for name, kind in named.items()),
+        {"path": ".docker/compose.yml", "content": "TOKEN=s3cr3t\n"},
+        {"path": "docs/tfstate.md", "content": "TOKEN=s3cr3t\n"},
+    ]

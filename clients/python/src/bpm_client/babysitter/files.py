@@ -5,9 +5,9 @@ reviewers (and Slack, email, JIRA) read it. So a path is read only when, its sym
 resolved, it lies inside the project directory (the folder `bpm babysitter watch` runs
 for) and names a regular file, and only its first 1,000,000 characters are read (the SDK's
 cut, bodies.MAX_FILE_CHARS; the service takes at most 5,000,000). A file that holds
-secrets by its name (`.env`, a private key, `.git/`, `.ssh/`: `secret_kind`) is never
-read, wherever in the project it is. Anything else is left out: its entry says which
-file and why, in place of the text.
+secrets by its name (`.env`, `.envrc`, a private key, `.kube/config`, Terraform state,
+`.git/`, `.ssh/`: `secret_kind`) is never read, wherever in the project it is. Anything
+else is left out: its entry says which file and why, in place of the text.
 
 The check holds while the tree changes: the resolved path is opened one folder at a time
 from the project's own, never following a symlink (the resolved path has none), and the
@@ -34,6 +34,7 @@ SECRET = "its name says it holds secrets ({kind}); rename it or name another fil
 # what lies in them would go to reviewers, Slack, email and JIRA.
 _SECRET_FILES = {
     ".env": "an environment file",
+    ".envrc": "a direnv environment file",
     ".netrc": "a login file",
     ".pgpass": "a password file",
     ".pypirc": "a package index login",
@@ -55,7 +56,15 @@ _SECRET_SUFFIXES = {
     ".key": "a key file",
     ".p12": "a key store",
     ".pfx": "a key store",
+    ".tfstate": "a Terraform state file",
 }
+# Files that hold credentials by their folder and name: a kubeconfig, Docker's logins.
+_SECRET_PATHS = {
+    (".kube", "config"): "a Kubernetes config (cluster credentials)",
+    (".docker", "config.json"): "a Docker config (registry logins)",
+}
+# Terraform's backup of its state (terraform.tfstate.backup) holds the same secrets.
+_TFSTATE_BACKUP = ".tfstate.backup"
 # Templates of an environment file hold no secrets by convention: they are read.
 _ENV_TEMPLATES = {".example", ".sample", ".template", ".dist"}
 # Absent where the OS has no such flag (Windows): the checks before and after still hold.
@@ -108,8 +117,9 @@ def inside(project_dir: Path, given: str) -> PurePath:
 
 def secret_kind(relative: PurePath) -> str | None:
     """What kind of secret `relative`'s name says it holds, or None: `.env` and
-    `.env.<anything>` but its templates (`.env.example`), login files, private keys and
-    key stores, and anything under `.git/`, `.ssh/`, `.gnupg/` or `.aws/`."""
+    `.env.<anything>` but its templates (`.env.example`), `.envrc`, login files, private
+    keys and key stores, Terraform state (`*.tfstate`, its `.backup`), `.kube/config`,
+    `.docker/config.json`, and anything under `.git/`, `.ssh/`, `.gnupg/` or `.aws/`."""
     *folders, name = relative.parts or ("",)
     for folder in folders:
         if folder.lower() in _SECRET_FOLDERS:
@@ -119,6 +129,10 @@ def secret_kind(relative: PurePath) -> str | None:
         return _SECRET_FILES[".env"]
     if lowered in _SECRET_FILES:  # id_rsa, not id_rsa.pub
         return _SECRET_FILES[lowered]
+    if folders and (folders[-1].lower(), lowered) in _SECRET_PATHS:
+        return _SECRET_PATHS[(folders[-1].lower(), lowered)]
+    if lowered.endswith(_TFSTATE_BACKUP):
+        return _SECRET_SUFFIXES[".tfstate"]
     return _SECRET_SUFFIXES.get(PurePosixPath(lowered).suffix)
 
 
