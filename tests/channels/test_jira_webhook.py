@@ -280,12 +280,15 @@ def test_two_users_with_the_email_are_refused(client, jira, issue, alice):
 def test_a_user_who_is_not_a_reviewer_is_refused(client, jira, issue):
     bp, key = issue
     UserFactory(username="bob", email="mallory@elsewhere.test")
+    payload = move(jira, key, "Approved", as_user="mallory@elsewhere.test")
 
-    response = post(client, move(jira, key, "Approved", as_user="mallory@elsewhere.test"))
+    response = post(client, payload)
 
     assert response.json()["outcome"] == "refused"
     assert_untouched(bp)
-    (event,) = refusals(bp)
+    post(client, payload)  # JIRA sends it again: refused again, undone in JIRA once
+    assert len(deliveries(bp, "refused")) == 1
+    event = refusals(bp)[0]
     assert (event.metadata["reason"], event.metadata["message"]) == (
         "permission_denied",
         "Only reviewers and admins can give feedback.",
@@ -326,6 +329,14 @@ def test_a_breakpoint_decided_elsewhere_refuses_the_late_jira_decision(
         refusals(bp)[0].metadata["message"]
         == "Breakpoint is released; it no longer takes feedback."
     )
+    # JIRA is told why; the issue is left to the outcome's own transition (Done).
+    undo = only(bp, "refused")
+    assert "no longer takes feedback" in turned_back(jira, bp, key)
+    undo.refresh_from_db()
+    assert undo.reply["skipped"] == "the issue shows another change"
+    assert jira.issues[key].status == "Rejected"
+    assert attempt(only(bp, "released")).status == "delivered"
+    assert jira.issues[key].status == "Done"
 
 
 # --- what is ignored -----------------------------------------------------------------------
