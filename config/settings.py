@@ -10,6 +10,7 @@ from typing import Any
 
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 from config.env import (
     database_settings,
@@ -189,6 +190,9 @@ BPM_RENDER_BUDGET_SECONDS = env_float("BPM_RENDER_BUDGET_SECONDS", 0.5)
 BPM_TRIGGER_EXPRESSION_STEPS = env_int("BPM_TRIGGER_EXPRESSION_STEPS", 1_000_000)
 BPM_TRIGGER_RULE_SECONDS = env_float("BPM_TRIGGER_RULE_SECONDS", 1.0)
 BPM_TRIGGER_MAX_EVENT_BYTES = env_int("BPM_TRIGGER_MAX_EVENT_BYTES", 1024 * 1024)
+# Events of one source waiting for evaluation (stored, not yet evaluated) past which the
+# source's endpoint answers 429 with Retry-After (triggers.services.ingest).
+BPM_TRIGGER_MAX_PENDING_EVENTS = env_int("BPM_TRIGGER_MAX_PENDING_EVENTS", 1000)
 # Checking a proposal or a release's values against an agent's form (breakpoints.forms):
 # steps (a keyword applied to a value) and seconds one check may spend; past either, 400.
 BPM_FORM_VALIDATION_STEPS = env_int("BPM_FORM_VALIDATION_STEPS", 50_000)
@@ -437,6 +441,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # its target may have in flight), so never fewer than 4 by default.
 CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
+# Two queues (core.tasknames): the evaluation of external events on `triggers`, everything
+# else on `celery`. The Procfiles' `worker` consumes `celery`, their `triggers` worker
+# `triggers`, so costly trigger rules never hold back the sweeps and the deliveries
+# (docs/operations.md#queues); a worker started without --queues consumes both.
+CELERY_TASK_DEFAULT_QUEUE = tasknames.DEFAULT_QUEUE
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (tasknames.DEFAULT_QUEUE, tasknames.TRIGGERS_QUEUE)
+]
+CELERY_TASK_ROUTES = {task: {"queue": queue} for task, queue in tasknames.QUEUE_OF.items()}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # What a committed transaction hands to the workers is published by a thread of the
 # process, so no request waits on the broker (infra/publishing.py); on (the unit tests),

@@ -21,6 +21,14 @@ DISPATCH_DUE_DELIVERIES = "breakpoints.tasks.dispatch_due_webhooks"
 EVALUATE_EVENT = "triggers.tasks.evaluate_event"
 DISPATCH_DUE_EVENTS = "triggers.tasks.dispatch_due_events"
 
+# The queues, by name (the Procfile's workers consume them by these names: never rename
+# one). Every task goes to DEFAULT_QUEUE but the evaluation of external events, which has
+# a queue (and workers) of its own: costly trigger rules never hold back the sweeps and
+# the webhook deliveries (config.settings' CELERY_TASK_ROUTES).
+DEFAULT_QUEUE = "celery"
+TRIGGERS_QUEUE = "triggers"
+QUEUE_OF = {EVALUATE_EVENT: TRIGGERS_QUEUE}
+
 PUBLISHED = frozenset(
     {
         EXPIRE_DUE,

@@ -5,8 +5,11 @@
 #   web [ARGS]        the Procfile's web line (gunicorn, uvicorn workers) on $PORT (8000);
 #                     SIGTERM: stops accepting, in-flight requests and waits finish
 #                     (graceful timeout 70 s), exit 0
-#   worker [ARGS]     the Procfile's worker line (Celery); SIGTERM: the running task
-#                     finishes, fetched ones go back to the queue, exit 0
+#   worker [ARGS]     the Procfile's worker line (Celery, the `celery` queue: sweeps,
+#                     deliveries); SIGTERM: the running task finishes, fetched ones go
+#                     back to the queue, exit 0
+#   triggers [ARGS]   the Procfile's triggers line (Celery, the `triggers` queue: the
+#                     evaluation of external events); SIGTERM: as worker
 #   beat [ARGS]       the Procfile's beat line (Celery beat; run exactly one); exit 0
 #   migrate           what a release needs (create a missing database when allowed, apply
 #                     the migrations; static files are collected in the image), exit 0
@@ -39,7 +42,7 @@ case $role in
     line=$(procfile_line web)
     eval "exec $line \"\$@\""
     ;;
-  worker | beat)
+  worker | triggers | beat)
     line=$(procfile_line "$role")
     eval "exec $line \"\$@\""
     ;;
@@ -54,7 +57,7 @@ case $role in
     usage
     ;;
   *)
-    echo "entrypoint: unknown role '$role'; the roles are web, worker, beat, migrate, manage." >&2
+    echo "entrypoint: unknown role '$role'; the roles are web, worker, triggers, beat, migrate, manage." >&2
     usage >&2
     exit 64
     ;;

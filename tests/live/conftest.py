@@ -98,6 +98,7 @@ def start_system(
     worker_concurrency: int = 1,
     worker_chatter: bool = False,
     web_open_files: int | None = None,
+    worker_queues: str | None = None,
 ) -> System:
     """A System on `redis_server`, its logs in `tmp_path`, started (web, worker, beat)."""
     system = System(
@@ -107,6 +108,7 @@ def start_system(
         worker_concurrency=worker_concurrency,
         worker_chatter=worker_chatter,
         web_open_files=web_open_files,
+        worker_queues=worker_queues,
     )
     try:
         return system.start(beat=beat)

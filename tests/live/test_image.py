@@ -156,24 +156,24 @@ def test_compose_runs_every_service_in_a_role_the_entrypoint_knows_in_order(imag
     migrate completed and the databases are healthy; SECRET_KEY has no default."""
     compose = load_compose()
     services = compose["services"]
-    assert set(services) == {"postgres", "redis", "migrate", "web", "worker", "beat"}
+    assert set(services) == {"postgres", "redis", "migrate", "web", "worker", "triggers", "beat"}
     roles = entrypoint_roles(image)
-    assert {"web", "worker", "beat", "migrate", "manage"} <= roles
-    for name in ("migrate", "web", "worker", "beat"):
+    assert {"web", "worker", "triggers", "beat", "migrate", "manage"} <= roles
+    for name in ("migrate", "web", "worker", "triggers", "beat"):
         assert services[name]["build"] == "."
         assert services[name]["command"][0] in roles, name
         assert services[name]["command"] == [name]
     assert services["postgres"]["image"] == "postgres:16"
     assert services["postgres"]["volumes"][0].split(":")[0] in compose["volumes"]
     assert services["redis"]["image"] == "redis:7"
-    for name in ("postgres", "redis", "web", "worker"):
+    for name in ("postgres", "redis", "web", "worker", "triggers"):
         assert services[name]["healthcheck"]["test"], name
     after = {
         "postgres": {"condition": "service_healthy"},
         "redis": {"condition": "service_healthy"},
         "migrate": {"condition": "service_completed_successfully"},
     }
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "triggers", "beat"):
         assert services[name]["depends_on"] == after, name
     assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert services["migrate"]["restart"] == "no"
@@ -241,7 +241,8 @@ class Stack(ComposeStack):
 
 @pytest.fixture(scope="module")
 def stack(image, tmp_path_factory) -> Iterator[Stack]:
-    """compose.yaml's migrate (exits 0), then web, worker and beat, until /readyz is 200."""
+    """compose.yaml's migrate (exits 0), then web, worker, triggers and beat, until /readyz
+    is 200."""
     fresh_databases()
     port = free_port()
     overrides = {
@@ -258,7 +259,7 @@ def stack(image, tmp_path_factory) -> Iterator[Stack]:
     try:
         migrated = stack.run("migrate", *stack.service("migrate")["command"], check=False)
         assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-        for name in ("web", "worker", "beat"):
+        for name in ("web", "worker", "triggers", "beat"):
             stack.start(name)
         wait_for(lambda: ready(stack), "web answers /readyz 200 (database and broker ok)")
         yield stack
@@ -363,7 +364,7 @@ def test_an_approval_over_the_api_wakes_the_agent_and_sends_a_signed_webhook(
     assert hook.headers["webhook-signature"] == expected_signature(
         SECRET, hook.webhook_id, hook.headers["webhook-timestamp"], hook.body
     )
-    for name in ("web", "worker"):  # compose.yaml's health checks, run once
+    for name in ("web", "worker", "triggers"):  # compose.yaml's health checks, run once
         podman("healthcheck", "run", f"{stack.prefix}-{name}")
 
 

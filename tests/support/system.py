@@ -270,8 +270,12 @@ class System:
         worker_concurrency: int = 1,
         worker_chatter: bool = False,
         web_open_files: int | None = None,
+        worker_queues: str | None = None,
     ):
         self.redis = redis_server
+        # The queues the worker consumes (--queues; None: every queue, as make run's
+        # worker did before it had a `triggers` worker beside it).
+        self.worker_queues = worker_queues
         self.web_open_files = web_open_files
         self.worker_concurrency = worker_concurrency
         self.worker_chatter = worker_chatter
@@ -331,9 +335,10 @@ class System:
             open_files=self.web_open_files,
         )
 
-    def _start_worker(self) -> Process:
+    def _start_worker(self, queues: str | None = None) -> Process:
         self._workers_started += 1
         number = self._workers_started
+        queues = queues or self.worker_queues
         return self._process(
             f"worker-{number}",
             [
@@ -348,6 +353,7 @@ class System:
                 "--pool",
                 "prefork",
                 *([] if self.worker_chatter else WITHOUT_CHATTER),
+                *(["--queues", queues] if queues else []),
                 "--hostname",
                 f"worker{number}@%h",
             ],
@@ -380,9 +386,10 @@ class System:
             self.wait_log(self.beat, "beat: Starting")
         return self
 
-    def start_worker(self) -> Process:
-        """A fresh worker (e.g. after the previous one was killed), once it is ready."""
-        self.worker = self._start_worker()
+    def start_worker(self, queues: str | None = None) -> Process:
+        """A fresh worker (e.g. after the previous one was killed), once it is ready;
+        `queues`: those it consumes (--queues), else the System's."""
+        self.worker = self._start_worker(queues)
         self.wait_worker_ready(self.worker)
         return self.worker
 

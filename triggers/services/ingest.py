@@ -3,6 +3,11 @@
 The signature is checked on the raw body before anything is parsed. A delivery id seen
 before from the same source is a redelivery: the stored event is returned and nothing
 else happens (so 100 concurrent copies are one event, evaluated once).
+
+A source's backlog is bounded: past BPM_TRIGGER_MAX_PENDING_EVENTS of its events waiting
+for evaluation (`pending` rows, counted on the database through a partial index, so the
+bound holds whatever the number of web processes), a new delivery is answered 429 with
+Retry-After and nothing is stored; the sender delivers it again later.
 """
 
 import json
@@ -14,12 +19,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import tasknames
-from core.exceptions import InvalidInput, NotAuthenticated, NotFound
+from core.exceptions import InvalidInput, NotAuthenticated, NotFound, RateLimited
 from core.storable import storable_problem
 from infra.publishing import publish, publish_soon
 from infra.ratelimits import rate_limit
-from triggers.models import EventSource, ExternalEvent
+from triggers.models import EventSource, EventStatus, ExternalEvent
 from triggers.verification import verify
+
+# What a source past its backlog is told to wait: about one sweep of the events' outbox.
+BACKLOG_RETRY_SECONDS = 30
 
 
 def event_receive(
@@ -51,6 +59,9 @@ def event_receive(
         settings.BPM_THROTTLE_EVENT_SOURCE_RATE,
         f"deliveries for source {source.name!r}",
     )
+    redelivered = _backlog_full(source, verified.delivery_id)
+    if redelivered is not None:
+        return redelivered, False
     payload = parse_event_body(body)
     event_type = verified.event_type or _type_in(payload)
     try:
@@ -72,6 +83,29 @@ def event_receive(
             raise
         return existing, False
     return event, True
+
+
+def pending_count(source: EventSource, *, up_to: int) -> int:
+    """How many of the source's events wait for evaluation, counted up to `up_to` (an
+    index-only count of at most that many rows: event_pending_source)."""
+    pending = ExternalEvent.objects.filter(source=source, status=EventStatus.PENDING)
+    return pending.values("pk")[:up_to].count()
+
+
+def _backlog_full(source: EventSource, delivery_id: str) -> ExternalEvent | None:
+    """Under the source's backlog bound: None. Past it: the stored event when this is a
+    redelivery (answered as always), else RateLimited (429, Retry-After)."""
+    bound = settings.BPM_TRIGGER_MAX_PENDING_EVENTS
+    if bound <= 0 or pending_count(source, up_to=bound) < bound:
+        return None
+    stored = ExternalEvent.objects.filter(source=source, delivery_id=delivery_id).first()
+    if stored is not None:
+        return stored
+    raise RateLimited(
+        f"Source {source.name!r} has {bound} events waiting for evaluation; "
+        f"retry in {BACKLOG_RETRY_SECONDS} s.",
+        retry_after=BACKLOG_RETRY_SECONDS,
+    )
 
 
 def parse_event_body(body: bytes) -> dict[str, Any]:
