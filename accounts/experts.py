@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.db.models import Q
 
+from accounts.people import person_usernames
 from core.actors import group_names, is_admin
 from core.exceptions import Forbidden, InvalidState
 
@@ -168,14 +169,20 @@ def holds(user: Any, seat: Seat) -> bool:
     return False
 
 
-def seat_for_response(user: Any, seats: list[Seat], voted: Iterable[str]) -> Seat:
+def seat_for_response(
+    user: Any, seats: list[Seat], voted: Iterable[str], voters: Mapping[str, str] | None = None
+) -> Seat:
     """The seat a reviewer's release (vote) fills, or why they may not give one.
 
-    Members fill the first of their seats that has not voted yet. Admins may answer for
-    any seat: their own first, then one that resolves to nobody, then any open one.
-    Everyone else may comment but not release (403); a member whose seats have all
-    voted gets 409, because a seat votes once.
+    A person fills one seat per breakpoint: once any account of theirs voted (`voters`:
+    the username behind each vote, to the seat it filled), another vote is 409, whichever
+    seat it would fill (an admin's answer for a seat is that admin's one seat). Members
+    fill the first of their seats that has not voted yet. Admins may answer for any seat:
+    their own first, then one that resolves to nobody, then any open one. Everyone else
+    may comment but not release (403); a member whose seats have all voted gets 409,
+    because a seat votes once.
     """
+    _require_no_vote_yet(user, voters or {})
     voted = set(voted)
     mine = [seat for seat in seats if holds(user, seat)]
     open_mine = [seat for seat in mine if seat.name not in voted]
@@ -197,6 +204,28 @@ def seat_for_response(user: Any, seats: list[Seat], voted: Iterable[str]) -> Sea
         f"Only members of {names} (or admins) may release this breakpoint; you may comment.",
         {"experts": [seat.name for seat in seats]},
     )
+
+
+def same_person_usernames(user: Any) -> set[str]:
+    """The usernames of every account that is the same person as `user` (accounts.people):
+    the one place a seat asks who a person is."""
+    return person_usernames(user) | {user.get_username()}
+
+
+def _require_no_vote_yet(user: Any, voters: Mapping[str, str]) -> None:
+    """Refuse (409) a vote by a person who voted on this breakpoint already."""
+    if not voters:
+        return
+    person = same_person_usernames(user)
+    seats = [seat for name, seat in voters.items() if name in person]
+    if seats:
+        username = user.get_username()
+        raise InvalidState(
+            f"{username} has already voted on this breakpoint (seat {', '.join(seats)}); "
+            "a person fills one seat, whatever seats they hold.",
+            current_status="waiting",
+            details={"votedFor": seats},
+        )
 
 
 def assigned_names(user: Any) -> list[str]:

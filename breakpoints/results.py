@@ -12,6 +12,7 @@ from typing import Any
 from django.template.defaultfilters import pluralize
 
 from breakpoints.forms import edited
+from breakpoints.voting import approvers
 from core import receipt_keys, receipts
 from core.digests import values_digest
 from core.timestamps import timestamp
@@ -81,7 +82,10 @@ def result_voted(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
     """The votes of a collect-all or quorum breakpoint decided it.
 
     feedback/response join the comments of the side that won (so a rejected agent reads
-    why); option is the one most chosen on that side; respondedBy lists every voter.
+    why); option is the one most chosen on that side; respondedBy lists every voter;
+    approvers each approving seat and who answered for it. An approval's values are
+    those every approving vote approved (decisions refuses an approving vote whose
+    values differ from an earlier approval's).
     """
     winning = [response for response in votes if response["approved"] is approved]
     comments = [response for response in winning if response["feedback"].strip()]
@@ -96,10 +100,11 @@ def result_voted(approved: bool, votes: list[dict[str, Any]]) -> dict[str, Any]:
     options = [response["option"] for response in winning if response.get("option")]
     if options:
         result["option"] = Counter(options).most_common(1)[0][0]
-    # The vote that completed the decision is the last; approving, it carries the values.
-    if approved and "values" in votes[-1]:
-        result["values"] = votes[-1]["values"]
+    answers = [response["values"] for response in winning if "values" in response]
+    if approved and answers:
+        result["values"] = answers[0]  # every approving vote's, alike (voting.approval_disagreeing)
     result["respondedBy"] = list(dict.fromkeys(response["respondedBy"] for response in votes))
+    result["approvers"] = approvers(votes)
     result["allResponses"] = votes
     return result
 
@@ -185,7 +190,7 @@ def result_sealed(
     """A final result with what binds it: payloadDigest (what the reviewer was shown),
     values (the approved answer to its form, null otherwise), edited (they differ from the
     `proposal`), valuesDigest, and receipt, the service's signed statement of the decision
-    (core.receipts)."""
+    (core.receipts; a collect-all or quorum decision's also names its approvers)."""
     values = result.get("values") if result["approved"] else None
     digest = values_digest(values)
     claims = {
@@ -201,6 +206,8 @@ def result_sealed(
         "payloadDigest": payload_digest,
         "valuesDigest": digest,
     }
+    if "approvers" in result:  # a multi-seat decision: each approving seat, signed too
+        claims["approvers"] = result["approvers"]
     receipt = receipts.sign(claims, receipt_keys.signing_key())
     return {
         **result,

@@ -2,7 +2,8 @@
 
 Pure functions over keys (no settings; core.receipt_keys loads them): sign the claims
 with a private key, publish the public keys as a JWKS, verify a receipt against one.
-The claims are exactly RECEIPT_CLAIMS; the header is {"alg": "EdDSA", "kid", "typ"}.
+The claims are exactly RECEIPT_CLAIMS, and any of OPTIONAL_CLAIMS; the header is
+{"alg": "EdDSA", "kid", "typ"}.
 """
 
 import json
@@ -33,6 +34,9 @@ RECEIPT_CLAIMS = (
     "payloadDigest",
     "valuesDigest",
 )
+# Claims only some receipts state: `approvers` (each approving seat and who answered for
+# it), on a collect-all or quorum decision's.
+OPTIONAL_CLAIMS = ("approvers",)
 
 
 class ReceiptError(ValueError):
@@ -91,9 +95,10 @@ def jwks(keys: list[ReceiptKey]) -> dict[str, Any]:
 
 
 def sign(claims: dict[str, Any], key: ReceiptKey) -> str:
-    """The compact JWS of `claims` (exactly RECEIPT_CLAIMS), signed with `key`."""
-    if set(claims) != set(RECEIPT_CLAIMS):
-        raise ReceiptError(f"A receipt's claims are exactly: {', '.join(RECEIPT_CLAIMS)}.")
+    """The compact JWS of `claims` (exactly RECEIPT_CLAIMS, and any of OPTIONAL_CLAIMS),
+    signed with `key`."""
+    if not _stated_exactly(claims):
+        raise ReceiptError(_EXACTLY)
     headers = {"kid": key.kid, "typ": RECEIPT_TYPE}
     return jwt.encode(claims, key.private_key, algorithm=ALGORITHM, headers=headers)
 
@@ -101,8 +106,8 @@ def sign(claims: dict[str, Any], key: ReceiptKey) -> str:
 def verify(receipt: str, key_set: dict[str, Any]) -> dict[str, Any]:
     """The claims of `receipt` if it verifies with a key of `key_set` (a JWKS), else
     raise ReceiptError: unknown kid, another algorithm or type, a bad signature, or
-    claims other than RECEIPT_CLAIMS, or not base64url without padding (`==` on the
-    signature: a lenient decoder would take it, JWS does not)."""
+    claims other than RECEIPT_CLAIMS (and OPTIONAL_CLAIMS), or not base64url without padding
+    (`==` on the signature: a lenient decoder would take it, JWS does not)."""
     if not isinstance(receipt, str) or not COMPACT_JWS.fullmatch(receipt):
         raise ReceiptError("Not a receipt: a compact JWS is base64url without padding.")
     try:
@@ -120,6 +125,18 @@ def verify(receipt: str, key_set: dict[str, Any]) -> dict[str, Any]:
         claims = jwt.decode(receipt, public.key, algorithms=[ALGORITHM])
     except jwt.PyJWTError as exc:
         raise ReceiptError(f"The receipt does not verify: {exc}") from exc
-    if set(claims) != set(RECEIPT_CLAIMS):
-        raise ReceiptError(f"A receipt's claims are exactly: {', '.join(RECEIPT_CLAIMS)}.")
+    if not _stated_exactly(claims):
+        raise ReceiptError(_EXACTLY)
     return claims
+
+
+_EXACTLY = (
+    f"A receipt's claims are exactly: {', '.join(RECEIPT_CLAIMS)} "
+    f"(and, on some, {', '.join(OPTIONAL_CLAIMS)})."
+)
+
+
+def _stated_exactly(claims: dict[str, Any]) -> bool:
+    """Whether `claims` are RECEIPT_CLAIMS, with none missing, and any of OPTIONAL_CLAIMS."""
+    names = set(claims)
+    return set(RECEIPT_CLAIMS) <= names and names <= {*RECEIPT_CLAIMS, *OPTIONAL_CLAIMS}

@@ -47,6 +47,13 @@ class ResponseVoteSerializer(serializers.Serializer):
     )
 
 
+class ApproverSerializer(serializers.Serializer):
+    """One approving seat of a collect-all or quorum decision, and who answered for it."""
+
+    seat = serializers.CharField(help_text="The expert (payload.expert) that approved.")
+    respondedBy = serializers.CharField(help_text="Who answered for that seat.")
+
+
 class TimeoutPolicySerializer(serializers.Serializer):
     """What payload.onTimeout asked for at the TTL, and what was done."""
 
@@ -66,6 +73,12 @@ class BreakpointResultSerializer(serializers.Serializer):
     option = serializers.CharField(required=False)
     respondedBy = RespondedByField(required=False)
     allResponses = ResponseVoteSerializer(many=True, required=False)
+    approvers = ApproverSerializer(
+        many=True,
+        required=False,
+        help_text="collect-all and quorum: each seat that approved and who answered for it, "
+        "in the order they voted (a person fills one seat). The receipt signs them too.",
+    )
     timeoutPolicy = TimeoutPolicySerializer(
         required=False, help_text="Present when payload.onTimeout decided at the TTL."
     )
@@ -74,8 +87,9 @@ class BreakpointResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The approved answer to payload.form / payload.proposal: the reviewer's "
         "values, or the proposal as it is (an approval without values, an automatic "
-        "approval). For collect-all and quorum, the values of the vote that completed the "
-        "decision. Null when rejected, expired or cancelled, or without a form.",
+        "approval). For collect-all and quorum, the values every approving vote approved "
+        "(an approving vote with other values is refused). Null when rejected, expired or "
+        "cancelled, or without a form.",
     )
     edited = serializers.BooleanField(
         required=False,
@@ -98,7 +112,8 @@ class BreakpointResultSerializer(serializers.Serializer):
         help_text="The service's signed statement of this decision: a compact JWS (EdDSA, "
         "Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, "
         "status, approved, option, respondedBy, via, decidedAt, payloadDigest and "
-        "valuesDigest. Verify it with the keys of GET /.well-known/jwks.json.",
+        "valuesDigest, and approvers on a collect-all or quorum decision. Verify it with the "
+        "keys of GET /.well-known/jwks.json.",
     )
 
 

@@ -26,7 +26,7 @@ from breakpoints.services.transitions import (
     record,
     recorded_together,
 )
-from breakpoints.voting import VOTING_STRATEGIES, votes_outcome
+from breakpoints.voting import VOTING_STRATEGIES, approval_disagreeing, votes_outcome
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
@@ -118,7 +118,8 @@ def _refusal(
         require_other_reviewer(bp, actor)
         if bp.experts:
             seats = routing.seats_for(bp.experts, resolved)
-            routing.seat_for_response(actor.user, seats, [v.get("seat") for v in bp.votes])
+            voted = [v.get("seat") for v in bp.votes]
+            routing.seat_for_response(actor.user, seats, voted, _voters(bp))
     except DomainError as exc:
         return exc
     return None
@@ -171,7 +172,8 @@ def _release(
     if bp.experts:
         seats = routing.seats_for(bp.experts)
         seat_count = len(seats)
-        seat = routing.seat_for_response(actor.user, seats, [v.get("seat") for v in bp.votes])
+        voted = [v.get("seat") for v in bp.votes]
+        seat = routing.seat_for_response(actor.user, seats, voted, _voters(bp))
     response = vote(
         approved=approved,
         comment=comment,
@@ -183,10 +185,44 @@ def _release(
     )
     votes = [*bp.votes, response]
     if seat is not None and bp.strategy in VOTING_STRATEGIES:
+        if approved:
+            _require_values_approved_alike(bp.votes, values)
         decision = votes_outcome(bp.strategy, seat_count, [v["approved"] for v in votes])
         result = result_voted(decision, votes) if decision is not None else None
         return Release(seat, votes, decision, result)
     return Release(seat, votes, approved, result_released(response))
+
+
+def _voters(bp: Breakpoint) -> dict[str, str]:
+    """The person behind each vote so far (the account's username; a trigger rule's vote:
+    its owner's), to the seat it filled: a person fills one seat (accounts.experts).
+    No query until someone voted."""
+    if not bp.votes:
+        return {}
+    seat_of = {v["respondedBy"]: v.get("seat") or "" for v in bp.votes}
+    rows = Feedback.objects.filter(breakpoint_id=bp.pk, approved__isnull=False).values_list(
+        "author", "author_user__username"
+    )
+    return {username or author: seat_of.get(author, "") for author, username in rows}
+
+
+def _require_values_approved_alike(votes: list[dict[str, Any]], values: Any) -> None:
+    """Refuse (409) an approving vote whose values differ from an earlier approval's: a
+    multi-seat approval releases only values every approving seat approved. Refused as
+    soon as it is cast, not when it would complete the decision: a seat votes once, so
+    a differing vote kept would leave no approval possible."""
+    disagreeing = approval_disagreeing(votes, values)
+    if disagreeing is None:
+        return
+    earlier, fields = disagreeing
+    who = f"{earlier.get('seat')} ({earlier['respondedBy']})"
+    raise InvalidState(
+        f"{who} approved other values ({', '.join(fields) or 'the answer'} differ): "
+        "approve the values approved already, or reject; this breakpoint is released "
+        "only with values every approving seat approved.",
+        current_status=Status.WAITING,
+        details={"differingValues": fields, "approvedValues": earlier["values"]},
+    )
 
 
 def release_preview(
@@ -241,7 +277,9 @@ def feedback_add(
     that contradicts the option's verdict is refused before anything is written.
     On a routed breakpoint (payload.expert) only members of its seats, or admins, may
     release; any reviewer may comment. With collect-all or quorum a release is one seat's
-    vote, and the breakpoint is released once the votes decide it. A seat votes once.
+    vote, and the breakpoint is released once the votes decide it. A seat votes once, and
+    a person fills one seat; an approving vote must approve the values earlier approving
+    votes approved (else 409), so the values released are every approving seat's.
     `via` records where it was given (api, console, slack, email, jira, trigger).
     The person it was requested by may not release it when self-review is prevented
     (require_other_reviewer), whatever the channel. A permission or state refusal is

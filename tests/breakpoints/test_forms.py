@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from audit.models import Event
 from breakpoints import forms
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoints_expire_due
@@ -331,28 +332,73 @@ def seat_clients(three_experts, client_for) -> dict:
     return {seat: client_for(user) for seat, user in three_experts.items()}
 
 
-def test_collect_all_keeps_each_approving_votes_values_and_the_completing_ones_win(
-    agent_client, seat_clients
+def test_collect_all_is_released_only_with_the_values_every_approving_seat_approved(
+    agent_client, expert_member, client_for, admin_client
 ):
+    """dana approves the proposal, bob other values, root answers for carol's seat with a
+    third set: neither later vote is taken, so nobody's values win alone; once every seat
+    approves the same values they are released, and the receipt names each approver."""
+    dana = client_for(expert_member("dana", "tech-lead"))
+    bob = client_for(expert_member("bob", "ops-lead"))
+    expert_member("carol", "security-lead")
     bp = created(
         agent_client,
         form=DEPLOY_FORM,
         proposal=PROPOSAL,
-        expert=["tech-lead", "ops-lead"],
+        expert=["tech-lead", "ops-lead", "security-lead"],
         strategy="collect-all",
     )
-    first = {"environment": "staging", "replicas": 1}
-    last = {"environment": "prod", "replicas": 5}
+    bp_id = bp["breakpointId"]
+    assert release(dana, bp_id).json()["status"] == "waiting"
 
-    assert (
-        release(seat_clients["tech-lead"], bp["breakpointId"], values=first).json()["result"]
-        is None
+    bobs = release(bob, bp_id, values={**PROPOSAL, "replicas": 1})
+    roots = release(admin_client, bp_id, values={"environment": "staging", "replicas": 9})
+
+    error = assert_error(bobs, 409, "invalid_state")
+    assert "tech-lead (dana) approved other values" in error["message"]
+    assert error["details"]["differingValues"] == ["/replicas"]
+    assert error["details"]["approvedValues"] == PROPOSAL
+    differing = assert_error(roots, 409, "invalid_state")["details"]["differingValues"]
+    assert differing == ["/environment", "/notify", "/replicas"]
+    stored = Breakpoint.objects.get(pk=bp_id)
+    assert (stored.status, [v["respondedBy"] for v in stored.votes]) == ("waiting", ["dana"])
+    assert not stored.result
+    refused = Event.objects.filter(breakpoint_id=bp_id, type="refused").order_by("pk")
+    assert [event.actor for event in refused] == ["api:bob", "api:root-admin"]
+
+    assert release(bob, bp_id, values=PROPOSAL).json()["status"] == "waiting"
+    result = released(admin_client, bp_id, values={**PROPOSAL, "replicas": 3.0})
+
+    assert [vote["values"] for vote in result["allResponses"]] == [PROPOSAL, PROPOSAL, PROPOSAL]
+    assert (result["values"], result["edited"]) == (PROPOSAL, False)
+    approvers = [
+        {"seat": "tech-lead", "respondedBy": "dana"},
+        {"seat": "ops-lead", "respondedBy": "bob"},
+        {"seat": "security-lead", "respondedBy": "root-admin"},
+    ]
+    assert result["approvers"] == approvers
+    claims = claims_of(result)
+    assert claims["valuesDigest"] == values_digest(PROPOSAL)
+    assert claims["approvers"] == approvers
+
+
+def test_a_quorums_rejection_is_not_held_up_by_differing_values(agent_client, seat_clients):
+    """Only approvals must agree: a seat may still reject, whatever was approved before."""
+    bp = created(
+        agent_client,
+        form=DEPLOY_FORM,
+        proposal=PROPOSAL,
+        expert=["tech-lead", "ops-lead", "security-lead"],
+        strategy="quorum",
     )
-    result = released(seat_clients["ops-lead"], bp["breakpointId"], values=last)
+    release(seat_clients["tech-lead"], bp["breakpointId"], values={**PROPOSAL, "replicas": 2})
+    release(seat_clients["ops-lead"], bp["breakpointId"], approved=False, comment="No")
 
-    assert [vote["values"] for vote in result["allResponses"]] == [first, last]
-    assert (result["values"], result["edited"]) == (last, True)
-    assert claims_of(result)["valuesDigest"] == values_digest(last)
+    result = released(seat_clients["security-lead"], bp["breakpointId"], approved=False)
+
+    assert (result["approved"], result["values"]) == (False, None)
+    assert result["approvers"] == [{"seat": "tech-lead", "respondedBy": "tina"}]
+    assert claims_of(result)["approvers"] == result["approvers"]
 
 
 # --- automatic approvals -----------------------------------------------------------------

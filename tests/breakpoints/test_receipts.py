@@ -225,3 +225,19 @@ def test_generate_receipt_key_prints_a_key_that_signs(capsys):
     assert (key.kid, entry["kty"], entry["crv"]) == ("2027-01", "OKP", "Ed25519")
     claims = dict.fromkeys(RECEIPT_CLAIMS)
     assert receipts.verify(receipts.sign(claims, key), receipts.jwks([key])) == claims
+
+
+def test_approvers_is_the_one_claim_a_receipt_may_add(receipt):
+    """A multi-seat decision's receipt adds approvers; no other claim is signed or taken."""
+    key = receipts.key_from_entry(TEST_KEY)
+    claims = claims_of(receipt)
+    approvers = [{"seat": "tech-lead", "respondedBy": "tina"}]
+
+    with_approvers = receipts.sign({**claims, "approvers": approvers}, key)
+
+    assert receipts.verify(with_approvers, suite_jwks())["approvers"] == approvers
+    with pytest.raises(ReceiptError, match="claims are exactly"):
+        receipts.sign({**claims, "admin": True}, key)
+    missing = {name: value for name, value in claims.items() if name != "via"}
+    with pytest.raises(ReceiptError, match="claims are exactly"):
+        receipts.sign({**missing, "approvers": approvers}, key)

@@ -10,11 +10,12 @@ from django.test import override_settings
 from accounts.experts import seat_summary
 from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.services import feedback_add
+from breakpoints.services import feedback_add, release_refusal
 from breakpoints.voting import votes_outcome
 from core.actors import Actor
 from core.exceptions import Forbidden, InvalidState
 from tests.factories import UserFactory
+from tests.support.api import assert_error
 
 THREE = ["tech-lead", "ops-lead", "security-lead"]
 
@@ -219,17 +220,83 @@ def test_another_member_of_a_seat_that_voted_gets_409(
     assert len(Breakpoint.objects.get(pk=bp.pk).votes) == 1
 
 
-def test_a_member_of_two_seats_fills_one_seat_per_vote(make_breakpoint, expert_member, client_for):
-    both = client_for(expert_member("bea", "tech-lead", "ops-lead"))
+def refusals_of(bp) -> list[tuple[str, str]]:
+    """The REFUSED events of `bp`: (actor, reason)."""
+    events = Event.objects.filter(breakpoint_id=bp.pk, type="refused").order_by("pk")
+    return [(event.actor, event.metadata["reason"]) for event in events]
+
+
+def test_a_member_of_two_seats_fills_one_of_them_a_second_vote_is_409(
+    make_breakpoint, expert_member, client_for
+):
+    """bob, in two of a 3-seat quorum's groups, cannot release it alone: a person fills
+    one seat per breakpoint."""
+    bob = client_for(expert_member("bob", "tech-lead", "ops-lead"))
+    expert_member("carol", "security-lead")
+    bp = routed(make_breakpoint, THREE, "quorum")
+
+    first = vote(bob, bp)
+    assert (first.status_code, first.json()["status"]) == (201, "waiting")
+    second = vote(bob, bp)
+
+    error = assert_error(second, 409, "invalid_state")
+    assert "bob has already voted" in error["message"] and "tech-lead" in error["message"]
+    assert error["details"]["currentStatus"] == "waiting"
+    assert error["details"]["votedFor"] == ["tech-lead"]
+    stored = Breakpoint.objects.get(pk=bp.pk)
+    assert stored.status == "waiting"
+    assert [(v["seat"], v["respondedBy"]) for v in stored.votes] == [("tech-lead", "bob")]
+    assert Feedback.objects.filter(breakpoint=bp).count() == 1
+    assert refusals_of(bp) == [("api:bob", "invalid_state")]
+
+
+def test_two_accounts_of_one_person_fill_one_seat(make_breakpoint, expert_member, client_for):
+    """bob and bob-2 share bob's email (a second account, made by a sign-in): one person,
+    so the second account's vote is refused as the first account's second vote would be."""
+    bob, bob_2 = expert_member("bob", "tech-lead"), expert_member("bob-2", "ops-lead")
+    for user in (bob, bob_2):
+        user.email = "bob@example.com"
+        user.save(update_fields=["email"])
     bp = routed(make_breakpoint, ["tech-lead", "ops-lead"], "collect-all")
 
-    first = vote(both, bp)
-    assert first.json()["status"] == "waiting"
-    second = vote(both, bp)
-    assert second.json()["status"] == "released"
-    assert [r["seat"] for r in second.json()["result"]["allResponses"]] == ["tech-lead", "ops-lead"]
-    assert second.json()["result"]["respondedBy"] == ["bea"]
-    assert vote(both, bp).status_code == 409
+    assert vote(client_for(bob), bp).json()["status"] == "waiting"
+    refused = vote(client_for(bob_2), bp)
+
+    error = assert_error(refused, 409, "invalid_state")
+    assert "bob-2 has already voted" in error["message"]
+    assert error["details"]["votedFor"] == ["tech-lead"]
+    assert len(Breakpoint.objects.get(pk=bp.pk).votes) == 1
+    assert refusals_of(bp) == [("api:bob-2", "invalid_state")]
+
+
+def test_an_admin_casts_one_vote_of_a_collect_all_not_all_three(
+    make_breakpoint, expert_member, admin_client
+):
+    """root may answer for any seat, and an answer for a seat is root's one seat."""
+    for name, seat in zip(["dana", "bob", "carol"], THREE, strict=True):
+        expert_member(name, seat)
+    bp = routed(make_breakpoint, THREE, "collect-all")
+
+    assert vote(admin_client, bp).json()["status"] == "waiting"
+    again = vote(admin_client, bp)
+    third = vote(admin_client, bp, approved=False)
+
+    assert "root-admin has already voted" in assert_error(again, 409, "invalid_state")["message"]
+    assert assert_error(third, 409, "invalid_state")["details"]["votedFor"] == ["tech-lead"]
+    stored = Breakpoint.objects.get(pk=bp.pk)
+    assert (stored.status, [v["seat"] for v in stored.votes]) == ("waiting", ["tech-lead"])
+    assert refusals_of(bp) == [("api:root-admin", "invalid_state")] * 2
+
+
+def test_the_console_offers_no_second_seat_to_a_person_who_voted(make_breakpoint, expert_member):
+    """release_refusal, the question the console and the email page ask, says why."""
+    bob = expert_member("bob", "tech-lead", "ops-lead")
+    bp = routed(make_breakpoint, THREE, "collect-all")
+    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(bob), comment="", release=True)
+
+    refusal = release_refusal(Breakpoint.objects.get(pk=bp.pk), Actor.for_user(bob))
+
+    assert refusal is not None and "bob has already voted" in refusal
 
 
 # --- who may release -------------------------------------------------------------------------

@@ -411,7 +411,7 @@ def test_a_vote_by_link_waits_for_the_other_seats_and_a_second_vote_is_refused(
 
     assert "Your vote is recorded; the breakpoint waits for the other experts." in page(voted)
     assert again.status_code == 409
-    assert "Seat tech-lead has already voted" in page(again)
+    assert "tina has already voted on this breakpoint (seat tech-lead)" in page(again)
     current = Breakpoint.objects.get(pk=bp.pk)
     assert current.status == "waiting" and len(current.votes) == 1
     assert DecisionLinkUse.objects.filter(breakpoint=bp).count() == 1

@@ -11,6 +11,7 @@ import dataclasses
 import json
 
 import httpx
+import jwt
 import pytest
 from bpm_client import Client, ReceiptInvalid
 from bpm_client import receipts as sdk_receipts
@@ -20,8 +21,9 @@ from django.core.wsgi import get_wsgi_application
 
 from breakpoints.models import Breakpoint
 from breakpoints.services import feedback_add
+from core import receipts as server_receipts
 from core.actors import Actor
-from tests.support.receipts import suite_jwks
+from tests.support.receipts import TEST_KEY, suite_jwks
 
 
 @pytest.fixture
@@ -142,3 +144,49 @@ def test_bpm_verify_needs_the_breakpoint_and_refuses_anothers_receipt(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert f"breakpoint {decided.breakpoint_id}'s receipt, not {other_id}'s" in captured.err
+
+
+def test_a_multi_seat_receipt_names_every_approver_and_bpm_verify_shows_them(
+    make_breakpoint, three_experts, jwks_file, capsys
+):
+    """A collect-all decision's receipt states each approving seat and who answered for
+    it; the SDK checks them against the result, and `bpm verify` prints them."""
+    bp = make_breakpoint(
+        payload={
+            "question": "Ship?",
+            "expert": ["tech-lead", "ops-lead"],
+            "strategy": "collect-all",
+        }
+    )
+    for seat in ("tech-lead", "ops-lead"):
+        feedback_add(
+            breakpoint_id=bp.pk, actor=Actor.for_user(three_experts[seat]), comment="", release=True
+        )
+    stored = Breakpoint.objects.get(pk=bp.pk).result
+    result = dataclasses.replace(
+        BreakpointResult.from_json(stored, strict=True), breakpoint_id=bp.pk, status="released"
+    )
+    approvers = [
+        {"seat": "tech-lead", "respondedBy": "tina"},
+        {"seat": "ops-lead", "respondedBy": "oscar"},
+    ]
+
+    assert sdk_receipts.check_result(result, suite_jwks())["approvers"] == approvers
+    assert bpm(["verify", result.receipt, "--breakpoint", bp.pk, "--jwks", str(jwks_file)]) == 0
+    assert json.loads(capsys.readouterr().out)["approvers"] == approvers
+    fewer = dataclasses.replace(result, approvers=result.approvers[:1])
+    with pytest.raises(ReceiptInvalid, match="does not state this result: approvers"):
+        sdk_receipts.check_result(fewer, suite_jwks())
+    forged = dataclasses.replace(result, receipt=tampered(result.receipt, approvers=approvers[:1]))
+    with pytest.raises(ReceiptInvalid, match="does not verify"):
+        sdk_receipts.check_result(forged, suite_jwks())
+
+
+def test_a_receipt_with_a_claim_nobody_signs_is_refused(decided):
+    """approvers is the one optional claim; any other extra claim is still refused."""
+    claims = sdk_receipts.verify_receipt(decided.receipt, suite_jwks())
+    key = server_receipts.key_from_entry(TEST_KEY)
+    headers = {"kid": "test-1", "typ": "bpm-receipt+jws"}
+    extra = jwt.encode({**claims, "admin": True}, key.private_key, "EdDSA", headers=headers)
+    with pytest.raises(ReceiptInvalid, match="claims are exactly"):
+        sdk_receipts.verify_receipt(extra, suite_jwks())

@@ -176,6 +176,15 @@ class ResponseVote(Model):
 
 
 @dataclasses.dataclass
+class Approver(Model):
+    """One approving seat of a collect-all or quorum decision, and who answered for it."""
+
+    seat: str
+    responded_by: str
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
 class TimeoutPolicy(Model):
     """What payload.onTimeout asked for when the TTL passed, and what was applied."""
 
@@ -203,6 +212,8 @@ class BreakpointResult(Model):
     option: str | None = None
     responded_by: str | list[str] | None = None
     all_responses: list[ResponseVote] = dataclasses.field(default_factory=list)
+    # collect-all, quorum: each approving seat and who answered for it (the receipt too).
+    approvers: list[Approver] | None = None
     timeout_policy: TimeoutPolicy | None = None
     # The approved answer to the form (payload.form / payload.proposal): the reviewer's
     # values, or the proposal as it was; None when rejected, expired, cancelled, or no form.

@@ -3,7 +3,8 @@
 A final result carries `receipt`: a compact JWS (EdDSA over Ed25519, header typ
 `bpm-receipt+jws`) whose claims state the decision: breakpointId, agentId, runId, status,
 approved, option, respondedBy, via, decidedAt, payloadDigest and valuesDigest (the digest
-of the values approved, a form's answer). It verifies with a key of
+of the values approved, a form's answer), and on a collect-all or quorum decision
+approvers (each approving seat and who answered for it). It verifies with a key of
 the service's JWKS (`GET /.well-known/jwks.json`), found by the header's kid: pin a copy
 (a file, a URL) or let the client fetch the server's (cached).
 """
@@ -48,6 +49,9 @@ RECEIPT_CLAIMS = frozenset(
 )
 # Receipts signed before forms existed state no valuesDigest (they approved no values).
 RECEIPT_CLAIMS_BEFORE_FORMS = RECEIPT_CLAIMS - {"valuesDigest"}
+# Claims only some receipts state: approvers (each approving seat of a collect-all or
+# quorum decision, and who answered for it: [{"seat", "respondedBy"}]).
+OPTIONAL_CLAIMS = frozenset({"approvers"})
 DIGEST_PREFIX = "sha256:"
 
 
@@ -112,8 +116,11 @@ def verify_receipt(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
         claims = jwt.decode(receipt, key.key, algorithms=[ALGORITHM])
     except jwt.PyJWTError as exc:
         raise ReceiptInvalid(f"the receipt does not verify: {exc}") from exc
-    if set(claims) not in (RECEIPT_CLAIMS, RECEIPT_CLAIMS_BEFORE_FORMS):
-        raise ReceiptInvalid(f"a receipt's claims are exactly: {', '.join(sorted(RECEIPT_CLAIMS))}")
+    if set(claims) - OPTIONAL_CLAIMS not in (RECEIPT_CLAIMS, RECEIPT_CLAIMS_BEFORE_FORMS):
+        raise ReceiptInvalid(
+            f"a receipt's claims are exactly: {', '.join(sorted(RECEIPT_CLAIMS))} "
+            f"(and, on some, {', '.join(sorted(OPTIONAL_CLAIMS))})"
+        )
     return claims
 
 
@@ -126,8 +133,9 @@ def check_result(
 ) -> dict[str, Any]:
     """The receipt's claims, once it verifies and states this very result of this very
     breakpoint (breakpointId, approved, option, respondedBy, payloadDigest; status when the
-    result has it) and these values (`values`, else the result's own: valuesDigest); else
-    raise ReceiptInvalid. An executor handed the values checks those it will run.
+    result has it; approvers when the receipt names them) and these values (`values`, else
+    the result's own: valuesDigest); else raise ReceiptInvalid. An executor handed the
+    values checks those it will run.
 
     The breakpoint is `breakpoint_id`, else the result's own: a result without one (built
     from a webhook body, a stored result) needs it given, or any breakpoint's receipt with
@@ -147,10 +155,19 @@ def check_result(
     }
     if result.status is not None:
         stated["status"] = result.status
+    if "approvers" in claims:  # a collect-all or quorum decision names its approvers
+        stated["approvers"] = _approvers(result)
     differing = sorted(name for name, value in stated.items() if claims.get(name) != value)
     if differing:
         raise ReceiptInvalid(f"the receipt does not state this result: {', '.join(differing)}")
     return claims
+
+
+def _approvers(result: BreakpointResult) -> list[dict[str, str]] | None:
+    """The result's approvers as the receipt states them."""
+    if result.approvers is None:
+        return None
+    return [{"seat": a.seat, "respondedBy": a.responded_by} for a in result.approvers]
 
 
 def expected_breakpoint(result: BreakpointResult, breakpoint_id: str | None) -> str:
