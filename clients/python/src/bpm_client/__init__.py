@@ -39,7 +39,7 @@ from .models import (  # noqa: E402
     Status,
     StatusEntry,
 )
-from .receipts import JwksUnavailable, ReceiptInvalid  # noqa: E402
+from .receipts import JwksUnavailable, ReceiptInvalid, ValuesNotRepresentable  # noqa: E402
 from .steps import Retry  # noqa: E402
 
 __all__ = [
@@ -71,5 +71,6 @@ __all__ = [
     "Throttled",
     "Unavailable",
     "ValidationError",
+    "ValuesNotRepresentable",
     "WaitTimeout",
 ]

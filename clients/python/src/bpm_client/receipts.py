@@ -57,15 +57,30 @@ DIGEST_PREFIX = "sha256:"
 
 def values_digest(values: Any) -> str | None:
     """A result's valuesDigest: "sha256:" + the hex SHA-256 of the RFC 8785 JSON of the
-    values (as the server computes payloadDigest); None when there are none."""
+    values (as the server computes payloadDigest); None when there are none. Values RFC
+    8785 cannot write raise ValuesNotRepresentable: nothing can be verified of them."""
     if values is None:
         return None
-    return DIGEST_PREFIX + hashlib.sha256(rfc8785.dumps(values)).hexdigest()
+    try:
+        canonical = rfc8785.dumps(values)
+    except rfc8785.CanonicalizationError as exc:
+        raise ValuesNotRepresentable(
+            f"cannot verify: the values hold what no digest covers ({exc}); RFC 8785 writes "
+            "integers within ±9007199254740991 (2^53 - 1) and finite doubles, a larger number "
+            "travels as a string"
+        ) from exc
+    return DIGEST_PREFIX + hashlib.sha256(canonical).hexdigest()
 
 
 class ReceiptInvalid(BpmError):
     """A receipt that does not verify (a bad signature, an unknown key, changed claims),
     or that does not state the result it came with."""
+
+
+class ValuesNotRepresentable(ReceiptInvalid):
+    """Values no valuesDigest can be computed over (a number past ±(2^53 - 1), as a server
+    before issue 47 returned 1e16): the receipt cannot vouch for them, so they are refused
+    like an invalid receipt's."""
 
 
 class JwksUnavailable(BpmError):

@@ -17,6 +17,7 @@ from ..receipts import (
     JWKS_PATH,
     JwksUnavailable,
     ReceiptInvalid,
+    ValuesNotRepresentable,
     load_jwks,
     values_digest,
     verify_receipt,
@@ -73,6 +74,7 @@ def verify(
     """Verify RECEIPT (a result's `receipt`; - reads it from stdin) as breakpoint ID's and
     print its claims; it succeeds only for an approval unless --any-decision."""
     values = _values(values_file) if values_file is not None else None
+    digest = _digest(values, values_file) if values_file is not None else None
     if receipt == "-":
         receipt = sys.stdin.read()
     receipt = receipt.strip()
@@ -88,7 +90,7 @@ def verify(
         invalid(ctx, str(error))
     if claims["breakpointId"] != breakpoint_id:
         invalid(ctx, f"it is breakpoint {claims['breakpointId']}'s receipt, not {breakpoint_id}'s")
-    if values_file is not None and claims.get("valuesDigest") != values_digest(values):
+    if values_file is not None and claims.get("valuesDigest") != digest:
         invalid(ctx, f"it did not approve the values in {values_file} (valuesDigest differs)")
     click.echo(json.dumps(claims, indent=2, sort_keys=True))
     if claims.get("approved") is not True and not any_decision:
@@ -104,6 +106,14 @@ def verify(
 def invalid(ctx: click.Context, reason: str) -> NoReturn:
     click.echo(f"bpm: invalid receipt: {reason}", err=True)
     ctx.exit(INVALID)
+
+
+def _digest(values: Any, path: Path) -> str | None:
+    """The valuesDigest of the values in `path`; a CliError when none can be computed."""
+    try:
+        return values_digest(values)
+    except ValuesNotRepresentable as error:
+        raise CliError(f"{path}: {error}") from error
 
 
 def _values(path: Path) -> Any:
