@@ -60,6 +60,49 @@ def person_with_email(email: str) -> Any:
     return users[0]
 
 
+def accounts_named(username: str) -> QuerySet:
+    """The accounts whose username is `username` without case (as core.actors.name_key
+    compares people: `ALICE` is alice). A new account may not take such a name."""
+    key = name_key(username)
+    if not key:
+        return get_user_model()._default_manager.none()
+    query = Q(username__iexact=username.strip()) | Q(username__iexact=key)
+    return get_user_model()._default_manager.filter(query)
+
+
+def accounts_with_email(email: str) -> QuerySet:
+    """The accounts (active or not) whose email is `email` without case. A new account may
+    not take an address another account has: Slack and JIRA find a person by it."""
+    key = name_key(email)
+    if not key:
+        return get_user_model()._default_manager.none()
+    query = Q(email__iexact=email.strip()) | Q(email__iexact=key)
+    return get_user_model()._default_manager.filter(query)
+
+
+def account_names_problem(*, username: str, email: str, exclude_pk: Any = None) -> dict[str, str]:
+    """Why an account may not be made (or changed) with this username and email: another
+    account has the username or the email without case ({"username": why, "email": why};
+    empty when neither). One person, one account (issue 47): a case twin or a second
+    account of an address would be another account of the same person."""
+    problems: dict[str, str] = {}
+    named = accounts_named(username).exclude(pk=exclude_pk).values_list("username", flat=True)
+    if other := named.first():
+        problems["username"] = (
+            f"An account named {other!r} exists already (usernames are compared without case)."
+        )
+    if email.strip():
+        shared = (
+            accounts_with_email(email).exclude(pk=exclude_pk).values_list("username", flat=True)
+        )
+        if other := shared.first():
+            problems["email"] = (
+                f"The account {other!r} has this email address already (compared without "
+                "case): one person, one account."
+            )
+    return problems
+
+
 # How many rounds `person_accounts` follows shared names: each round adds the accounts that
 # share a username or an email with those found; real data settles in one or two.
 _PERSON_ROUNDS = 8

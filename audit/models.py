@@ -50,6 +50,7 @@ class AccessEventType(models.TextChoices):
     ROLE_CHANGED = "role_changed"  # roles or expert groups changed to follow the identity provider
     SESSION_ENDED = "session_ended"  # a session ended by its re-check
     SIGNED_OUT = "signed_out"
+    LINKED = "linked"  # a subject linked to an existing account: its verified email, or sso_link
 
 
 class AccessEvent(models.Model):

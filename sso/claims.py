@@ -25,7 +25,11 @@ class ClaimsRefused(Exception):
 @dataclass(frozen=True)
 class IdpPerson:
     """A person as the identity provider describes them. `groups` is None when neither the
-    ID token nor userinfo carried the groups claim (nothing known, not "no groups")."""
+    ID token nor userinfo carried the groups claim (nothing known, not "no groups").
+    `email`: the address kept on their account ("" when the provider says it is not
+    verified); `email_claimed`: the address as claimed, verified or not;
+    `email_verified`: whether the provider says it is (email_verified: true), the one way a
+    first sign-in is linked to an existing account of that address (sso.services)."""
 
     subject: str
     preferred_username: str
@@ -33,6 +37,8 @@ class IdpPerson:
     first_name: str
     last_name: str
     groups: tuple[str, ...] | None
+    email_claimed: str = ""
+    email_verified: bool = False
 
     @property
     def group_list(self) -> list[str]:
@@ -88,6 +94,8 @@ def person_from_claims(
         first_name=first,
         last_name=last,
         groups=groups,
+        email_claimed=_claimed_email(merged),
+        email_verified=merged.get("email_verified") is True and bool(_email(merged)),
     )
 
 
@@ -95,13 +103,16 @@ def _text(value: Any, limit: int) -> str:
     return value.strip()[:limit] if isinstance(value, str) else ""
 
 
+def _claimed_email(claims: Mapping[str, Any]) -> str:
+    """The email address claimed, verified or not ("" when it is no usable address)."""
+    email = _text(claims.get("email"), MAX_EMAIL_LENGTH + 1)
+    return email if "@" in email and len(email) <= MAX_EMAIL_LENGTH else ""
+
+
 def _email(claims: Mapping[str, Any]) -> str:
     """The email address, unless the provider says it is not verified (Slack and JIRA find
     people by it: an unverified address could point them at the wrong person)."""
-    email = _text(claims.get("email"), MAX_EMAIL_LENGTH + 1)
-    if claims.get("email_verified") is False or "@" not in email or len(email) > MAX_EMAIL_LENGTH:
-        return ""
-    return email
+    return "" if claims.get("email_verified") is False else _claimed_email(claims)
 
 
 def _names(claims: Mapping[str, Any]) -> tuple[str, str]:

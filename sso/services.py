@@ -3,7 +3,6 @@ refused. Each applies what the identity provider says (roles and mirrored expert
 added and removed; email and name kept current) and records it in the access trail
 (audit.AccessEvent) in the same transaction."""
 
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,14 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.people import GroupChanges, Role, person_groups_follow, person_role
+from accounts.people import (
+    GroupChanges,
+    Role,
+    accounts_named,
+    accounts_with_email,
+    person_groups_follow,
+    person_role,
+)
 from audit.models import AccessEventType
 from audit.services import access_event_record
 from core.exceptions import InvalidInput, NotFound, Unavailable
@@ -23,23 +29,45 @@ from sso.models import Identity
 VIA = "oidc"
 NO_ROLE = "no_role"
 INACTIVE = "inactive"
+UNLINKED = "unlinked"  # a first sign-in that may be an existing account's: an admin links them
+LINK_HOW = (
+    "An admin links your sign-in to your account with "
+    "`manage.py sso_link <username> {subject}` (docs/sso.md); then sign in again."
+)
 
 
 @dataclass(frozen=True)
 class Access:
     """The outcome of a sign-in or a re-check: `user` when they may come in (or stay),
-    else None and `refusal` (NO_ROLE, INACTIVE) says why."""
+    else None and `refusal` (NO_ROLE, INACTIVE, UNLINKED) says why; `message`: what to do
+    (for UNLINKED: how an admin links them)."""
 
     user: Any
     person: IdpPerson
     role: Role
     refusal: str = ""
+    message: str = ""
+
+
+class NotLinked(Exception):
+    """A first sign-in neither linked to an account nor given a new one: the message says
+    why and how an admin links them; `details` go to the access trail (never to the page)."""
+
+    def __init__(self, message: str, **details: Any):
+        super().__init__(message)
+        self.message = message
+        self.details = details
 
 
 def sso_sign_in(*, issuer: str, person: IdpPerson, address: str = "") -> Access:
-    """Sign `person` in: their account (found by issuer and subject, created at the first
-    sign-in when their groups give a role) with the roles and expert groups their groups
-    give now. Nobody in no mapped group is let in, and no account is created for them."""
+    """Sign `person` in: their account (found by issuer and subject; at the first sign-in
+    when their groups give a role, the one existing account of their verified email, linked,
+    or else a new one) with the roles and expert groups their groups give now. Nobody in no
+    mapped group is let in, and no account is created for them. A person is never given a
+    second account: a first sign-in whose email or username an account here has already,
+    and that cannot be linked to it (email not verified, several accounts, a deactivated
+    or superuser account, one linked to another subject), is refused (UNLINKED) with how an
+    admin links them (sso_link)."""
     try:
         with transaction.atomic():
             return _sign_in(issuer, person, address)
@@ -62,7 +90,10 @@ def _sign_in(issuer: str, person: IdpPerson, address: str) -> Access:
         _record(AccessEventType.REFUSED, person.handle(), person, reason=NO_ROLE, address=address)
         return Access(user=None, person=person, role=role, refusal=NO_ROLE)
     if identity is None:
-        identity = _identity_create(issuer, person)
+        try:
+            identity = _identity_first(issuer, person, address)
+        except NotLinked as refused:
+            return _refused_unlinked(person, role, refused, address)
     user = identity.user
     _profile_update(user, person)
     _follow(identity, person, role, config, signed_in=True, address=address)
@@ -174,7 +205,15 @@ def identity_link(*, username: str, subject: str) -> Identity:
             raise InvalidInput(f"{username!r} is linked to a subject already.")
         if Identity.objects.filter(issuer=issuer, subject=subject).exists():
             raise InvalidInput(f"The subject {subject!r} is linked to another account already.")
-        return Identity.objects.create(user=user, issuer=issuer, subject=subject)
+        identity = Identity.objects.create(user=user, issuer=issuer, subject=subject)
+        access_event_record(
+            type=AccessEventType.LINKED,
+            actor=user.get_username(),
+            via=VIA,
+            subject=subject,
+            linked_by="sso_link",
+        )
+        return identity
 
 
 # --- the parts ------------------------------------------------------------------------------
@@ -231,10 +270,94 @@ def _follow(
     return changes
 
 
+def _refused_unlinked(person: IdpPerson, role: Role, refused: NotLinked, address: str) -> Access:
+    """A first sign-in refused, recorded with the accounts it may be (for the admin)."""
+    _record(
+        AccessEventType.REFUSED,
+        person.handle(),
+        person,
+        reason=UNLINKED,
+        message=refused.message,
+        address=address,
+        **refused.details,
+    )
+    return Access(user=None, person=person, role=role, refusal=UNLINKED, message=refused.message)
+
+
+def _identity_first(issuer: str, person: IdpPerson, address: str) -> Identity:
+    """The identity of `person`'s first sign-in: linked to the existing account of their
+    verified email, or a new account when no account has their email (verified or not) nor
+    their username (without case). Else NotLinked: never a second account for a person."""
+    subject = person.subject
+    by_email = list(accounts_with_email(person.email_claimed).select_for_update()[:10])
+    if by_email:
+        user = _account_to_link(person, by_email)
+        identity = Identity.objects.create(user=user, issuer=issuer, subject=subject)
+        _record(
+            AccessEventType.LINKED,
+            user.username,
+            person,
+            linked_by="verified_email",
+            email=person.email_claimed,
+            address=address,
+        )
+        return identity
+    username = username_base(person)
+    taken = list(accounts_named(username).values_list("username", flat=True)[:5])
+    if taken:
+        raise NotLinked(
+            f"An account named {username!r} exists here already and does not have your "
+            f"verified email address. If it is yours: "
+            + LINK_HOW.format(subject=subject)
+            + " If it is not, an admin makes you an account of another name "
+            "(manage.py create_reviewer) and links it the same way.",
+            accounts=taken,
+        )
+    return _identity_create(issuer, person)
+
+
+def _account_to_link(person: IdpPerson, accounts: list[Any]) -> Any:
+    """The one active account of `accounts` (those with `person`'s claimed email) a first
+    sign-in links to, or NotLinked saying why not (the email unverified, several active
+    accounts or none, a superuser, an account linked to another subject)."""
+    how = LINK_HOW.format(subject=person.subject)
+    names = sorted(user.username for user in accounts)
+    active = [user for user in accounts if user.is_active]
+    if not person.email_verified:
+        why = "your identity provider does not say that this address is verified"
+        raise NotLinked(f"An account here has your email address, but {why}. {how}", accounts=names)
+    if len(active) > 1:
+        raise NotLinked(
+            "More than one account here has your email address, so it is not clear which "
+            f"is yours. {how}",
+            accounts=names,
+        )
+    if not active:
+        raise NotLinked(
+            "The account here with your email address is deactivated: an admin reactivates "
+            f"it if you may come in. {how}",
+            accounts=names,
+        )
+    (user,) = active
+    if user.is_superuser:
+        raise NotLinked(
+            "Your email address is a superuser's here: the break-glass account stays local "
+            "and signs in with its password.",
+            accounts=names,
+        )
+    if Identity.objects.filter(user=user).exists():
+        raise NotLinked(
+            "The account here with your email address signs in as another person of your "
+            f"identity provider. {how}",
+            accounts=names,
+        )
+    return user
+
+
 def _identity_create(issuer: str, person: IdpPerson) -> Identity:
     """A new account (no password: it signs in through the identity provider alone)."""
     user = get_user_model().objects.create_user(
-        username=_unique_username(username_base(person)),
+        username=username_base(person),
         email=person.email,
         first_name=person.first_name,
         last_name=person.last_name,
@@ -242,28 +365,15 @@ def _identity_create(issuer: str, person: IdpPerson) -> Identity:
     return Identity.objects.create(user=user, issuer=issuer, subject=person.subject)
 
 
-def _unique_username(base: str) -> str:
-    """`base`, or `base-2`, `base-3`...: unique without regard to case (people are told
-    apart by name without case: requestedBy, expert names)."""
-    User = get_user_model()
-    taken = {
-        name.casefold()
-        for name in User.objects.filter(username__istartswith=base).values_list(
-            "username", flat=True
-        )
-    }
-    for number in range(1, 1000):
-        candidate = base if number == 1 else f"{base}-{number}"
-        if candidate.casefold() not in taken:
-            return candidate
-    return f"{base}-{secrets.token_hex(4)}"
-
-
 def _profile_update(user: Any, person: IdpPerson) -> None:
-    """Email and name as the identity provider has them now (kept when it sends none)."""
+    """Email and name as the identity provider has them now (kept when it sends none, and
+    the email kept when another account has the new one: one address, one person)."""
     fields = []
+    email = person.email
+    if email and accounts_with_email(email).exclude(pk=user.pk).exists():
+        email = ""
     for field, value in (
-        ("email", person.email),
+        ("email", email),
         ("first_name", person.first_name),
         ("last_name", person.last_name),
     ):

@@ -94,7 +94,8 @@ def failed_page(config: OidcConfig, reason: str) -> HttpResponse:
 
 
 def no_access_page(config: OidcConfig, access: Access) -> HttpResponse:
-    """403: signed in at the identity provider, but no role here; whom to ask."""
+    """403: signed in at the identity provider, but no role here (or no account it may
+    use: `message` says how an admin links them); whom to ask."""
     return page(
         "sso/no_access.html",
         403,
@@ -102,6 +103,7 @@ def no_access_page(config: OidcConfig, access: Access) -> HttpResponse:
         person=access.person,
         known_as=_known_as(access.person),
         reason=access.refusal,
+        message=access.message,
         reviewer_groups=sorted(config.reviewer_groups),
         admin_groups=sorted(config.admin_groups),
     )

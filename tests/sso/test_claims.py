@@ -67,6 +67,17 @@ def test_an_email_the_provider_has_not_verified_is_not_kept():
         {"sub": "s", "email": "a@x.io", "email_verified": False}, {}, "g"
     )
     assert (verified.email, unsaid.email, unverified.email) == ("a@x.io", "a@x.io", "")
+    # What was claimed is known (a first sign-in is not linked by it), verified or not.
+    assert (verified.email_claimed, unsaid.email_claimed, unverified.email_claimed) == (
+        "a@x.io",
+        "a@x.io",
+        "a@x.io",
+    )
+    assert (verified.email_verified, unsaid.email_verified, unverified.email_verified) == (
+        True,
+        False,
+        False,
+    )
 
 
 def test_names_come_from_given_and_family_name_else_from_name():
