@@ -16,13 +16,14 @@ import pytest
 import schemathesis
 from django.core.wsgi import get_wsgi_application
 from django.test.utils import override_settings
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
+from breakpoints import forms
 from breakpoints.services import breakpoint_create, feedback_add
 from core.actors import Actor
 from policies import autoapproval
@@ -340,3 +341,117 @@ def test_evaluate_refuses_a_threshold_past_any_integer_column(tokens):
 
     assert response.status_code == 400
     assert "autoApproveAfterN" in response.json()["error"]["details"]
+
+
+# --- forms: generated patterns and $ref graphs against the validation budget (issue 47) ---
+# An agent's form is code the service runs. Patterns from a small regular grammar (bounded
+# and unbounded repeats, nesting, alternatives, and now and then what RE2 refuses) and
+# random $ref/allOf/anyOf/oneOf graphs over nested proposals are posted through the API:
+# each answers 201 or 400 (never a 5xx), and no check spends more than its budget.
+FORM_EXAMPLES = int(os.environ.get("BPM_FUZZ_FORM_EXAMPLES", "60"))
+_ATOMS = st.sampled_from(["a", "b", ".", "[ab]", "[^a]", r"\d", r"\w", r"\n", "(?=a)", r"\1"])
+_REPEATS = st.sampled_from(["", "*", "+", "?", "{0,99}", "{2}", "{1,}", "{3,40}", "*?"])
+
+
+def _repeated(parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.tuples(parts, _REPEATS).map("".join)
+
+
+_PATTERNS = st.recursive(
+    _repeated(_ATOMS),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=6).map("".join),
+        _repeated(st.lists(inner, min_size=1, max_size=3).map(lambda p: f"({''.join(p)})")),
+        st.lists(inner, min_size=2, max_size=3).map(lambda p: f"(?:{'|'.join(p)})"),
+    ),
+    max_leaves=12,
+).map(lambda body: f"^{body}$")
+_TEXTS = st.tuples(
+    st.integers(0, 120), st.sampled_from(["", "b", "\n", "ab", "1"]), st.text("ab1", max_size=8)
+).map(lambda t: "a" * t[0] + t[1] + t[2])
+
+
+def _ref_graph(draw_defs: list[tuple[str, int, str]], in_place: bool) -> dict:
+    """$defs d0..dn: each an object whose field c applies `count` refs with `keyword` (or,
+    `in_place`, applies them to the object itself) to the def they name."""
+    defs = {}
+    for index, (keyword, count, target) in enumerate(draw_defs):
+        refs = [{"$ref": f"#/$defs/d{target}"}] * count
+        applied = {keyword: refs} if keyword != "$ref" else refs[0]
+        node: dict = {"type": "object", "properties": {"s": {"type": "string"}}}
+        if in_place and index:
+            node.update(applied)
+        else:
+            node["properties"]["c"] = applied
+        defs[f"d{index}"] = node
+    return {"type": "object", "$defs": defs, "$ref": "#/$defs/d0"}
+
+
+@st.composite
+def _ref_graphs(draw) -> dict:
+    size = draw(st.integers(1, 4))
+    defs = [
+        (
+            draw(st.sampled_from(["allOf", "anyOf", "oneOf", "$ref"])),
+            draw(st.integers(1, 4)),
+            str(draw(st.integers(0, size - 1))),
+        )
+        for _ in range(size)
+    ]
+    return _ref_graph(defs, in_place=draw(st.booleans()))
+
+
+def _nested(depth: int, text: str) -> dict:
+    value: dict = {"s": text}
+    for _ in range(depth - 1):
+        value = {"c": value, "s": text}
+    return value
+
+
+def _post_form(client: APIClient, form: dict, proposal: dict) -> None:
+    """Create with `form` and `proposal`: 201, or a 400 in the envelope; within budget."""
+    body = {"payload": {"question": "Fuzz?", "form": form, "proposal": proposal}}
+    with forms.budgets_recorded() as budgets:
+        response = client.post("/api/breakpoints", body, format="json")
+    assert response.status_code in (201, 400), (response.status_code, form, response.content)
+    if response.status_code == 400:
+        assert response.json()["error"]["code"] == "validation_error"
+    for budget in budgets:
+        assert budget.spent <= budget.steps, (budget.spent, form)
+    if response.status_code == 201:
+        assert all(budget.stopped_at is None for budget in budgets), form
+
+
+@pytest.fixture
+def agent_api(tokens) -> APIClient:
+    return APIClient(HTTP_AUTHORIZATION=f"Bearer {tokens['agent']}", SERVER_NAME="localhost")
+
+
+@given(pattern=_PATTERNS, text=_TEXTS, as_names=st.booleans())
+@settings(
+    max_examples=FORM_EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=DERANDOMIZE,
+)
+def test_generated_form_patterns_answer_201_or_400_within_the_budget(
+    agent_api, pattern, text, as_names
+):
+    if as_names:
+        form, proposal = {"type": "object", "propertyNames": {"pattern": pattern}}, {text: 1}
+    else:
+        field = {"type": "string", "pattern": pattern}
+        form, proposal = {"type": "object", "properties": {"x": field}}, {"x": text}
+
+    _post_form(agent_api, form, proposal)
+
+
+@given(form=_ref_graphs(), depth=st.integers(1, 16), text=st.text("ab", max_size=20))
+@settings(
+    max_examples=FORM_EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=DERANDOMIZE,
+)
+def test_generated_ref_graphs_answer_201_or_400_within_the_budget(agent_api, form, depth, text):
+    _post_form(agent_api, form, _nested(depth, text))
