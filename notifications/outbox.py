@@ -148,8 +148,9 @@ def deliveries_enqueue_unattached(*, event_type: str, data: dict) -> list[str]:
 def delivery_enqueue_to(
     *, breakpoint_id: str, target: Target, event_type: str, data: dict
 ) -> list[str]:
-    """One pending delivery to one channel target about a breakpoint (a JIRA issue's
-    refused decision undone), in the caller's transaction; published after commit."""
+    """One pending delivery to one channel target about a breakpoint (a decision a channel
+    refused, undone where it was made), in the caller's transaction; published after
+    commit."""
     now = timezone.now()
     channel, where = target
     delivery = Delivery(

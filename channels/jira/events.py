@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from accounts.people import NoSinglePerson, person_with_email
 from audit.models import EventType
@@ -273,8 +274,9 @@ def _details(change: StatusChange, author: JiraUser) -> dict[str, Any]:
         "status": change.status[:100],
         "approved": change.approved,
     }
-    if change.claimed != author and not change.claimed.same(author):
-        details["claimed"] = change.claimed.who
+    claimed = change.claimed
+    if (claimed.account_id or claimed.name or claimed.email) and not claimed.same(author):
+        details["claimed"] = claimed.who
     return details
 
 
@@ -282,18 +284,20 @@ def _refused(
     breakpoint_id: str, change: StatusChange, who: JiraUser, reason: str, message: str, undo: bool
 ) -> Handled:
     """The channel's own refusal (no person to ask the services about), recorded and
-    logged; with `undo`, the change is undone in JIRA."""
-    refusal_record(
-        breakpoint_id=breakpoint_id,
-        via=Via.JIRA,
-        who=who.who,
-        reason=reason,
-        message=message,
-        **_details(change, who),
-    )
+    logged; with `undo`, the change is undone in JIRA (written with the refusal)."""
+    with transaction.atomic():
+        refusal_record(
+            breakpoint_id=breakpoint_id,
+            via=Via.JIRA,
+            who=who.who,
+            reason=reason,
+            message=message,
+            **_details(change, who),
+        )
+        if undo:
+            unconfirmed = reason == JIRA_UNREACHABLE
+            _undo_in_jira(breakpoint_id, change, who, message, unconfirmed=unconfirmed)
     _log_refusal(breakpoint_id, change, who, reason, message)
-    if undo:
-        _undo_in_jira(breakpoint_id, change, who, message, unconfirmed=reason == JIRA_UNREACHABLE)
     return Handled("refused", message, breakpoint_id)
 
 
@@ -302,13 +306,17 @@ def _undo_in_jira(
 ) -> None:
     """A `refused` JIRA delivery (channels.jira.issues): a comment saying why, and the issue
     moved back while it still shows this change; once per change, whatever JIRA resends."""
-    created = Delivery.objects.filter(
-        breakpoint_id=breakpoint_id,
-        channel=Channel.JIRA,
-        event_type=EventType.CREATED,
-        reply__key=change.issue_key,
-    ).values_list("target", flat=True)
-    project = next(iter(created), {}).get("project")
+    created = (
+        Delivery.objects.filter(
+            breakpoint_id=breakpoint_id,
+            channel=Channel.JIRA,
+            event_type=EventType.CREATED,
+            reply__key=change.issue_key,
+        )
+        .values_list("target", flat=True)
+        .first()
+    )
+    project = created.get("project") if isinstance(created, dict) else None
     if (
         not project
         or Delivery.objects.filter(
