@@ -33,15 +33,17 @@ STANDARD_RECORD_FIELDS = frozenset(
 
 # Secrets that travel in URLs: an email decision link's one-time token, and the value of
 # any query parameter whose key names a credential (the JIRA webhook's ?secret=; a token,
-# password, API key or signature a client put in a URL). Access logs and Django's own
-# request warnings print paths and query strings as sent.
+# password, API key or signature a client put in a URL; an OpenID Connect callback's
+# ?code= and ?state=: a code is a credential until it is redeemed, the state binds it to
+# the browser that asked). Access logs and Django's own request warnings print paths and
+# query strings as sent.
 SECRET_IN_URL = re.compile(
     r"(?P<link>/decide/)[^/?#\s\"']+"
     r"|(?P<lead>[?&;])(?P<key>[^=&;#?\s\"']+)=(?P<value>[^&;#\s\"']*)",
     re.IGNORECASE,
 )
 # A key as the server reads it: percent-decoded and in any case (?SECRET=, ?%73ecret=).
-SECRET_KEY_NAME = re.compile(r"secret|token|passw|api[-_]?key|signature|^sig$")
+SECRET_KEY_NAME = re.compile(r"secret|token|passw|api[-_]?key|signature|^sig$|^code$|^state$")
 REDACTED = "[redacted]"
 
 
