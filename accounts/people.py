@@ -41,6 +41,13 @@ from core.limits import MAX_EMAIL_LENGTH, MAX_GROUP_NAME_LENGTH
 ROLE_GROUPS = (REVIEWERS_GROUP, ADMINS_GROUP)
 
 
+# Legacy data: new accounts may not share an address (account_names_problem), older ones may.
+TWINS_REFUSAL = (
+    "more than one active user has this email address (one person, several accounts: an "
+    "admin deactivates all but one of them, or gives each its own address)"
+)
+
+
 class NoSinglePerson(Exception):
     """No one active person has this email address; the message says why."""
 
@@ -56,7 +63,7 @@ def person_with_email(email: str) -> Any:
     if not users:
         raise NoSinglePerson("no active user has this email address")
     if len(users) > 1:
-        raise NoSinglePerson("more than one active user has this email address")
+        raise NoSinglePerson(TWINS_REFUSAL)
     return users[0]
 
 
@@ -218,6 +225,7 @@ def reviewer_create(
     existing = User.objects.filter(username=username).first()
     if existing is not None and not update:
         raise InvalidInput(f"A user named {username!r} already exists.")
+    _require_names_free(existing, username=username, email=email)
     with transaction.atomic():
         if existing is None:
             user = User.objects.create_user(
@@ -230,6 +238,19 @@ def reviewer_create(
             group, _ = Group.objects.get_or_create(name=name)
             user.groups.add(group)
     return user
+
+
+def _require_names_free(existing: Any, *, username: str, email: str) -> None:
+    """A new account's username and email, or an updated account's new email, must be no
+    other account's (without case): InvalidInput naming the other account."""
+    if existing is None:
+        problems = account_names_problem(username=username, email=email)
+    elif email and name_key(email) != name_key(existing.email or ""):
+        problems = account_names_problem(username="", email=email, exclude_pk=existing.pk)
+    else:
+        return
+    if problems:
+        raise InvalidInput(" ".join(problems.values()), {k: [v] for k, v in problems.items()})
 
 
 def _reviewer_refresh(user: Any, *, email: str, password: str) -> Any:

@@ -13,7 +13,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.forms import UserChangeForm
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest
 
 from accounts.people import (
     Role,
+    account_names_problem,
     expert_groups_assignable,
     people_manageable_by,
     person_role,
@@ -34,7 +35,36 @@ from core.limits import MAX_GROUP_NAME_LENGTH
 User = get_user_model()
 
 
-class PersonForm(UserChangeForm):
+class OnePersonNames(forms.ModelForm):
+    """A username or email another account has (without case) is refused when it is given
+    or changed (accounts.people.account_names_problem): one person, one account. Names
+    already shared (legacy data) do not stop other changes."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        changed = set(self.changed_data) & {"username", "email"}
+        if changed:
+            given = {field: (cleaned.get(field) or "") for field in changed}
+            problems = account_names_problem(
+                username=given.get("username", ""),
+                email=given.get("email", ""),
+                exclude_pk=self.instance.pk,
+            )
+            for field, problem in problems.items():
+                if field in self.fields:
+                    self.add_error(field, problem)
+        return cleaned
+
+
+class PersonCreationForm(OnePersonNames, AdminUserCreationForm):
+    """The stock add form, refusing a username another account has without case."""
+
+
+class PersonChangeForm(OnePersonNames, UserChangeForm):
+    """The stock change form (superusers), refusing another account's username or email."""
+
+
+class PersonForm(OnePersonNames, UserChangeForm):
     """What an admin may change about a person: the product's roles, no raw grants."""
 
     role = forms.ChoiceField(
@@ -95,7 +125,11 @@ admin.site.unregister(User)
 
 @admin.register(User)
 class PersonAdmin(UserAdmin):
-    """The stock UserAdmin for superusers; the role form, on fewer people, for admins."""
+    """The stock UserAdmin for superusers; the role form, on fewer people, for admins.
+    Every form refuses another account's username or email (without case)."""
+
+    form = PersonChangeForm
+    add_form = PersonCreationForm
 
     def _actor(self, request: HttpRequest) -> Actor:
         return actor_for_request_user(request.user)

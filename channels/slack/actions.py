@@ -19,7 +19,7 @@ from django.http import HttpResponse, JsonResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from accounts.people import NoSinglePerson, person_with_email
+from accounts.people import TWINS_REFUSAL, NoSinglePerson, person_with_email
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
@@ -156,10 +156,15 @@ def _person(client: WebClient, slack_user_id: str) -> Any:
         )
     try:
         return person_with_email(email)
-    except NoSinglePerson:
+    except NoSinglePerson as exc:
+        what_to_do = (
+            "ask an admin to set it on your account"
+            if str(exc) != TWINS_REFUSAL
+            else "more than one has it: ask an admin to deactivate all but yours"
+        )
         raise Forbidden(
             f"No single active Breakpoint Manager account has your Slack email "
-            f"({email[:254]}); ask an admin to set it on your account."
+            f"({email[:254]}); {what_to_do}."
         ) from None
 
 

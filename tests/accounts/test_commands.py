@@ -157,6 +157,52 @@ def test_create_reviewer_refuses_a_duplicate_username(db, monkeypatch):
     assert get_user_model().objects.filter(username="alice").count() == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ALICE"], "An account named 'alice' exists already"),
+        (["ａｌｉｃｅ"], "An account named 'alice' exists already"),  # full-width: alice
+        (["alice2", "--email", "Alice@Example.COM"], "'alice' has this email address already"),
+    ],
+)
+def test_create_reviewer_refuses_another_accounts_name_or_email_without_case(
+    db, monkeypatch, args, message
+):
+    """One person, one account (issue 47): ALICE beside alice would make alice's
+    owner-bound token's every create a 400 ("names more than one person")."""
+    ReviewerFactory(username="alice", email="alice@example.com")
+
+    with pytest.raises(CommandError, match=message):
+        run("create_reviewer", *args, stdin=STRONG_PASSWORD, monkeypatch=monkeypatch)
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["alice"]
+
+
+def test_create_reviewer_update_refuses_another_accounts_email(db, monkeypatch):
+    ReviewerFactory(username="alice", email="alice@example.com")
+    ReviewerFactory(username="bob", email="bob@example.com")
+
+    with pytest.raises(CommandError, match="'alice' has this email address already"):
+        run(
+            "create_reviewer",
+            "bob",
+            "--update",
+            "--email",
+            "ALICE@example.com",
+            stdin=STRONG_PASSWORD,
+            monkeypatch=monkeypatch,
+        )
+    assert get_user_model().objects.get(username="bob").email == "bob@example.com"
+    run(  # her own address, in another case, is hers to keep
+        "create_reviewer",
+        "alice",
+        "--update",
+        "--email",
+        "Alice@example.com",
+        stdin=STRONG_PASSWORD,
+        monkeypatch=monkeypatch,
+    )
+
+
 # --- create_user_token -----------------------------------------------------------------------------
 
 

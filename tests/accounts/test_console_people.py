@@ -263,6 +263,56 @@ def test_admin_adds_a_person_who_starts_without_power(admin_browser):
     assert group_names(fresh) == set()
 
 
+def test_the_add_form_refuses_a_username_another_account_has_without_case(admin_browser):
+    ReviewerFactory(username="alice")
+    response = admin_browser.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "ALICE",
+            "usable_password": "true",
+            "password1": "A-new-passphrase-42",
+            "password2": "A-new-passphrase-42",
+        },
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert "already exists" in response.content.decode()
+    assert not User.objects.filter(username="ALICE").exists()
+
+
+@pytest.mark.parametrize("by", ["admin", "superuser"])
+def test_the_change_forms_refuse_another_accounts_email_or_username(admin_browser, db, by):
+    """One person, one account (issue 47): the person form (admins) and the stock form
+    (superusers) refuse an address or a name another account has, without case."""
+    ReviewerFactory(username="alice", email="alice@example.com")
+    bob = ReviewerFactory(username="bob", email="bob@example.com")
+    browser = (
+        admin_browser
+        if by == "admin"
+        else session_client(UserFactory(username="root", is_superuser=True))
+    )
+
+    response = browser.post(change_url(bob), stock_form_post(bob, email="ALICE@example.com"))
+
+    assert response.status_code == 200
+    assert "has this email address already" in response.content.decode()
+    assert User.objects.get(pk=bob.pk).email == "bob@example.com"
+    if by == "superuser":  # only the stock form changes usernames
+        response = browser.post(change_url(bob), stock_form_post(bob, username="Alice"))
+        assert "An account named" in response.content.decode()
+        assert User.objects.get(pk=bob.pk).username == "bob"
+
+
+def test_legacy_twins_may_still_be_edited(admin_browser):
+    """Two accounts sharing an address already: deactivating one is not refused for it."""
+    ReviewerFactory(username="alice", email="alice@example.com")
+    twin = ReviewerFactory(username="alice-2", email="alice@example.com")
+    response = admin_browser.post(
+        change_url(twin), stock_form_post(twin, role="none", is_active="")
+    )
+    assert response.status_code == 302
+    assert not User.objects.get(pk=twin.pk).is_active
+
+
 def test_superuser_still_grants_admin_on_the_stock_form(db):
     root = UserFactory(username="root", is_superuser=True)
     rita = ReviewerFactory(username="rita-r")

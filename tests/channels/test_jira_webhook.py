@@ -10,6 +10,7 @@ import logging
 import httpx
 import pytest
 
+from accounts.people import TWINS_REFUSAL
 from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add
@@ -274,7 +275,7 @@ def test_two_users_with_the_email_are_refused(client, jira, issue, alice):
 
     assert response.json()["outcome"] == "refused"
     assert_untouched(bp)
-    assert refusals(bp)[0].metadata["message"] == "more than one active user has this email address"
+    assert refusals(bp)[0].metadata["message"] == TWINS_REFUSAL  # and what an admin does
 
 
 def test_a_user_who_is_not_a_reviewer_is_refused(client, jira, issue):

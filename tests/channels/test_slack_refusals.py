@@ -189,7 +189,7 @@ def assert_refused(bp, standin, reply, user: str, *words: str) -> None:
     [
         ("U0NORA", ["Only reviewers and admins"]),
         ("U0GHOST", ["No single active", "ghost@example.com"]),
-        ("U0TWIN", ["No single active"]),
+        ("U0TWIN", ["No single active", "deactivate all but yours"]),
         ("U0NOMAIL", ["shows no email"]),
         ("U0NOBODY", ["could not be looked up", "user_not_found"]),
     ],
