@@ -66,6 +66,9 @@ COUNT_CAP = 10_000
 # Events by type are counted among at most this many newest events (by primary key).
 EVENT_WINDOW = 10_000
 EVENT_WINDOW_SECONDS = 3600
+# A waiting breakpoint this long past its expiresAt counts as overdue: several sweeps
+# (BPM_TTL_SWEEP_SECONDS, 10 s by default) should have ended it.
+OVERDUE_GRACE_SECONDS = 120
 
 
 # --- process metrics -----------------------------------------------------------------
@@ -128,6 +131,15 @@ def _waiting_gauges(now: datetime) -> Iterator[GaugeMetricFamily]:
         "bpm_breakpoints_oldest_waiting_age_seconds",
         "Age of the oldest waiting breakpoint (0 when none waits).",
         (now - oldest).total_seconds() if oldest else 0.0,
+    )
+    # Past expiresAt by more than a few sweeps: the sweep is not running, or skips the row
+    # (one whose timeout policy cannot end it: the worker logs a warning naming it).
+    stuck = waiting.filter(expires_at__lt=now - timedelta(seconds=OVERDUE_GRACE_SECONDS))
+    yield _gauge(
+        "bpm_breakpoints_overdue",
+        f"Waiting breakpoints past their expiresAt by more than {OVERDUE_GRACE_SECONDS} s: "
+        f"ones the TTL sweep skipped, or no sweep runs (counted up to {COUNT_CAP}).",
+        _capped_count(stuck, "expires_at"),
     )
 
 

@@ -14,16 +14,15 @@ import json
 import logging
 
 import pytest
-from django.db import connection
 
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoints_expire_due
 from breakpoints.services.expiry import NOT_DIGESTIBLE_SKIPPED
-from core.digests import NotDigestible, content_digest, values_digest
+from core.digests import NotDigestible, values_digest
 from core.receipts import verify
 from tests.support.api import assert_error
 from tests.support.receipts import suite_jwks
-from tests.support.records import backdate_expiry
+from tests.support.records import backdate_expiry, store_legacy_proposal
 
 URL = "/api/breakpoints"
 EDGE = 2**53 - 1
@@ -113,28 +112,12 @@ def test_a_large_double_elsewhere_in_the_payload_is_still_accepted(agent_client)
 # --- a row stored before the door refused it -------------------------------------------------
 
 
-def store_as_legacy(bp_id: str) -> None:
-    """What 08031bb stored for `"proposal": {"x": 1e16}`, written with SQL: the payload as
-    jsonb writes it (10000000000000000), its payloadDigest computed over the double sent."""
-    bp = Breakpoint.objects.get(pk=bp_id)
-    payload = {**bp.payload, "proposal": {"x": 10**16}}
-    digest = content_digest(
-        question=bp.question, title=bp.title, payload={**payload, "proposal": {"x": 1e16}}
-    )
-    table = connection.ops.quote_name(Breakpoint._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET payload = %s, payload_digest = %s WHERE id = %s",  # noqa: S608
-            [json.dumps(payload), digest, bp_id],
-        )
-
-
 @pytest.fixture
 def legacy(agent_client) -> str:
     """An overdue breakpoint whose timeout policy approves its proposal of 1e16."""
     bp_id = created(agent_client, ttlSeconds=60, onTimeout="approve")
-    store_as_legacy(bp_id)
-    backdate_expiry(bp_id)
+    store_legacy_proposal(bp_id)
+    backdate_expiry(bp_id, seconds=600)
     return bp_id
 
 
@@ -143,7 +126,7 @@ def skipped_count(where: str) -> float:
 
 
 def test_the_sweep_skips_a_legacy_row_logs_and_counts_it_and_ends_the_others(
-    agent_client, legacy, caplog
+    agent_client, legacy, caplog, client
 ):
     approve = created(agent_client, '{"x": 2}', ttlSeconds=60, onTimeout="approve")
     expire = created(agent_client, '{"x": 3}', ttlSeconds=60)
@@ -163,6 +146,9 @@ def test_the_sweep_skips_a_legacy_row_logs_and_counts_it_and_ends_the_others(
     assert "values.x" in warning.getMessage()
     # The next sweep meets it again, and again only skips it.
     assert breakpoints_expire_due() == 0
+    # /metrics counts it, whichever process answers the scrape.
+    scraped = client.get("/metrics").content.decode().splitlines()
+    assert "bpm_breakpoints_overdue 1.0" in scraped
 
 
 def test_the_list_and_the_reads_answer_a_legacy_row_as_stored(

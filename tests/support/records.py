@@ -1,11 +1,14 @@
 """Reading and nudging the rows a breakpoint leaves: its events and its outbox deliveries."""
 
+import json
 from datetime import timedelta
 
+from django.db import connection
 from django.utils import timezone
 
 from audit.models import Event
 from breakpoints.models import Breakpoint
+from core.digests import content_digest
 from notifications.models import Delivery
 
 
@@ -40,3 +43,20 @@ def make_due(delivery: Delivery) -> None:
     Delivery.objects.filter(pk=delivery.pk).update(
         next_attempt_at=timezone.now() - timedelta(seconds=1)
     )
+
+
+def store_legacy_proposal(bp_id: str) -> None:
+    """Make this breakpoint the row 08031bb stored for `"proposal": {"x": 1e16}` (issue 47),
+    written with SQL: the payload as jsonb gives it back (10000000000000000), its
+    payloadDigest computed over the double the agent sent."""
+    bp = Breakpoint.objects.get(pk=bp_id)
+    payload = {**bp.payload, "proposal": {"x": 10**16}}
+    digest = content_digest(
+        question=bp.question, title=bp.title, payload={**payload, "proposal": {"x": 1e16}}
+    )
+    table = connection.ops.quote_name(Breakpoint._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET payload = %s, payload_digest = %s WHERE id = %s",  # noqa: S608
+            [json.dumps(payload), digest, bp_id],
+        )
