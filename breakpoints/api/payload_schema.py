@@ -131,8 +131,11 @@ PAYLOAD_SCHEMA = {
             "description": "The answer the reviewer gives: a JSON Schema (draft 2020-12) of "
             f"type object, at most {limits.MAX_FORM_BYTES} bytes and {limits.MAX_FORM_DEPTH} "
             "levels; $ref only to its own $defs (nothing is fetched), no patternProperties, "
-            f"each pattern at most {limits.MAX_FORM_PATTERN_LENGTH} characters without nested "
-            "repetition; format is not asserted. A reviewer's values are validated against it.",
+            f"each pattern at most {limits.MAX_FORM_PATTERN_LENGTH} characters, matched by RE2 "
+            "(linear time: no back-references, no lookarounds); a $ref/allOf graph that "
+            f"would apply more than {limits.MAX_FORM_EXPANSION} schemas along one path is "
+            "refused; format is not asserted. A reviewer's values are validated against it, "
+            "within a budget (BPM_FORM_VALIDATION_STEPS).",
         },
         "proposal": {
             "type": "object",
