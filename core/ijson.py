@@ -9,6 +9,9 @@ other (number_problems): a larger integer (a 64-bit id) is sent as a string.
 PostgreSQL's jsonb writes a large double without its exponent (1e21 as
 1000000000000000000000), which Python's json then reads as an int that RFC 8785 cannot
 canonicalize; as_doubles gives such an integer back as the double it was stored from.
+A form's answer (a proposal, a release's values) travels on as written (results, votes,
+receipts, the agent's own check), so there a double too must lie within the exact range
+(answer_number_problems): what its valuesDigest covers is what every read returns.
 """
 
 import json
