@@ -9,6 +9,7 @@ system of conftest.py. Reviewers decide through the API (the SDK) while calls wa
 import asyncio
 import contextlib
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -18,11 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+import httpx2
 import pytest
 from bpm_client import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
 from tests.support.mcp import HANG_GUARD_SECONDS, Progress, run
 from tests.support.net import free_port
@@ -394,3 +399,67 @@ def test_rules_on_annotations_deny_destructive_tools_and_allow_the_rest(gate: Ga
         assert f"`{tool}` was not run: the gateway's rules[1] denies it" in text_of(results[tool])
     assert [call["tool"] for call in gate.calls()] == ["read_report", "archive_report"]
     assert list(agent.list()) == []
+
+
+@asynccontextmanager
+async def over_http(port: int, token: str | None) -> AsyncIterator[ClientSession]:
+    """The official MCP client's session with `bpm gateway --listen`, as one agent."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=HANG_GUARD_SECONDS) as http,
+        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams,
+        ClientSession(*streams) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def test_listen_serves_two_agents_as_themselves_and_sigterm_cancels_what_waits(
+    gate: Gate, reviewer: Client, agent_token: str
+):
+    """`--listen`: one gateway over streamable HTTP; each MCP client's agent token asks as
+    that agent; no token or a wrong one is a 401; SIGTERM cancels the breakpoint still
+    waiting, with the reason, and the gateway exits 0."""
+    other_token = token_create_for_agent(agent_id="agent-b")[1]
+    port = free_port()
+    env = {name: value for name, value in gate.env.items() if name != "BPM_TOKEN"}
+    command = [BPM, "gateway", "--listen", f"127.0.0.1:{port}", "--config", str(gate.config)]
+    gateway = subprocess.Popen([*command, "--", sys.executable, UPSTREAM], env=env)
+    try:
+        wait_until(lambda: listing(port), what=f"the gateway listening on {port}")
+        refused = [
+            httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers=headers).status_code
+            for headers in ({}, {"Authorization": "Bearer bpma_not-a-real-token"})
+        ]
+
+        async def scenario():
+            async with (
+                over_http(port, agent_token) as first,
+                over_http(port, other_token) as second,
+            ):
+                first_call, _ = await waiting(first, "delete_rows", {"table": "t", "where": "x"})
+                second_call, _ = await waiting(second, "drop_database", {"name": "billing"})
+                deleted = await in_thread(waiting_on, reviewer, "delete_rows")
+                dropped = await in_thread(waiting_on, reviewer, "drop_database")
+                await in_thread(reviewer.release, deleted, "ok")
+                done = await asyncio.wait_for(first_call, HANG_GUARD_SECONDS)
+                gateway.send_signal(signal.SIGTERM)
+                stopped = await asyncio.wait_for(second_call, HANG_GUARD_SECONDS)
+                return deleted, dropped, done, stopped
+
+        deleted, dropped, done, stopped = run(scenario())
+        exit_code = gateway.wait(HANG_GUARD_SECONDS)
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    assert refused == [401, 401]
+    assert reviewer.get(deleted).agent_id == "agent-a"
+    assert reviewer.get(dropped).agent_id == "agent-b"
+    assert not done.is_error
+    stopped_bp = reviewer.get(dropped)
+    assert stopped_bp.status == "cancelled" and stopped_bp.result.feedback == "the gateway stopped"
+    assert stopped.is_error and f"approval request {dropped} was cancelled" in text_of(stopped)
+    assert exit_code == 0
+    ran = {"table": "t", "where": "x", "env": "prod"}
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": ran}]

@@ -23,6 +23,12 @@ from .reviewer import MCP_MISSING
     help="A streamable-HTTP MCP server to gate, instead of a COMMAND.",
 )
 @click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Serve over streamable HTTP at http://HOST:PORT/mcp for many agents, each "
+    "authenticating with its own agent token (Authorization: Bearer), instead of stdio.",
+)
+@click.option(
     "--print-config",
     is_flag=True,
     help="Print the rules in force (the --config file's, or the defaults) as TOML and exit.",
@@ -33,6 +39,7 @@ def gateway(
     settings: Settings,
     config_file: str | None,
     upstream_url: str | None,
+    listen: str | None,
     print_config: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -43,6 +50,7 @@ def gateway(
     \b
       bpm gateway --config gate.toml -- python billing_server.py
       bpm gateway --config gate.toml --upstream-url http://127.0.0.1:9000/mcp
+      bpm gateway --listen 127.0.0.1:8808 --config gate.toml -- python billing_server.py
       bpm gateway --print-config
     """
     if not print_config and bool(command) == bool(upstream_url):
@@ -50,6 +58,8 @@ def gateway(
     try:
         # The `mcp` extra: imported here so that every other command does without it.
         from ..gateway.config import GatewayConfigError, config_toml, load_config
+        from ..gateway.listen import main as listen_main
+        from ..gateway.listen import parse_listen
         from ..gateway.server import main
     except ImportError as error:
         if (error.name or "").partition(".")[0] in ("mcp", "jmespath"):
@@ -65,4 +75,11 @@ def gateway(
         return
     if config_file is None:
         warn("no --config: read-only tools run, every other tool call asks a human")
+    if listen is not None:
+        try:
+            parse_listen(listen)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from None
+        listen_main(config, command, address=listen, upstream_url=upstream_url, url=settings.url)
+        return
     main(config, command, upstream_url=upstream_url, url=settings.url, token=settings.token)

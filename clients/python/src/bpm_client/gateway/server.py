@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -53,10 +55,28 @@ PROGRESS_SECONDS = 10.0
 REASON_GRACE_SECONDS = 0.5
 CANCEL_REASONS_KEPT = 1000
 DISCONNECTED = "the MCP client disconnected (or the gateway stopped) before a decision"
+STOPPED = "the gateway stopped"
+
+
+@dataclasses.dataclass
+class Service:
+    """The approval service as one agent (one token): its client and its waiter."""
+
+    client: AsyncClient
+    waiter: Waiter
+
+    async def aclose(self) -> None:
+        await self.waiter.aclose()
+        await self.client.aclose()
 
 
 class Gateway:
-    """The handlers of one gateway: the upstream session, the rules, the service."""
+    """The handlers of one gateway: the upstream session, the rules, the service.
+
+    Over stdio the gateway asks as the agent of `token` (BPM_TOKEN). With
+    `tokens_from_requests` (`--listen`) each call asks as the agent whose token its HTTP
+    request carried (listen.py checked it), so a breakpoint is the calling agent's.
+    """
 
     def __init__(
         self,
@@ -66,14 +86,17 @@ class Gateway:
         *,
         url: str | None = None,
         token: str | None = None,
+        tokens_from_requests: bool = False,
     ):
         self.config = config
         self.upstream = upstream
         self.server_name = server_name
         self.url = url
         self.token = token
-        self._client: AsyncClient | None = None
-        self._waiter: Waiter | None = None
+        self.tokens_from_requests = tokens_from_requests
+        self._services: dict[str | None, Service] = {}
+        self._waiting: dict[str, Service] = {}  # the breakpoints calls wait on, by id
+        self._stopping = False
         self._jwks: JwksCache | None = None
         self._cancel_reasons: dict[str, str] = {}
         self._cancelled = asyncio.Event()
@@ -137,15 +160,15 @@ class Gateway:
         )
         key = f"bpm-gateway-{uuid.uuid4()}"  # one per call: the SDK's resends ask once
         try:
-            client = self._service()
+            service = self._service(self._token(ctx))
             # Shielded: a call cancelled while its breakpoint is being created still learns
             # the breakpoint's id, and withdraws it at its next step.
             with anyio.CancelScope(shield=True):
-                created = await client.create(question, idempotency_key=key, **fields)
+                created = await service.client.create(question, idempotency_key=key, **fields)
         except BpmError as error:
             return decisions.refusal(tool.name, f"could not ask for approval: {_line(error)}")
         try:
-            result = await self._decision(ctx, created)
+            result = await self._decision(ctx, service, created)
         except Exception as error:  # fail closed, whatever went wrong while waiting
             return decisions.refusal(
                 tool.name,
@@ -161,21 +184,22 @@ class Gateway:
         return await self.upstream.call_tool(tool.name, approved)
 
     async def _decision(
-        self, ctx: ServerRequestContext[Any], created: Breakpoint
+        self, ctx: ServerRequestContext[Any], service: Service, created: Breakpoint
     ) -> BreakpointResult:
         """The breakpoint's result: at once when decided at creation (an auto-approval),
         else once a human decides; a cancelled call cancels the breakpoint."""
         if created.done:
             return result_of(created.breakpoint_id, created)
-        assert self._waiter is not None
         progress = asyncio.create_task(self._report(ctx, created))
+        self._waiting[created.breakpoint_id] = service
         try:
-            entry = await self._waiter.wait(created.breakpoint_id)
+            entry = await service.waiter.wait(created.breakpoint_id)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._withdraw(ctx, created.breakpoint_id)
+                await self._withdraw(ctx, service, created.breakpoint_id)
             raise
         finally:
+            self._waiting.pop(created.breakpoint_id, None)
             progress.cancel()
         if entry.error is not None:
             raise BpmError(f"{created.breakpoint_id}: {entry.error.message}")
@@ -194,8 +218,15 @@ class Gateway:
                 await ctx.session.report_progress(count, message=message)
             await asyncio.sleep(PROGRESS_SECONDS)
 
-    async def _withdraw(self, ctx: ServerRequestContext[Any], breakpoint_id: str) -> None:
-        """The client cancelled the call or went away: cancel the breakpoint, saying which."""
+    async def _withdraw(
+        self, ctx: ServerRequestContext[Any], service: Service, breakpoint_id: str
+    ) -> None:
+        """The client cancelled the call or went away, or the gateway stops: cancel the
+        breakpoint, saying which."""
+        if self._stopping:
+            with contextlib.suppress(BpmError):
+                await service.client.cancel(breakpoint_id, STOPPED)
+            return
         request = str(ctx.request_id)
         with anyio.move_on_after(REASON_GRACE_SECONDS):
             while request not in self._cancel_reasons:
@@ -206,7 +237,7 @@ class Gateway:
         if given is not None:
             reason = "the MCP client cancelled the call" + (f": {given}" if given else "")
         with contextlib.suppress(BpmError):
-            await self._service().cancel(breakpoint_id, reason)
+            await service.client.cancel(breakpoint_id, reason)
 
     async def on_cancelled(
         self, ctx: ServerRequestContext[Any], params: CancelledNotificationParams
@@ -220,15 +251,36 @@ class Gateway:
 
     # --- the service ---------------------------------------------------------------------
 
-    def _service(self) -> AsyncClient:
-        """The client of the service, made at the first gated call (so a missing token is
-        an error result the agent reads, not a gateway that fails to start)."""
-        if self._client is None:
-            self._client = AsyncClient(self.url, self.token)
-            self._waiter = Waiter(self._client)
-            base = self._client.base_url
-            self._jwks = JwksCache(lambda: load_jwks(base + JWKS_PATH))
-        return self._client
+    def _token(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """The token to ask with: the HTTP request's agent (`--listen`), else BPM_TOKEN's."""
+        if not self.tokens_from_requests:
+            return self.token
+        user = getattr(ctx.request, "scope", {}).get("user")
+        if not isinstance(user, AuthenticatedUser):  # listen.py lets no such request in
+            raise BpmError("the request carries no agent token")
+        return user.access_token.token
+
+    def _service(self, token: str | None) -> Service:
+        """The service as the agent of `token`, made at its first gated call (so a missing
+        token is an error result the agent reads, not a gateway that fails to start)."""
+        if token not in self._services:
+            client = AsyncClient(self.url, token)
+            self._services[token] = Service(client, Waiter(client))
+            if self._jwks is None:
+                base = client.base_url
+                self._jwks = JwksCache(lambda: load_jwks(base + JWKS_PATH))
+        return self._services[token]
+
+    async def stop(self, reason: str = STOPPED) -> list[str]:
+        """Cancel every breakpoint a call still waits on, with `reason` (each as the agent
+        that opened it); the waiting calls then answer that it was cancelled. Returns the
+        breakpoints cancelled."""
+        self._stopping = True
+        waiting = list(self._waiting.items())
+        for breakpoint_id, service in waiting:
+            with contextlib.suppress(BpmError):
+                await service.client.cancel(breakpoint_id, reason)
+        return [breakpoint_id for breakpoint_id, _ in waiting]
 
     async def _checked(self, result: BreakpointResult, breakpoint_id: str) -> dict[str, Any]:
         assert self._jwks is not None
@@ -237,10 +289,8 @@ class Gateway:
         return decisions.approved_arguments(result, jwks, breakpoint_id)
 
     async def aclose(self) -> None:
-        if self._waiter is not None:
-            await self._waiter.aclose()
-        if self._client is not None:
-            await self._client.aclose()
+        for service in self._services.values():
+            await service.aclose()
 
 
 def hints(tool: Tool | None) -> dict[str, bool]:
