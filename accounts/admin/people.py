@@ -40,8 +40,8 @@ class OnePersonNames(forms.ModelForm):
     or changed (accounts.people.account_names_problem): one person, one account. Names
     already shared (legacy data) do not stop other changes."""
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean() or self.cleaned_data
         changed = set(self.changed_data) & {"username", "email"}
         if changed:
             given = {field: (cleaned.get(field) or "") for field in changed}
