@@ -1,6 +1,7 @@
 """Forms an agent declares (payload.form, a JSON Schema) and the values that answer them.
 
-`payload.form` is a JSON Schema (draft 2020-12) of `type: object` describing the answer;
+`payload.form` is a JSON Schema (draft 2020-12, 2019-09 or draft-07, read as 2020-12 by
+breakpoints.form_dialects) of `type: object` describing the answer;
 `payload.proposal` is the object of values the agent proposes. Either may come alone
 (a proposal without a form is any JSON object). A reviewer's release may carry `values`:
 validated against the form here, for every channel (breakpoints.services.decisions).
@@ -34,6 +35,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from breakpoints.form_dialects import ACCEPTED, DIALECT, DRAFT_07, as_2020_12, dialect_of
 from breakpoints.form_expansion import expansion_problem
 from core import limits
 from core.digests import NotDigestible, values_digest
@@ -43,7 +45,6 @@ from core.storable import storable_problem
 
 FORM_KEY = "form"
 PROPOSAL_KEY = "proposal"
-DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # Keywords whose value is a map of names to schemas (a property named "pattern" is no
 # pattern), and those whose value is data, never a schema.
@@ -54,6 +55,8 @@ _REFUSED_KEYWORDS = {
     "$dynamicRef": "Not supported in a form: use $ref to the form's own $defs.",
     "$dynamicAnchor": "Not supported in a form.",
     "$anchor": "Not supported in a form: use $ref to the form's own $defs.",
+    "$recursiveRef": "Not supported in a form: use $ref to the form's own $defs.",
+    "$recursiveAnchor": "Not supported in a form.",
 }
 _REF = re.compile(r"^#(?:/\$defs/[^/~]+)?$")
 _MESSAGE_LENGTH = 300
@@ -299,8 +302,9 @@ def form_problems(form: Any) -> list[str]:
         return [f"At most {limits.MAX_FORM_BYTES:,} bytes of JSON."]
     if _shape(form)[0] > limits.MAX_FORM_DEPTH:
         return [f"Must not be nested more than {limits.MAX_FORM_DEPTH} levels deep."]
-    if form.get("$schema", DIALECT) != DIALECT:
-        return [f"$schema: Only JSON Schema draft 2020-12 ({DIALECT})."]
+    if dialect_of(form) is None:
+        return [f"$schema: Must be {ACCEPTED} ({DIALECT}, or {DRAFT_07}#), or left out."]
+    form = as_2020_12(form)
     if form.get("type") != "object":
         return ["type: Must be 'object' (the answer is an object of named fields)."]
     found = form.get("$defs")
@@ -374,6 +378,7 @@ def values_problems(
 
 def _checked(form: Mapping[str, Any], values: Any, budget: Budget) -> dict[str, list[str]]:
     """values_problems, spending `budget`."""
+    form = as_2020_12(form)
     validator = FormValidator(form, registry=REGISTRY)
     problems: dict[str, list[str]] = {}
     token = _BUDGET.set(budget)

@@ -128,7 +128,8 @@ PAYLOAD_SCHEMA = {
             "type": "object",
             "nullable": True,
             "additionalProperties": True,
-            "description": "The answer the reviewer gives: a JSON Schema (draft 2020-12) of "
+            "description": "The answer the reviewer gives: a JSON Schema (draft 2020-12, "
+            "2019-09 or draft-07, read as 2020-12) of "
             f"type object, at most {limits.MAX_FORM_BYTES} bytes and {limits.MAX_FORM_DEPTH} "
             "levels; $ref only to its own $defs (nothing is fetched), no patternProperties, "
             f"each pattern at most {limits.MAX_FORM_PATTERN_LENGTH} characters, matched by RE2 "

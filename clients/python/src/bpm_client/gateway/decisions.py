@@ -80,7 +80,13 @@ def error_result(text: str) -> CallToolResult:
 
 def refusal(tool: str, why: str) -> CallToolResult:
     """Nothing was forwarded: the gateway (its rules, or a failure) stopped the call."""
-    return error_result(f"`{tool}` {NOT_RUN}: {why}. Nothing was sent to the tool.")
+    return error_result(f"`{tool}` {NOT_RUN}: {_sentence(why)} Nothing was sent to the tool.")
+
+
+def _sentence(text: str) -> str:
+    """`text` ending with one full stop (a service's message often ends with its own)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
 
 
 def not_approved(tool: str, result: BreakpointResult, breakpoint_id: str) -> CallToolResult:
