@@ -3,6 +3,7 @@ missing, experts that resolve to nobody flagged, and the "Assigned to me" queue 
 
 import pytest
 
+from audit.models import Event
 from breakpoints.services import feedback_add
 from core.actors import Actor
 from tests.support.console import QUEUE_URL, action_url, review_url, session_client
@@ -176,3 +177,21 @@ def test_assigned_to_me_is_empty_for_a_reviewer_in_no_expert_group(
     make_breakpoint(payload={"question": "For tech leads?", "expert": "tech-lead"})
     response = reviewer_browser.get(QUEUE_URL, {"assigned": "me"})
     assert list(response.context["cl"].result_list) == []
+
+
+def test_a_member_of_two_seats_votes_once_through_the_console(quorum_bp, expert_member):
+    """bob holds two of the quorum's seats: his second vote is refused where he gave it,
+    recorded as the API's would be, and the breakpoint keeps one vote of his."""
+    bob = session_client(expert_member("bob", "tech-lead", "ops-lead"))
+    confirmed = {"decision": "approve", "comment": "ok", "confirm": "yes"}
+    bob.post(action_url("release", quorum_bp.pk), confirmed, follow=True)
+
+    again = bob.post(action_url("release", quorum_bp.pk), confirmed, follow=True)
+
+    assert "bob has already voted on this breakpoint (seat tech-lead)" in again.content.decode()
+    quorum_bp.refresh_from_db()
+    assert (quorum_bp.status, [v["seat"] for v in quorum_bp.votes]) == ("waiting", ["tech-lead"])
+    refused = Event.objects.filter(breakpoint_id=quorum_bp.pk, type="refused")
+    assert [(event.actor, event.metadata["via"]) for event in refused] == [
+        ("console:bob", "console")
+    ]
