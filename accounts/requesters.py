@@ -34,7 +34,8 @@ def _character_problem(name: str) -> str | None:
 
 def person_named(name: str) -> str | None:
     """The username of the one person whose username or email is `name` (by name_key), or
-    None. A username match wins over an email match; two people sharing an email that
+    None. A username match wins over an email match, and among usernames differing only in
+    case (made before they were refused) the exact one; two people sharing an email that
     nobody has as a username name nobody (InvalidInput: ambiguous)."""
     wanted = name_key(name)
     if not wanted:
@@ -46,6 +47,8 @@ def person_named(name: str) -> str | None:
     by_username = sorted({user for user, _ in rows if name_key(user) == wanted})
     by_email = sorted({user for user, email in rows if email and name_key(email) == wanted})
     found = by_username or by_email
+    if len(by_username) > 1 and name.strip() in by_username:
+        found = [name.strip()]  # legacy case twins (ALICE beside alice): the exact name wins
     if len(found) > 1:
         raise InvalidInput(
             f"{FIELD} {name!r} names more than one person: use a username.",

@@ -64,3 +64,14 @@ def test_agents_and_nobody_are_no_person():
     assert person_usernames(AgentPrincipal("a")) == set()
     assert person_usernames(None) == set()
     assert not is_person_named(AgentPrincipal("a"), "agent:a")
+
+
+def test_an_owner_bound_token_still_creates_beside_a_legacy_case_twin(db):
+    """`create_reviewer ALICE` beside alice (before it was refused) made every create with
+    alice's owner-bound token a 400 "names more than one person": the exact name wins."""
+    from accounts.requesters import requester_bind
+
+    ReviewerFactory(username="alice", email="alice@example.com")
+    ReviewerFactory(username="ALICE", email="")
+    assert requester_bind(owner="alice", requested=None) == "alice"
+    assert requester_bind(owner="alice", requested="alice@example.com") == "alice"
