@@ -163,8 +163,8 @@ def person_usernames(user: Any) -> set[str]:
     account; an agent, anonymous or None: the empty set): the account itself, and any
     account that shares a username or an email with it, compared by core.actors.name_key
     (`ALICE` beside `alice`, two accounts of alice@example.com), followed from account to
-    account. An account's email is one its person was given by an admin or verified by the
-    identity provider (sso/ refuses an unverified one). An SSO subject is one account
+    account. An account's email is one an admin gave it or the identity provider did (never
+    one it calls unverified: sso/ does not take it). An SSO subject is one account
     (sso.Identity: one per account and per issuer and subject), so the subject adds none.
     Four eyes asks it (`is_person_named`); a seat is filled once per person."""
     rows = _accounts_of(user)
