@@ -288,6 +288,21 @@ def test_an_admin_casts_one_vote_of_a_collect_all_not_all_three(
     assert refusals_of(bp) == [("api:root-admin", "invalid_state")] * 2
 
 
+def test_a_trigger_rule_acting_for_a_person_who_voted_fills_no_second_seat(
+    make_breakpoint, three_experts, admin_user, admin_client
+):
+    """A trigger rule acts as its owner: root's rule cannot add a vote after root's own."""
+    bp = routed(make_breakpoint, THREE, "collect-all")
+    assert vote(admin_client, bp).json()["status"] == "waiting"
+    rule = Actor(name="trigger:release-all", user=admin_user, handle="release-all")
+
+    with pytest.raises(InvalidState, match="root-admin has already voted"):
+        feedback_add(breakpoint_id=bp.pk, actor=rule, comment="", release=True, via="trigger")
+
+    assert [v["respondedBy"] for v in Breakpoint.objects.get(pk=bp.pk).votes] == ["root-admin"]
+    assert refusals_of(bp) == [("trigger:release-all", "invalid_state")]
+
+
 def test_the_console_offers_no_second_seat_to_a_person_who_voted(make_breakpoint, expert_member):
     """release_refusal, the question the console and the email page ask, says why."""
     bob = expert_member("bob", "tech-lead", "ops-lead")
