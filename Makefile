@@ -66,11 +66,10 @@ migrate: $(STAMP) ## Apply the database migrations (creating a missing PostgreSQ
 	@test -z "$$DATABASE_URL" || $(BIN)/python -m devtools.database
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 
-# The whole system: web, Celery workers (worker, triggers) and beat (embedded broker unless
-# REDIS_URL is set).
+# The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
 # devtools/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
 # exec, so that a SIGTERM to make reaches it.
-run: ports migrate ## Serve the whole system (web, worker, triggers, beat) on http://127.0.0.1:8000 (or BPM_PORT)
+run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000 (or BPM_PORT)
 	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev
 
 # Only the web process, for working on the API or console: Procfile.dev's web line, run by

@@ -442,9 +442,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 # Two queues (core.tasknames): the evaluation of external events on `triggers`, everything
-# else on `celery`. The Procfiles' `worker` consumes `celery`, their `triggers` worker
+# else on `celery`. The Procfile's `worker` consumes `celery`, its `triggers` worker
 # `triggers`, so costly trigger rules never hold back the sweeps and the deliveries
-# (docs/operations.md#queues); a worker started without --queues consumes both.
+# (docs/operations.md#queues); make run's one worker, or one without --queues, both.
 CELERY_TASK_DEFAULT_QUEUE = tasknames.DEFAULT_QUEUE
 CELERY_TASK_QUEUES = [
     Queue(name, Exchange(name), routing_key=name)

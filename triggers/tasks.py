@@ -24,5 +24,9 @@ def evaluate_event(event_id: str) -> str:
 
 @shared_task(name=tasknames.DISPATCH_DUE_EVENTS, acks_late=True, ignore_result=True)
 def dispatch_due_events() -> int:
-    """The events sweep: publish pending events again (lost publishes, retries)."""
-    return publish_evaluation(services.events_due())
+    """The events sweep: publish pending events again (lost publishes, retries), each
+    once until REPUBLISH_AFTER has passed (triggers.services.evaluate)."""
+    due = services.events_due()
+    published = publish_evaluation(due)  # the first `published` of them
+    services.events_published(due[:published])
+    return published

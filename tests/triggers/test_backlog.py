@@ -4,7 +4,8 @@
 a 2 s breakpoint expired 26 s late, a webhook arrived 28 s late. Now:
 
 - the evaluation of events runs on a queue of its own (`triggers`), consumed by a worker of
-  its own (the Procfile's and compose.yaml's `triggers`, make run's too); the sweeps and
+  its own (the Procfile's and compose.yaml's `triggers`; make run's one worker takes both
+  queues); the sweeps and
   the deliveries stay on `celery`, which that worker never takes. Asserted here on the real
   Celery app's routing and on the files that start the workers; tests/live/integration/
   test_trigger_queue.py shows a due breakpoint expiring while a backlog sits on `triggers`;
@@ -72,13 +73,20 @@ def consumed(command: list[str]) -> set[str]:
     return set(command[command.index("--queues") + 1].split(","))
 
 
-@pytest.mark.parametrize("name", ["Procfile", "Procfile.dev"])
-def test_each_procfile_runs_a_worker_per_queue(name):
-    processes = procfile(name)
+def test_the_procfile_runs_a_worker_per_queue():
+    processes = procfile("Procfile")
     assert consumed(processes["worker"]) == {"celery"}
     assert consumed(processes["triggers"]) == {"triggers"}
     # Two workers on one machine need two node names.
     assert processes["triggers"][processes["triggers"].index("--hostname") + 1] == "triggers@%h"
+
+
+def test_make_runs_one_worker_consumes_both_queues():
+    """make run (Procfile.dev) on a development machine: one worker, so events are still
+    evaluated; a second one doubled what its stop takes (tests/live/test_make_run_stop.py)."""
+    processes = procfile("Procfile.dev")
+    assert consumed(processes["worker"]) == {"celery", "triggers"}
+    assert "triggers" not in processes
 
 
 def test_compose_starts_the_triggers_worker_in_a_role_the_entrypoint_knows():
@@ -154,3 +162,25 @@ def test_once_an_event_is_evaluated_the_source_is_taken_again(sources, settings)
 def test_zero_lifts_the_bound(sources, settings):
     settings.BPM_TRIGGER_MAX_PENDING_EVENTS = 0
     assert [deliver("busy").status_code for _ in range(3)] == [202] * 3
+
+
+def test_the_sweep_publishes_a_waiting_event_once_a_minute_not_once_a_sweep(sources, sent_tasks):
+    """Behind a busy `triggers` worker, a waiting event's messages do not pile up: the sweep
+    (every 15 s) publishes it again only once REPUBLISH_AFTER has passed."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from triggers.services.evaluate import REPUBLISH_AFTER
+    from triggers.tasks import dispatch_due_events
+
+    event_id = deliver("busy").json()["eventId"]  # (its publish on commit: not in a test)
+
+    sweeps = [dispatch_due_events() for _ in range(3)]
+
+    evaluations = [args for name, args, _ in sent_tasks if name == tasknames.EVALUATE_EVENT]
+    assert sweeps == [1, 0, 0]  # a lost first publish is covered by the first sweep
+    assert evaluations == [(event_id,)]
+    later = timezone.now() - REPUBLISH_AFTER - timedelta(seconds=1)
+    ExternalEvent.objects.filter(pk=event_id).update(next_attempt_at=later)
+    assert dispatch_due_events() == 1  # still waiting a minute later: published again

@@ -6,7 +6,12 @@
 """
 
 from triggers.services.config import rule_add, rule_remove, source_add, source_set_enabled
-from triggers.services.evaluate import evaluate_rule, event_evaluate, events_due
+from triggers.services.evaluate import (
+    evaluate_rule,
+    event_evaluate,
+    events_due,
+    events_published,
+)
 from triggers.services.ingest import event_receive
 
 __all__ = [
@@ -14,6 +19,7 @@ __all__ = [
     "event_evaluate",
     "event_receive",
     "events_due",
+    "events_published",
     "rule_add",
     "rule_remove",
     "source_add",

@@ -41,6 +41,10 @@ TIME_LIMIT_SECONDS = 90
 # How long a claim holds: past the task's hard limit, so a live worker never loses it.
 CLAIM = timedelta(seconds=TIME_LIMIT_SECONDS + 30)
 LOST = "The worker evaluating it stopped before it finished (killed, or past its time limit)."
+# How long an event the sweep published waits before the sweep publishes it again (its
+# message waits on the `triggers` queue meanwhile): behind a busy queue each waiting event
+# gets one more message a minute, not one a sweep.
+REPUBLISH_AFTER = timedelta(seconds=60)
 
 Prepared = tuple[dict[str, Any], actions.Plan | None]
 
@@ -187,4 +191,15 @@ def events_due(*, limit: int = DUE_BATCH_SIZE) -> list[str]:
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[:limit]
+    )
+
+
+def events_published(event_ids: list[str]) -> int:
+    """The sweep published these: it looks at them again after REPUBLISH_AFTER, unless a
+    worker records them first (processed, or a failed attempt's backoff)."""
+    now = timezone.now()
+    return (
+        ExternalEvent.objects.filter(pk__in=event_ids, status=EventStatus.PENDING)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+        .update(next_attempt_at=now + REPUBLISH_AFTER)
     )

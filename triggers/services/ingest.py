@@ -40,7 +40,9 @@ def event_receive(
     Two limits, so that one sender's junk never costs another's genuine deliveries: a
     verified delivery counts only against its source (BPM_THROTTLE_EVENT_SOURCE_RATE);
     a refused one (unknown source, bad signature) against `address`, the sender's
-    (BPM_THROTTLE_ANON_RATE), which past its limit is answered 429 instead.
+    (BPM_THROTTLE_ANON_RATE), which past its limit is answered 429 instead. And the
+    source's backlog: past BPM_TRIGGER_MAX_PENDING_EVENTS events waiting for evaluation,
+    a new delivery is RateLimited too (a redelivery is answered as always).
     """
     try:
         source = EventSource.objects.filter(name=source_name, enabled=True).first()
