@@ -18,16 +18,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import make_msgid
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from audit.models import EventType
+from breakpoints.models import Breakpoint
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
+from breakpoints.services import release_refusal
 from channels.email.links import decision_urls
 from core import fileformats
+from core.actors import Actor
 from core.choices import Status
 from core.naming import display_name
 from notifications.base import Sent
@@ -150,8 +154,7 @@ def _list(value: Any) -> list[Any]:
 def announce_context(data: dict[str, Any], event: str, target: dict[str, Any]) -> dict[str, Any]:
     """What the created/reminder/escalated templates show."""
     breakpoint_id = str(data.get("breakpointId") or "")
-    user_id = target.get("user")
-    links = decision_urls(breakpoint_id, user_id) if isinstance(user_id, int) else None
+    links, notice = decision_links(breakpoint_id, target.get("user"))
     files = _list(_dict(_dict(data.get("payload")).get("context")).get("files"))
     budget = RenderBudget()  # one message, one rendering budget
     shown = [excerpt(item, budget) for item in files[:MAX_EXCERPT_FILES]]
@@ -169,10 +172,28 @@ def announce_context(data: dict[str, Any], event: str, target: dict[str, Any]) -
         "more_files": len(files) - len(shown),
         "console_url": console_url(breakpoint_id),
         "links": links,
+        "notice": notice,
         "links_valid_for": compact_duration(
             timedelta(seconds=settings.BPM_EMAIL_LINK_MAX_AGE_SECONDS)
         ),
     }
+
+
+def decision_links(breakpoint_id: str, user_id: Any) -> tuple[dict[str, str] | None, str]:
+    """The Approve and Reject links for the recipient `user_id` (a seat holder), or none
+    and why: only a person the service lets decide it now gets them (release_refusal, the
+    question the decision page asks too), so the requester under four eyes is told that
+    another reviewer decides instead of being handed links that could only be refused."""
+    if not isinstance(user_id, int):
+        return None, ""
+    bp = Breakpoint.objects.filter(pk=breakpoint_id).first()
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if bp is None or user is None:
+        return None, ""
+    refusal = release_refusal(bp, Actor.for_user(user))
+    if refusal is not None:
+        return None, refusal
+    return decision_urls(breakpoint_id, user_id), ""
 
 
 def time_left(expires_at: Any) -> str:
