@@ -174,8 +174,9 @@ def breakpoint_body(
 ) -> dict[str, Any]:
     """The body of `POST /api/breakpoints`. Explicit arguments win over `payload`'s keys.
 
-    `form`: a JSON Schema (draft 2020-12, type object) of the answer; `proposal`: the
-    values proposed (the reviewer approves them as they are or edits them first)."""
+    `form`: a JSON Schema (draft 2020-12, 2019-09 or draft-07; type object) of the
+    answer; `proposal`: the values proposed (the reviewer approves them as they are or
+    edits them first)."""
     content: dict[str, Any] = dict(payload or {})
     given = {
         "question": question,

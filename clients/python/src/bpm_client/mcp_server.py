@@ -155,7 +155,8 @@ TtlSeconds = Annotated[
 Form = Annotated[
     dict[str, Any] | None,
     Field(
-        description="A JSON Schema (draft 2020-12, type object) of the answer you need, e.g. "
+        description="A JSON Schema (draft 2020-12, 2019-09 or draft-07; type object) of the "
+        "answer you need, e.g. "
         "{'type': 'object', 'properties': {'replicas': {'type': 'integer', 'minimum': 1}}, "
         "'required': ['replicas']}. The reviewer fills it in; the answer comes back in "
         "`values`, validated."
