@@ -343,7 +343,7 @@ def test_list_prints_a_table_or_json(bpm_env):
     table = bpm("list", "--tag", "deploy", env=bpm_env)
     assert table.code == 0, table.stderr
     header, *rows = table.stdout.splitlines()
-    assert header.split() == ["ID", "STATUS", "CREATED", "TITLE"]
+    assert re.split(r"\s{2,}", header) == ["ID", "OUTCOME", "DECIDED BY", "CREATED", "TITLE"]
     assert len(rows) == 1
     assert rows[0].startswith(deploy_id) and rows[0].endswith("Deploy A")
     assert " waiting " in rows[0]
@@ -353,6 +353,44 @@ def test_list_prints_a_table_or_json(bpm_env):
     found = json.loads(listed.stdout)
     assert [b["breakpointId"] for b in found] == [other_id, deploy_id]  # newest first
     assert found[0]["question"] == "Drop the table?" and found[0]["tags"] == ["db"]
+
+
+def test_list_shows_what_became_of_each_and_who_decided(bpm_env, reviewer_env):
+    """A released breakpoint reads approved or rejected (with the option chosen), next to
+    who decided; `--json` keeps the API's own status and result."""
+    ids = {}
+    for title, extra in [
+        ("Region", ["--option", "eu", "--option", "us"]),
+        ("Drop", []),
+        ("Old", []),
+        ("Later", []),
+    ]:
+        created = bpm("create", f"{title}?", "--title", title, *extra, env=bpm_env)
+        assert created.code == 0, created.stderr
+        ids[title] = created.stdout.strip()
+    approving = ("approve", ids["Region"], "--option", "us", "-m", "closer")
+    assert bpm(*approving, env=reviewer_env).code == 0
+    assert bpm("reject", ids["Drop"], "-m", "not today", env=reviewer_env).code == 0
+    assert bpm("cancel", ids["Old"], env=bpm_env).code == 0
+
+    listed = bpm("list", env=bpm_env)
+
+    assert listed.code == 0, listed.stderr
+    header, *rows = (re.split(r"\s{2,}", line) for line in listed.stdout.splitlines())
+    assert header == ["ID", "OUTCOME", "DECIDED BY", "CREATED", "TITLE"]
+    shown = {row[-1]: (row[0], row[1], row[2]) for row in rows}
+    assert shown == {
+        "Later": (ids["Later"], "waiting", "-"),
+        "Old": (ids["Old"], "cancelled", "agent:agent-a"),
+        "Drop": (ids["Drop"], "rejected", "alice"),
+        "Region": (ids["Region"], 'approved (option "us")', "alice"),
+    }
+    as_json = json.loads(bpm("list", "--json", env=bpm_env).stdout)
+    by_title = {item["title"]: item for item in as_json}
+    assert by_title["Drop"]["status"] == by_title["Region"]["status"] == "released"
+    assert by_title["Drop"]["result"]["approved"] is False
+    assert by_title["Region"]["result"]["respondedBy"] == "alice"
+    assert by_title["Region"]["result"]["option"] == "us"
 
 
 def test_status_and_events_follow_a_decision(bpm_env, reviewer: Client):

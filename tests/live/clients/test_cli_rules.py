@@ -2,6 +2,7 @@
 code a repository of rules gates its changes on."""
 
 import json
+import re
 
 from bpm_client import Client
 
@@ -16,9 +17,11 @@ HISTORY = [
 ]
 
 
-def test_bpm_rules_simulate_prints_the_apis_figures_and_gates_on_rejections(
+def test_bpm_rules_simulate_says_what_the_rule_would_do_and_gates_on_rejections(
     live, agent_token, reviewer_token, admin_token, bpm_env
 ):
+    """In words a reviewer reads (the API's field names only with --json); with
+    --fail-on-rejected a rule that would approve a rejection exits 1 and says why on stderr."""
     with (
         Client(live.base_url, agent_token) as agent,
         Client(live.base_url, reviewer_token) as alice,
@@ -41,12 +44,30 @@ def test_bpm_rules_simulate_prints_the_apis_figures_and_gates_on_rejections(
 
     failing = bpm("rules", "simulate", "deploy.*", "--fail-on-rejected", env=env)
     assert failing.code == 1, failing.stderr
-    assert "humanRejected: 1" in failing.stdout.splitlines()
-    assert "rejectedButWouldApprove: 1 (the newest 1 below)" in failing.stdout
+    assert failing.stderr == (
+        "bpm: the rule would have auto-approved 1 breakpoint(s) a person rejected\n"
+    )
+    said = failing.stdout.splitlines()
+    assert said[0] == "rule: auto-approve deploy.*"
+    assert re.fullmatch(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ: .*", said[1]), said[1]
+    assert said[1].endswith(": 4 finished breakpoints, of which the rule matches 3")
+    assert said[2:4] == [
+        "of those 3, a person approved 2 and rejected 1",
+        "would approve 3, of which 1 a person rejected and 2 a person approved",
+    ]
+    assert said[4:] == [
+        "the 1 it would approve that a person rejected, newest first:",
+        f"  {printed['rejectedButWouldApprove'][0]['breakpointId']}  deploy.staging"
+        '  rejected by alice: "Not in the freeze"',
+    ]
+    raw_names = ("humanRejected", "wouldAutoApprove", "rejectedButWouldApprove", "considered")
+    assert not [name for name in raw_names if name in failing.stdout]
 
     narrower = bpm("rules", "simulate", "deploy.production", "--fail-on-rejected", env=env)
     assert narrower.code == 0, narrower.stderr
-    assert "wouldAutoApprove: 1" in narrower.stdout.splitlines()
+    assert "would approve 1, of which 0 a person rejected and 1 a person approved" in (
+        narrower.stdout.splitlines()
+    )
 
     refused = bpm("rules", "simulate", "deploy.*", "--since", "soon", env=env)
     assert refused.code == 4

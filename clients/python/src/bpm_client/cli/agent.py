@@ -190,9 +190,11 @@ def list_(
     limit: int,
     as_json: bool,
 ) -> None:
-    """List breakpoints, newest first.
+    """List breakpoints, newest first: what became of each (approved, rejected, the
+    option chosen, expired, cancelled) and who decided.
 
-    An agent's token sees its own breakpoints; a reviewer's, everyone's.
+    An agent's token sees its own breakpoints; a reviewer's, everyone's. --json prints
+    the API's representation of each.
     """
     found = connect(ctx).list(
         status=status,

@@ -15,6 +15,8 @@ from ..models import Breakpoint, BreakpointResult, Event, FeedbackCreated
 from .failures import APPROVED, ENDED, REJECTED
 
 TITLE_WIDTH = 70
+OPTION_WIDTH = 30
+DECIDED_BY_WIDTH = 30
 
 
 def warn(message: str) -> None:
@@ -71,21 +73,55 @@ def dumps(data: Any) -> str:
 
 
 def table(breakpoints: Sequence[Breakpoint]) -> str:
-    """ID, STATUS, CREATED (UTC), TITLE (or the question) in aligned columns."""
-    rows = [("ID", "STATUS", "CREATED", "TITLE")]
-    rows += [(b.breakpoint_id, b.status, moment(b.created_at), label(b)) for b in breakpoints]
-    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    """ID, OUTCOME, DECIDED BY, CREATED (UTC), TITLE (or the question) in aligned columns:
+    what the list page already holds, so no request per row."""
+    rows = [("ID", "OUTCOME", "DECIDED BY", "CREATED", "TITLE")]
+    rows += [
+        (b.breakpoint_id, outcome(b), decided_by(b), moment(b.created_at), label(b))
+        for b in breakpoints
+    ]
+    padded = len(rows[0]) - 1  # the title, last, is not padded
+    widths = [max(len(row[column]) for row in rows) for column in range(padded)]
     return "\n".join(
         "  ".join(
-            [*(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)), row[3]]
+            [
+                *(cell.ljust(width) for cell, width in zip(row[:padded], widths, strict=True)),
+                row[padded],
+            ]
         )
         for row in rows
     )
 
 
+def outcome(breakpoint: Breakpoint) -> str:
+    """`approved`, `rejected` or `approved (option "us")` for a released breakpoint (its
+    status alone says neither); else its status: waiting, expired, cancelled."""
+    result = breakpoint.result
+    if breakpoint.status != "released" or result is None:
+        return str(breakpoint.status)
+    verb = "approved" if result.approved else "rejected"
+    if not result.option:
+        return verb
+    return f"{verb} (option {quoted(clipped(result.option, OPTION_WIDTH))})"
+
+
+def decided_by(breakpoint: Breakpoint) -> str:
+    """Who released, expired or cancelled it (a person, a rule, `system`; every voter of a
+    collect-all or quorum), `-` while it waits."""
+    who = breakpoint.result.responded_by if breakpoint.result is not None else None
+    if breakpoint.status == "waiting" or not who:
+        return "-"
+    return clipped(", ".join(who) if isinstance(who, list) else who, DECIDED_BY_WIDTH)
+
+
 def label(breakpoint: Breakpoint) -> str:
-    text = re.sub(r"\s+", " ", breakpoint.title or breakpoint.question or breakpoint.key or "")
-    return text if len(text) <= TITLE_WIDTH else text[: TITLE_WIDTH - 1] + "…"
+    return clipped(breakpoint.title or breakpoint.question or breakpoint.key or "", TITLE_WIDTH)
+
+
+def clipped(text: str, width: int) -> str:
+    """`text` on one line, cut to `width` characters with an ellipsis."""
+    text = re.sub(r"\s+", " ", text)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def moment(value: datetime | Any) -> str:

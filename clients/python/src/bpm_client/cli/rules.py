@@ -7,18 +7,12 @@ import click
 from ..models import RuleReplay
 from .app import connect
 from .failures import REJECTED
-from .output import dumps
+from .output import dumps, moment, quoted
 
 AFTER_N = "autoApproveAfterN"
 ACTIONS = ("auto-approve", "never-auto-approve", AFTER_N)
-FIGURES = (
-    ("considered", "considered"),
-    ("matched", "matched"),
-    ("wouldAutoApprove", "would_auto_approve"),
-    ("agreedWithHumans", "agreed_with_humans"),
-    ("humanApproved", "human_approved"),
-    ("humanRejected", "human_rejected"),
-)
+# As `manage.py simulate_rule --fail-on-rejected` says it.
+WOULD_APPROVE_REJECTED = "the rule would have auto-approved {count} breakpoint(s) a person rejected"
 
 
 @click.group()
@@ -57,30 +51,69 @@ def simulate(
       bpm rules simulate 'deploy.*' --fail-on-rejected    (in CI, before adding it)
 
     Nothing is saved. With --fail-on-rejected it exits 1 when the rule would have
-    auto-approved a breakpoint a person rejected.
+    auto-approved a breakpoint a person rejected, and says so on stderr. --json prints the
+    API's answer, its field names as they are.
     """
     replay = connect(ctx).simulate_rule(pattern, action=action, key=key, n=n, since=since)
     click.echo(dumps(replay.to_json()) if as_json else summary(replay))
-    if fail_on_rejected and replay.rejected_but_would_approve_count:
+    count = replay.rejected_but_would_approve_count
+    if fail_on_rejected and count:
+        click.echo(f"bpm: {WOULD_APPROVE_REJECTED.format(count=count)}", err=True)
         ctx.exit(REJECTED)
 
 
 def summary(replay: RuleReplay) -> str:
-    """The figures one a line, then the rejections it would have approved, newest first."""
-    rule = replay.rule
-    described = rule.pattern if rule.pattern is not None else f"{rule.key} after {rule.n}"
-    lines = [f"rule: {rule.action} {described}", f"since: {replay.to_json()['since']}"]
-    lines += [f"{wire}: {getattr(replay, name)}" for wire, name in FIGURES]
+    """What the rule would have done, in words (the API's field names are --json's), then
+    the rejections it would have approved, newest first."""
+    matched = replay.matched
+    lines = [
+        f"rule: {described(replay)}",
+        f"since {moment(replay.since)}: {counted(replay.considered, 'finished breakpoint')}, "
+        f"of which the rule matches {matched}",
+        f"of those {matched}, a person approved {replay.human_approved} "
+        f"and rejected {replay.human_rejected}",
+        would_approve(replay),
+    ]
     listed = replay.rejected_but_would_approve
-    lines.append(
-        f"rejectedButWouldApprove: {replay.rejected_but_would_approve_count}"
-        + (f" (the newest {len(listed)} below)" if listed else "")
-    )
+    if listed:
+        lines.append(f"{which_listed(len(listed), replay.rejected_but_would_approve_count)}:")
     for item in listed:
         by = (
             item.responded_by
             if isinstance(item.responded_by, str)
             else ", ".join(item.responded_by)
         )
-        lines.append(f"  {item.breakpoint_id}  {item.key}  by {by}: {item.feedback or ''}")
+        feedback = f": {quoted(item.feedback)}" if item.feedback else ""
+        lines.append(f"  {item.breakpoint_id}  {item.key}  rejected by {by}{feedback}")
     return "\n".join(lines)
+
+
+def would_approve(replay: RuleReplay) -> str:
+    """`would approve 8, of which 1 a person rejected and 6 a person approved`."""
+    if not replay.would_auto_approve:
+        return "would approve none of them"
+    return (
+        f"would approve {replay.would_auto_approve}, of which "
+        f"{replay.rejected_but_would_approve_count} a person rejected "
+        f"and {replay.agreed_with_humans} a person approved"
+    )
+
+
+def described(replay: RuleReplay) -> str:
+    """`auto-approve deploy.*`, or `autoApproveAfterN: plan-review after 3 approvals in a row`."""
+    rule = replay.rule
+    if rule.pattern is not None:
+        return f"{rule.action} {rule.pattern}"
+    return f"{rule.action}: {rule.key} after {counted(rule.n or 0, 'approval')} in a row"
+
+
+def which_listed(listed: int, count: int) -> str:
+    """The heading of the rejections listed (the API lists the newest 100 at most)."""
+    if listed == count:
+        return f"the {count} it would approve that a person rejected, newest first"
+    return f"the newest {listed} of the {count} it would approve that a person rejected"
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 approval`, `3 approvals`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
