@@ -2,9 +2,11 @@
 store, and a key sent twice in one object (core.jsonkeys: which one counts is ambiguous)."""
 
 import json
+from typing import Any
 
+from rest_framework import parsers as drf_parsers
 from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import JSONParser, get_encoding
+from rest_framework.parsers import JSONParser
 from rest_framework.utils.json import strict_constant
 
 from core.ijson import NOT_FINITE, non_finite_numbers
@@ -19,9 +21,10 @@ LONE_SURROGATE = "Lone surrogates (an unpaired \\uD800-\\uDFFF escape) are not v
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        encoding = get_encoding(parser_context or {})
+        # DRF's own charset check (text codecs only); newer than its type stubs.
+        encoding = drf_parsers.get_encoding(parser_context or {})  # type: ignore[attr-defined]
         # As DRF's own: NaN and Infinity refused unless STRICT_JSON is off.
-        options = {"parse_constant": strict_constant if self.strict else None}
+        options: dict[str, Any] = {"parse_constant": strict_constant if self.strict else None}
         try:
             text = stream.read().decode(encoding)
             data = json.loads(text, **options)
@@ -48,7 +51,7 @@ class SafeJSONParser(JSONParser):
         return data
 
 
-def _refuse_duplicate_keys(text: str, options: dict) -> None:
+def _refuse_duplicate_keys(text: str, options: dict[str, Any]) -> None:
     """A 400 naming the first key `text` sends twice in one object, if there is one."""
     found = duplicate_key(text, **options)
     if found is not None:
