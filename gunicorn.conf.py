@@ -1,4 +1,5 @@
-"""gunicorn hooks (read from the working directory): Prometheus multiprocess bookkeeping.
+"""gunicorn settings and hooks (read from the working directory): Prometheus multiprocess
+bookkeeping, the client address, no control socket.
 
 With PROMETHEUS_MULTIPROC_DIR set, each web process writes its metrics to files there
 (ops/metrics.py). The master empties the directory when it starts, so counters never
@@ -31,3 +32,9 @@ def child_exit(server, worker) -> None:
 # the peer from X-Forwarded-For for connections from 127.0.0.1 (its default), so anyone on
 # the host could pick their address and escape the login lockout and per-address limits.
 forwarded_allow_ips = ""
+
+# No control socket (gunicornc): gunicorn would make it under $HOME/.gunicorn, which the
+# image's user cannot write (an ERROR at every start), and several servers on one host would
+# share its path. Signals manage the server here: TERM stops it, HUP reloads, TTIN/TTOU
+# add and remove workers.
+control_socket_disable = True
