@@ -38,7 +38,9 @@ class EventIngestView(APIView):
         description="Verified by the source's kind before the body is parsed "
         "(Standard Webhooks, GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, or "
         "generic-hmac X-Bpm-Signature over '<X-Bpm-Timestamp>.<body>'); stored once per "
-        "delivery id; evaluated against the trigger rules by the worker.",
+        "delivery id; evaluated against the trigger rules by the worker. 429 (with "
+        "Retry-After, nothing stored) past the source's rate or past its backlog: "
+        "BPM_TRIGGER_MAX_PENDING_EVENTS events waiting for evaluation.",
         parameters=[OpenApiParameter("source", str, OpenApiParameter.PATH)],
         request={"application/json": {"type": "object"}},
         responses={
