@@ -219,19 +219,23 @@ def _check_options(errors: dict, options: Any) -> None:
             seen[label] = (index, is_object)
 
 
+def _storage_problems(payload: Mapping[str, Any]) -> dict[str, list[str]]:
+    """What keeps `payload` from being stored and returned as sent: text the database cannot
+    hold, numbers outside I-JSON (the payloadDigest recomputes from the payload as returned),
+    and a proposal's numbers an approval could not approve exactly, as release values are."""
+    if problem := storable_problem(payload):
+        return {"payload": [problem]}
+    errors = number_problems(payload, "payload")
+    if isinstance(proposal := payload.get(PROPOSAL_KEY), Mapping):
+        errors.update(answer_number_problems(proposal, "payload.proposal"))
+    return errors
+
+
 def validate_payload(payload: Any) -> None:
     """Raise InvalidInput, with every problem keyed by JSON path, if `payload` is malformed."""
     if not isinstance(payload, Mapping):
         raise InvalidInput("payload must be a JSON object.", {"payload": ["Must be an object."]})
-    errors: dict[str, list[str]] = {}
-    if problem := storable_problem(payload):
-        errors["payload"] = [problem]
-    else:
-        # Numbers are I-JSON, so the payloadDigest recomputes from the payload as returned.
-        errors.update(number_problems(payload, "payload"))
-        if isinstance(proposal := payload.get(PROPOSAL_KEY), Mapping):
-            # The values an approval may approve as they are: exact, as release values are.
-            errors.update(answer_number_problems(proposal, "payload.proposal"))
+    errors = _storage_problems(payload)
     if "question" in payload:
         _check_string(
             errors, "payload.question", payload["question"], max_length=MAX_QUESTION_LENGTH
