@@ -29,6 +29,7 @@ from console.views import ALREADY_SENT
 from core.actors import ADMINS_GROUP, Actor
 from core.exceptions import Forbidden
 from policies.autoapproval import rule_create
+from policies.foureyes import AUTOMATIC_APPROVAL_REFUSAL
 from tests.channels import test_jira as jira_tests
 from tests.channels.test_jira import created_issue
 from tests.channels.test_jira_webhook import SECRET as JIRA_SECRET
@@ -475,14 +476,28 @@ def test_jira_webhook_refuses_the_requester(jira, audit_route, requested, people
 
 
 def test_trigger_rule_owned_by_the_requester_is_refused(github, admin_user, requested, people):
+    """A rejection: a trigger's approval is refused under four eyes whoever owns the rule
+    (the next test), so the requester's own rule is refused for who it acts for."""
     bp = requested(run_id="sha-4")
-    _rule(admin_user, people["rita"], "release", {"feedback": "CI passed"})
+    _rule(admin_user, people["rita"], "release", {"feedback": "CI failed", "approved": False})
 
     taken = _fire(bp)
 
     assert (taken["outcome"], taken["error"]) == ("refused", SELF_REVIEW)
     assert_unchanged(bp)
     assert_refused_event(bp, "trigger", "one-door", "permission_denied", SELF_REVIEW)
+
+
+def test_trigger_rule_approval_is_refused_under_four_eyes_whoever_owns_it(
+    github, admin_user, requested, people
+):
+    bp = requested(run_id="sha-4b")
+    _rule(admin_user, people["tina"], "release", {"feedback": "CI passed"})
+
+    taken = _fire(bp)
+
+    assert (taken["outcome"], taken["error"]) == ("refused", AUTOMATIC_APPROVAL_REFUSAL)
+    assert_unchanged(bp)
 
 
 def test_an_admin_who_requested_it_is_refused_too(make_breakpoint, people, client_for, settings):
