@@ -33,6 +33,7 @@ MODELS: dict[type[sdk.Model], str] = {
     sdk.BreakpointResult: "BreakpointResult",
     sdk.TimeoutPolicy: "TimeoutPolicy",
     sdk.ResponseVote: "ResponseVote",
+    sdk.Approver: "Approver",
     sdk.Feedback: "Feedback",
     sdk.Expert: "Expert",
     sdk.AutoApproval: "AutoApproval",

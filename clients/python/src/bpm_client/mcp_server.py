@@ -62,6 +62,13 @@ class Decision(TypedDict):
     ]
     option: Annotated[str | None, Field(description="The option the reviewer chose, if any.")]
     respondedBy: str | list[str] | None
+    approvers: Annotated[
+        list[dict[str, Any]] | None,
+        Field(
+            description="A collect-all or quorum approval: each approving seat and who "
+            "answered for it ({seat, respondedBy}); null otherwise."
+        ),
+    ]
     allResponses: list[dict[str, Any]]
     timeoutPolicy: dict[str, Any] | None
     values: Annotated[
