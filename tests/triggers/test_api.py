@@ -674,3 +674,25 @@ def test_an_event_with_a_number_out_of_range_is_400(admin):
     )
 
     assert_error(response, 400)
+
+
+def test_an_event_sending_a_key_twice_is_400_naming_it_and_stores_nothing(admin):
+    """parse_event_body: `{"conclusion": "failure", ..., "conclusion": "success"}` is read
+    differently by different parsers (Python keeps the last): a rule must not act on one
+    reading of it (issue 47)."""
+    services.source_add(actor=admin, name="script", kind="generic-hmac", secret="s" * 32)
+    raw = b'{"run": {"conclusion": "failure", "sha": "abc", "conclusion": "success"}}'
+    timestamp = int(time.time())
+
+    response = APIClient(raise_request_exception=False).post(
+        f"{EVENTS}/script",
+        data=raw,
+        content_type="application/json",
+        HTTP_X_BPM_SIGNATURE=sign_generic("s" * 32, raw, timestamp),
+        HTTP_X_BPM_TIMESTAMP=str(timestamp),
+        HTTP_X_BPM_EVENT_ID="e-dup",
+    )
+
+    error = assert_error(response, 400)
+    assert "run.conclusion" in error["message"]
+    assert not ExternalEvent.objects.exists()

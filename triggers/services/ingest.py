@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidInput, NotAuthenticated, NotFound, RateLimited
+from core.jsonkeys import duplicate_key, may_hold_duplicates
 from core.storable import storable_problem
 from infra.publishing import publish, publish_soon
 from infra.ratelimits import rate_limit
@@ -112,18 +113,23 @@ def _backlog_full(source: EventSource, delivery_id: str) -> ExternalEvent | None
 
 def parse_event_body(body: bytes) -> dict[str, Any]:
     """The JSON object of an event, or InvalidInput: what JSON allows but the database
-    cannot hold (NaN, NUL, lone surrogates, absurd nesting) is refused here too."""
+    cannot hold (NaN, NUL, lone surrogates, absurd nesting) is refused here too, and so is
+    a key sent twice in one object."""
     try:
-        payload = json.loads(
-            body.decode("utf-8"), parse_constant=_no_constants, parse_float=_finite
-        )
-        json.dumps(payload, ensure_ascii=False).encode("utf-8")  # lone surrogates
+        text = body.decode("utf-8")
+        payload = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+        compact = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        compact.encode("utf-8")  # lone surrogates
+        duplicate = duplicate_key(text) if may_hold_duplicates(text, compact) else None
     except (ValueError, UnicodeError, RecursionError) as exc:
         raise InvalidInput(
             f"The body is not valid JSON: {_short(exc)}", {"body": ["Invalid."]}
         ) from None
     if not isinstance(payload, dict):
         raise InvalidInput("The event must be a JSON object.", {"body": ["Must be an object."]})
+    if duplicate is not None:  # which one would a rule read? Parsers disagree (core.jsonkeys)
+        sent_twice = f"it sends key {duplicate[1]!r} twice in one object ({duplicate[0]})."
+        raise InvalidInput(f"The event cannot be read: {sent_twice}", {"body": [sent_twice]})
     problem = storable_problem(payload)
     if problem:
         raise InvalidInput(f"The event cannot be stored: {problem}", {"body": [problem]})
