@@ -1,14 +1,15 @@
 """The answer to a breakpoint's form, as the console's review page and the email decision
-page show it: fields built from payload.form, prefilled with payload.proposal, and what the
-reviewer changed. Slack's modal reads the same kinds (field_kind, form_fields).
+page show it: fields built from payload.form, prefilled with payload.proposal. Slack's
+modal reads the same kinds (field_kind, form_fields).
 
 Each top-level property is one field: labelled with its `title` (else its name), its
 `description` as help text; an enum is a select, a boolean a checkbox, an integer or a
 number an input with the schema's bounds, an array of strings one item per line, text a
-text input; anything else (an object, a mixed array) a JSON editor. A proposal without a
-form is one JSON editor. The service validates the answer (breakpoints.forms); its
-problems, keyed by JSON pointer, are shown on the fields. Labels and help text come from
-the agent: Django escapes them like any other text.
+text input (a text area when the proposed text has lines or is long); anything else (an
+object, a mixed array) a JSON editor. A proposal without a form is one JSON editor. The
+service validates the answer (breakpoints.forms); its problems, keyed by JSON pointer, are
+shown on the fields. Labels and help text come from the agent: Django escapes them like
+any other text.
 """
 
 import json
@@ -22,6 +23,8 @@ from breakpoints.forms import FORM_KEY, PROPOSAL_KEY, has_form
 PREFIX = "value__"
 WHOLE = "values_json"  # the JSON editor of a proposal without a form
 MAX_SELECT_CHOICES = 200
+LONG_TEXT_CHARS = 80  # a proposed text longer than this is edited in a text area
+MAX_TEXT_ROWS = 16
 
 
 class JSONField(forms.CharField):
@@ -42,6 +45,26 @@ class JSONField(forms.CharField):
             return json.loads(text)
         except ValueError as exc:
             raise forms.ValidationError(f"Not JSON: {exc}") from exc
+
+
+class TextField(forms.CharField):
+    """A text property: one line, or a text area when the proposed text has lines or is
+    long. A browser sends a text area's line breaks as CRLF; they are read back as "\n"
+    unless the proposal itself has CRLF, so a text approved as shown is not an edit."""
+
+    def __init__(self, *, proposed: Any = None, **kwargs: Any) -> None:
+        text = proposed if isinstance(proposed, str) else ""
+        if "\n" in text or len(text) > LONG_TEXT_CHARS:
+            rows = min(max(text.count("\n") + 2, 3), MAX_TEXT_ROWS)
+            kwargs["widget"] = forms.Textarea(attrs={"rows": rows, "class": "bpm-text"})
+        self.keeps_crlf = "\r\n" in text
+        super().__init__(strip=False, **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if isinstance(text, str) and not self.keeps_crlf:
+            return text.replace("\r\n", "\n")
+        return text
 
 
 class LinesField(forms.CharField):
@@ -106,8 +129,8 @@ def label_of(name: str, schema: Mapping[str, Any]) -> str:
     return str(schema.get("title") or name)
 
 
-def _field(schema: Mapping[str, Any], required: bool) -> forms.Field:
-    """The form field of one property's schema."""
+def _field(schema: Mapping[str, Any], required: bool, proposed: Any) -> forms.Field:
+    """The form field of one property's schema (`proposed`: its proposed value)."""
     kind = field_kind(schema)
     if kind == "choice":
         enum = schema["enum"]
@@ -121,7 +144,7 @@ def _field(schema: Mapping[str, Any], required: bool) -> forms.Field:
     if kind == "number":
         return forms.FloatField(required=required, min_value=low, max_value=high)
     if kind == "text":
-        return forms.CharField(required=required, strip=False, max_length=schema.get("maxLength"))
+        return TextField(required=required, max_length=schema.get("maxLength"), proposed=proposed)
     if kind == "lines":
         return LinesField(required=required)
     return JSONField(required=required)
@@ -139,12 +162,13 @@ class AnswerForm(forms.Form):
             self.fields[WHOLE] = JSONField(required=True, label="Values (JSON)")
             self.fields[WHOLE].initial = self.proposal
             return
+        proposal = self.proposal if isinstance(self.proposal, Mapping) else {}
         for name, schema, required in form_fields(self.form_schema):
-            field = _field(schema, required)
+            field = _field(schema, required, proposal.get(name))
             field.label = label_of(name, schema)
             field.help_text = str(schema.get("description") or "")
-            if isinstance(self.proposal, Mapping) and name in self.proposal:
-                field.initial = self.proposal[name]
+            if name in proposal:
+                field.initial = proposal[name]
             self.fields[PREFIX + name] = field
             self.names[PREFIX + name] = name
 
@@ -174,18 +198,10 @@ class AnswerForm(forms.Form):
                     where, f"{pointer}: {message}" if where != PREFIX + name else message
                 )
 
-    def changes(self, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """What the reviewer changed against the proposal, field by field (label, from, to)."""
-        proposal = self.proposal if isinstance(self.proposal, Mapping) else {}
-        labels = {name: self.fields[field].label for field, name in self.names.items()}
-        changed = []
-        for name in dict.fromkeys([*proposal, *values]):
-            before, after = proposal.get(name), values.get(name)
-            if json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True):
-                changed.append(
-                    {"label": labels.get(name) or name, "before": before, "after": after}
-                )
-        return changed
+    @property
+    def labels(self) -> dict[str, str]:
+        """Each property's label (its `title`, else its name), in the form's order."""
+        return {name: str(self.fields[field].label) for field, name in self.names.items()}
 
 
 def answer_form(payload: Mapping[str, Any], data: Any = None) -> AnswerForm | None:

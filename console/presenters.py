@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.utils.safestring import SafeString
+
 from accounts import experts as routing
 from audit.models import Event, EventType
-from breakpoints.forms import edited
+from breakpoints.answers import AnswerForm, form_fields, label_of
+from breakpoints.forms import FORM_KEY, PROPOSAL_KEY, edited
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.payload import options_of
 from breakpoints.selectors import decided_via_text
@@ -18,6 +21,7 @@ from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
 from core.choices import Status, via_label
 from web.rendering import html as rendering
+from web.rendering import values as shown
 
 if TYPE_CHECKING:
     from breakpoints.services.decisions import Release
@@ -149,7 +153,9 @@ def review_page(
     result = result_of(bp)
     timeline, deliveries = split_notifications(events)
     feedback = list(bp.feedback.all())
-    budget = rendering.RenderBudget()  # files first: the raw payload is the last resort
+    # The proposed values first, then the files: the raw payload is the last resort.
+    budget = rendering.RenderBudget()
+    proposal = proposal_rows(payload, budget)
     files = rendering.context_files(payload, budget)
     return {
         "title": bp.display_name,
@@ -157,6 +163,8 @@ def review_page(
         "bp": bp,
         "original": bp,
         "question": bp.question,
+        **headline(bp),
+        "proposal_rows": proposal,
         "payload": payload,
         "attempt": payload.get("attempt"),
         "previous_feedback": payload.get("previousFeedback"),
@@ -181,6 +189,75 @@ def review_page(
         "age": rendering.age(bp.created_at, now),
         "digest_short": short_digest(bp.payload_digest),
     }
+
+
+def headline(bp: Breakpoint) -> dict[str, Any]:
+    """A page's headline. A breakpoint that proposes values (a gated tool call, an agent's
+    form) is headed by its title, which names the action, and what it asks is secondary
+    text under it (`lede`: its `code` spans as code, sanitized); any other by its question
+    (else its name)."""
+    if payload_of(bp).get(PROPOSAL_KEY) is not None and bp.title and bp.question:
+        return {"headline": bp.title, "lede": rendering.render_lede(bp.question)}
+    return {"headline": bp.question or bp.display_name, "lede": None}
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    """One proposed value in the review page's table: its property's name and label."""
+
+    name: str
+    label: str
+    html: SafeString
+
+
+def proposal_rows(payload: Mapping[str, Any], budget: rendering.RenderBudget) -> list[ValueRow]:
+    """The proposal's values in the form's order (its required properties first, then the
+    others by name), then those the form does not name, by name. A file name among them
+    tells the language of their long texts (a tool's `path` beside its `content`)."""
+    proposal = payload.get(PROPOSAL_KEY)
+    if not isinstance(proposal, Mapping):
+        return []
+    order = _in_form_order(payload, proposal)
+    lexer = shown.text_lexer(proposal[name] for name in order)
+    form = payload.get(FORM_KEY)
+    labels = {name: label_of(name, schema) for name, schema, _ in form_fields(form)}
+    return [
+        ValueRow(name, labels.get(name, name), shown.render_value(proposal[name], lexer, budget))
+        for name in order
+    ]
+
+
+def _in_form_order(payload: Mapping[str, Any], values: Mapping[str, Any]) -> list[str]:
+    """The names of `values` in the order the form lists them (answers.form_fields): a
+    jsonb object's keys come back in an order of PostgreSQL's own."""
+    listed = [name for name, _, _ in form_fields(payload.get(FORM_KEY)) if name in values]
+    return [*listed, *sorted(set(values) - set(listed))]
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One value the reviewer changed: the field's label, and how the edit reads (both
+    sides, or a line diff)."""
+
+    label: str
+    change: shown.Change
+
+
+def change_rows(bp: Breakpoint, answer: AnswerForm, values: Any) -> list[ChangeRow]:
+    """What the reviewer's answer changed against the proposal, field by field, in the
+    form's order; a value absent on one side is not the same as null."""
+    payload = payload_of(bp)
+    proposal = answer.proposal if isinstance(answer.proposal, Mapping) else {}
+    values = values if isinstance(values, Mapping) else {}
+    labels = answer.labels
+    budget = rendering.RenderBudget()
+    rows = []
+    for name in _in_form_order(payload, {**proposal, **values}):
+        before, after = proposal.get(name, shown.ABSENT), values.get(name, shown.ABSENT)
+        if shown.same(before, after):
+            continue
+        rows.append(ChangeRow(labels.get(name, name), shown.render_change(before, after, budget)))
+    return rows
 
 
 def short_digest(digest: str | None) -> str:

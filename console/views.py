@@ -122,7 +122,13 @@ class _Screen:
         """A confirmation step (release, always approve, expire, cancel) before the write."""
         detail_url = self.url("change", bp.pk)
         return self.render(
-            template, subtitle=None, bp=bp, original=bp, detail_url=detail_url, **extra
+            template,
+            subtitle=None,
+            bp=bp,
+            original=bp,
+            detail_url=detail_url,
+            **presenters.headline(bp),
+            **extra,
         )
 
     def failed(
@@ -313,7 +319,11 @@ def _release_confirm(
         confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
         release_url=screen.url("release", bp.pk),
         answer=answer,
-        changes=answer.changes(answered) if answer is not None and answered is not None else [],
+        changes=(
+            presenters.change_rows(bp, answer, answered)
+            if answer is not None and answered is not None
+            else []
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from web.rendering.markup import (  # noqa: F401 - re-exported for the console
     render_code,
     render_context_file,
     render_json,
+    render_lede,
     render_markdown,
     render_text,
 )

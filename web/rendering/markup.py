@@ -81,6 +81,12 @@ def _markdown_parser() -> MarkdownIt:
 
 MARKDOWN = _markdown_parser()
 
+# A question shown as secondary text under its title: its `code` spans, paragraphs and line
+# breaks, and nothing else of markdown (no links, emphasis or HTML: a sentence, not a
+# document). These rules are linear in the text's length.
+LEDE = MarkdownIt("zero", {"breaks": True}).enable(["backticks", "newline"])
+LEDE_TAGS = frozenset({"p", "code", "br"})
+
 
 def _or_default(deadline: float | None) -> float:
     """`deadline`, else a single rendering's own: a file's share of a page's budget."""
@@ -92,6 +98,14 @@ def _or_default(deadline: float | None) -> float:
 def render_text(content: str) -> SafeString:
     """Preformatted, escaped text."""
     return format_html('<pre class="bpm-pre">{}</pre>', content)
+
+
+def render_lede(content: str) -> SafeString:
+    """A question as secondary text: `code` spans as <code>, paragraphs and line breaks
+    kept, everything else escaped text; then sanitized like any agent markup."""
+    clean = nh3.clean(LEDE.render(content), tags=set(LEDE_TAGS), attributes={})
+    # mark_safe: nh3 output, sanitized just above.
+    return mark_safe(clean)
 
 
 def render_markdown(content: str, deadline: float | None = None) -> SafeString:
