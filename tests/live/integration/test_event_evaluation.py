@@ -15,8 +15,6 @@ large event's evaluation was still running after all of them answered (still pen
 under the same claim, no error). The deadlines only end a hung test.
 """
 
-import json
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -26,10 +24,10 @@ from accounts.tokens import token_create_for_user
 from breakpoints.models import Breakpoint
 from core.actors import Actor
 from core.limits import MAX_CONDITIONS
+from tests.support.events import post_signed_event
 from tests.support.system import System
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent
-from triggers.verification import sign_generic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,18 +80,7 @@ def rules(admin_user) -> None:
 
 
 def send(client: httpx.Client, delivery: str, body: dict) -> httpx.Response:
-    raw = json.dumps(body, separators=(",", ":")).encode()
-    stamp = int(time.time())
-    return client.post(
-        "/api/events/ci",
-        content=raw,
-        headers={
-            "Content-Type": "application/json",
-            "X-Bpm-Timestamp": str(stamp),
-            "X-Bpm-Signature": sign_generic(SECRET, raw, stamp),
-            "X-Bpm-Event-Id": delivery,
-        },
-    )
+    return post_signed_event(client, "ci", SECRET, delivery, body)
 
 
 def test_ingest_answers_while_a_costly_evaluation_of_the_same_source_runs(

@@ -14,9 +14,6 @@ worker for `triggers` alone starts and evaluates them all. The deadlines only en
 test.
 """
 
-import json
-import time
-
 import httpx
 import pytest
 import redis
@@ -24,10 +21,10 @@ import redis
 from accounts.tokens import token_create_for_agent
 from core import tasknames
 from core.actors import Actor
+from tests.support.events import post_signed_event
 from tests.support.system import System
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent
-from triggers.verification import sign_generic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,18 +56,7 @@ def costly_rules(admin_user) -> None:
 
 
 def send(client: httpx.Client, delivery: str, body: dict) -> int:
-    raw = json.dumps(body, separators=(",", ":")).encode()
-    stamp = int(time.time())
-    return client.post(
-        "/api/events/ci",
-        content=raw,
-        headers={
-            "Content-Type": "application/json",
-            "X-Bpm-Timestamp": str(stamp),
-            "X-Bpm-Signature": sign_generic(SECRET, raw, stamp),
-            "X-Bpm-Event-Id": delivery,
-        },
-    ).status_code
+    return post_signed_event(client, "ci", SECRET, delivery, body).status_code
 
 
 def waiting_on(system: System, queue: str) -> int:

@@ -9,8 +9,6 @@ the decision service, the refusal is recorded, and the event's outcome says so; 
 that rejects still does.
 """
 
-import json
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -22,10 +20,10 @@ from breakpoints.models import Breakpoint
 from core.actors import Actor
 from core.choices import Status
 from tests.factories import ReviewerFactory
+from tests.support.events import post_signed_event
 from tests.support.system import System
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent
-from triggers.verification import sign_generic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,19 +71,9 @@ def four_eyes_breakpoint(agent: httpx.Client, key: str) -> str:
 
 def evaluated(system: System, event_type: str, key: str) -> ExternalEvent:
     """The event signed and sent over HTTP, once the worker evaluated it."""
-    raw = json.dumps({"type": event_type, "key": key}).encode()
-    stamp = int(time.time())
-    response = httpx.post(
-        f"{system.base_url}/api/events/ops",
-        content=raw,
-        headers={
-            "Content-Type": "application/json",
-            "X-Bpm-Timestamp": str(stamp),
-            "X-Bpm-Signature": sign_generic(SECRET, raw, stamp),
-            "X-Bpm-Event-Id": f"{event_type}-{key}",
-        },
-        timeout=30,
-    )
+    with httpx.Client(base_url=system.base_url, timeout=30) as client:
+        body = {"type": event_type, "key": key}
+        response = post_signed_event(client, "ops", SECRET, f"{event_type}-{key}", body)
     assert response.status_code == 202, response.text
     event_id = response.json()["eventId"]
     return system.wait_until(
