@@ -278,3 +278,28 @@ def test_the_changes_of_a_typed_form_are_json_literals_listed_before_the_result(
     assert "&quot;staging&quot;" in cells["environment"]
     assert "True" not in changes and "False" not in changes
     assert confirm.index('id="bpm-answer-changes"') < confirm.index('id="bpm-result-preview"')
+
+
+def test_a_value_left_out_or_added_says_so_not_null(reviewer_browser, make_breakpoint):
+    """A proposal without a form is edited as JSON: a value taken out is "left out" and a
+    new one "not proposed", which null is not."""
+    bp = make_breakpoint(
+        payload={
+            "question": "Run it?",
+            "title": "Run",
+            "proposal": {"sql": "select 1", "limit": 10},
+        }
+    )
+
+    confirm = reviewer_browser.post(
+        action_url("release", bp.pk),
+        {"decision": "approve", "comment": "", "values_json": '{"sql": "select 1", "dry": null}'},
+    ).content.decode()
+    changes = section(confirm, "bpm-answer-changes")
+    rows = dict(re.findall(r'<tr data-bpm-change="([^"]*)">(.*?)</tr>', changes, re.S))
+
+    assert list(rows) == ["dry", "limit"]
+    assert '<span class="bpm-diff__none">not proposed</span>' in rows["dry"]
+    assert '<ins class="bpm-diff__new"><code>null</code></ins>' in rows["dry"]
+    assert '<del class="bpm-diff__old"><code>10</code></del>' in rows["limit"]
+    assert '<span class="bpm-diff__none">left out</span>' in rows["limit"]
