@@ -22,8 +22,9 @@ endif
 RUN_ENV := DEBUG=$${DEBUG:-1}
 # The suite runs with DEBUG off, as in production; the key is for tests only.
 TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
-# Where `make docs-serve` serves the guides (not BPM_PORT: `make run` may be serving there).
-DOCS_PORT ?= 8001
+# Where `make docs-serve` serves the guides: not BPM_PORT (`make run` may be serving there)
+# nor the free port above it that a taken BPM_PORT suggests (8001, in the README).
+DOCS_PORT ?= 8765
 
 .PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema image clean
 
@@ -62,15 +63,17 @@ ports: ## Check that BPM_PORT (8000 unless set) is free, or say so in one line
 
 # A PostgreSQL DATABASE_URL naming a database that does not exist: created when the server
 # allows, else one line that says what to do (no DATABASE_URL: SQLite, nothing to check).
+# devtools/migrate.py prints one line for all the migrations applied (all of migrate's
+# output when it fails); `manage.py migrate` itself lists them one by one.
 migrate: $(STAMP) ## Apply the database migrations (creating a missing PostgreSQL database)
 	@test -z "$$DATABASE_URL" || $(BIN)/python -m devtools.database
-	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
+	@$(RUN_ENV) $(BIN)/python -m devtools.migrate $(BIN)/python manage.py migrate --noinput
 
 # The whole system: web, Celery worker and beat (embedded broker unless REDIS_URL is set).
 # devtools/supervisor.py runs Procfile.dev and stops all of it on Ctrl-C, SIGTERM or SIGHUP;
 # exec, so that a SIGTERM to make reaches it.
 run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0.0.1:8000 (or BPM_PORT)
-	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev
+	@exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev
 
 # Only the web process, for working on the API or console: Procfile.dev's web line, run by
 # the same supervisor.
@@ -99,7 +102,7 @@ docs: install ## Build the guides in docs/ with mkdocs --strict (into a temporar
 	@site=$$(mktemp -d) && $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"; \
 		status=$$?; rm -rf "$$site"; exit $$status
 
-docs-serve: install ## Serve the guides as you edit them, on http://127.0.0.1:8001 (DOCS_PORT=...)
+docs-serve: install ## Serve the guides as you edit them, on http://127.0.0.1:8765 (DOCS_PORT=...)
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 format: install ## Fix what ruff can and format the code

@@ -28,8 +28,9 @@ from web.asgi_wsgi import DjangoApp  # noqa: E402
 from web.heap import startup_heap_freeze  # noqa: E402
 from web.openfiles import raise_open_file_limit  # noqa: E402
 
-# Every waiting agent is an open socket: room for BPM_MAX_WAITERS of them, or a warning.
-raise_open_file_limit(settings.BPM_MAX_WAITERS)
+# Every waiting agent is an open socket: room for BPM_MAX_WAITERS of them, or a warning
+# (an info line under DEBUG).
+raise_open_file_limit(settings.BPM_MAX_WAITERS, development=settings.DEBUG)
 # uvicorn's and gunicorn's access lines print paths: no email decision token in them.
 redact_server_access_logs()
 django_app = DjangoApp(django_wsgi, workers=settings.BPM_WEB_THREADS)

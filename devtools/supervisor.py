@@ -24,6 +24,11 @@ killed honcho left web, worker and beat running):
   and the port is still taken (someone else took it), never a web process started again
   and again on "address already in use".
 
+Once the ``web`` process accepts connections on BPM_PORT, and the processes have had their
+say (``SETTLE_SECONDS`` without a line, ``SETTLE_LIMIT_SECONDS`` at most), two ``system`` lines
+say where the console is and which command creates the first reviewer: the last thing a
+first run prints.
+
 ``python -m devtools.supervisor Procfile.dev web`` runs only the processes named (`make web`).
 """
 
@@ -34,6 +39,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,7 +48,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from devtools.ports import PortProblem, configured_port, port_problem
+from devtools.ports import HOST, PortProblem, configured_port, port_problem
 
 GRACE_SECONDS = 10.0
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0)
@@ -52,6 +58,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 COLOURS = ("36", "33", "32", "35", "34", "31")
 PROCFILE_LINE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$")
 PORT_PROCESS = "web"  # the Procfile process that serves on BPM_PORT
+CONSOLE_PATH = "/admin/"  # where the reviewer console is served
+SETTLE_SECONDS = 1.0
+SETTLE_LIMIT_SECONDS = 10.0
 
 
 def parse_procfile(text: str) -> list[tuple[str, str]]:
@@ -117,6 +126,9 @@ class Supervisor:
     killed: bool = False
     exit_code: int = 0
     output_broken: bool = False
+    announced: bool = False  # the console's address printed (once web first answers)
+    serving_since: float | None = None  # when web first accepted a connection
+    last_output: float = 0.0  # when a process last printed a line
 
     def __post_init__(self) -> None:
         self.children = [
@@ -147,6 +159,7 @@ class Supervisor:
         self.write("system", message)
 
     def pump(self, child: Child, data: bytes) -> None:
+        self.last_output = time.monotonic()
         *lines, child.pending = (child.pending + data).split(b"\n")
         for line in lines:
             self.write(child.name, line.rstrip(b"\r").decode("utf-8", "replace"), child.colour)
@@ -258,6 +271,27 @@ class Supervisor:
             if self.stopping_since is None and not self.schedule_restart(child, code):
                 self.exit_code = 128 - code if code < 0 else code
                 self.stop(f"{child.name} exited")
+
+    def announce_when_serving(self) -> None:
+        """Say where the console is, and how to get in, once web first accepts a connection."""
+        if self.announced or self.stopping_since is not None or self.port is None:
+            return
+        web = next((c for c in self.children if c.name == f"{PORT_PROCESS}.1"), None)
+        if web is None or web.process is None or web.process.poll() is not None:
+            return
+        now = time.monotonic()
+        if self.serving_since is None:
+            try:
+                socket.create_connection((HOST, self.port), timeout=0.2).close()
+            except OSError:
+                return
+            self.serving_since = now
+        settled = now - self.last_output >= SETTLE_SECONDS
+        if not settled and now - self.serving_since < SETTLE_LIMIT_SECONDS:
+            return
+        self.announced = True
+        for line in ready_lines(self.port, self.cwd):
+            self.system(line)
 
     def port_problem(self, child: Child | None = None) -> str | None:
         """Why the web process cannot serve (the port is taken); None when it can, or when
@@ -378,6 +412,7 @@ class Supervisor:
                     self.kill_group()
             self.reap()
             self.restart_due(selector)
+            self.announce_when_serving()
             if self.stopping_since is not None:
                 if all(child.reported for child in self.children):
                     # Anything the processes left behind in the group (and their pipes).
@@ -387,6 +422,19 @@ class Supervisor:
                         return
                 elif time.monotonic() - self.stopping_since > self.grace:
                     self.kill_group()
+
+
+def ready_lines(port: int, cwd: Path) -> list[str]:
+    """What a person needs once the system serves: the console's address, and the command
+    (run in another terminal, in ``cwd``) that creates the first account to sign in with."""
+    python = Path(sys.executable)
+    if python.is_relative_to(cwd):
+        python = python.relative_to(cwd)
+    return [
+        f"ready: the console is at http://{HOST}:{port}{CONSOLE_PATH} (Ctrl-C stops everything)",
+        "first account (another terminal, asks for a password): "
+        f"DEBUG=1 {python} manage.py create_reviewer YOUR-NAME --admin",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

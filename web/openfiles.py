@@ -5,7 +5,8 @@ accept a connection at all (EMFILE: every client is locked out, not only the one
 the sockets), so the waiter caps are lowered to fit it: the limit less HEADROOM (the
 database pool, the listener, Redis, log files and ordinary requests), and a token at most
 half of what is left. A web process raises its soft limit to the hard one at start, and
-says so in a warning when the limit still caps the waiters below BPM_MAX_WAITERS.
+says so in a warning when the limit still caps the waiters below BPM_MAX_WAITERS (in an
+info line under DEBUG: a laptop's limit says nothing about production).
 """
 
 import logging
@@ -37,9 +38,10 @@ def waiter_caps(max_waiters: int, max_per_token: int, limit: int | None = None) 
     return process, min(max_per_token, max(1, process // 2))
 
 
-def raise_open_file_limit(max_waiters: int) -> int:
+def raise_open_file_limit(max_waiters: int, *, development: bool = False) -> int:
     """Raise the soft open-file limit to the hard one; warn when the limit still caps the
-    waiters below `max_waiters`. Returns the limit now in force."""
+    waiters below `max_waiters` (only an info line in `development`). Returns the limit
+    now in force."""
     if resource is not None:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard == resource.RLIM_INFINITY or soft < hard:
@@ -50,7 +52,8 @@ def raise_open_file_limit(max_waiters: int) -> int:
     limit = open_file_limit()
     capped, _ = waiter_caps(max_waiters, max_waiters, limit)
     if capped < max_waiters:
-        logger.warning(
+        logger.log(
+            logging.INFO if development else logging.WARNING,
             "The open-file limit (%d) leaves room for %d waiting agents in this process "
             "(BPM_MAX_WAITERS is %d); more are answered 503. Raise it: ulimit -n 65536, or "
             "LimitNOFILE=65536 in a systemd unit.",
