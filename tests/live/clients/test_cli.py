@@ -25,6 +25,7 @@ from tests.support.net import free_port
 
 # Seconds a `bpm` subprocess may take before the test fails (a guard, not an assertion).
 DEADLINE = 60
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass
@@ -184,19 +185,35 @@ def test_no_token_is_one_line_and_exit_4(offline_env):
     assert one_error_line(done).startswith("bpm: error: no API token: ")
 
 
-def test_bpm_mcp_without_the_mcp_sdk_says_how_to_install_it(offline_env, tmp_path):
-    """An importable `mcp` that fails as a missing one does: the extra is not installed."""
+@pytest.mark.parametrize("command", ["mcp", "gateway"])
+def test_bpm_mcp_without_the_mcp_sdk_says_how_to_install_it(offline_env, tmp_path, command):
+    """An importable `mcp` that fails as a missing one does: the extra is not installed.
+    The command hinted works in the environment that runs bpm (make run's `.venv` has no
+    pip: uv made it): the same command with `show` finds bpm-client installed there."""
     (tmp_path / "mcp").mkdir()
     (tmp_path / "mcp" / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n"
     )
     path = os.pathsep.join(filter(None, [str(tmp_path), offline_env.get("PYTHONPATH")]))
-    done = bpm("mcp", env={**offline_env, "PYTHONPATH": path})
+    args = [command] if command == "mcp" else [command, "--", "true"]
+    done = bpm(*args, env={**offline_env, "PYTHONPATH": path}, cwd=REPO_ROOT)
     assert done.code == 4
-    assert one_error_line(done) == (  # bpm-client is on no index: the project's folder
-        "bpm: error: bpm mcp needs the MCP SDK: pip install './clients/python[mcp]' "
-        "(in the project's folder)"
+    line = one_error_line(done)
+    prefix = f"bpm: error: bpm {command} needs the MCP SDK: "
+    suffix = " './clients/python[mcp]' (in the project's folder)"  # on no index
+    assert line.startswith(prefix) and line.endswith(suffix), line
+    installer, options = line.removeprefix(prefix).removesuffix(suffix).split(" install")
+    assert options == "" or options.startswith(" --python "), line
+    shown = subprocess.run(
+        [*installer.split(), "show", *options.split(), "bpm-client"],
+        cwd=REPO_ROOT,
+        env=offline_env,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
     )
+    assert shown.returncode == 0, (line, shown.stderr)
+    assert "Name: bpm-client" in shown.stdout
 
 
 def test_reject_needs_a_message(offline_env):

@@ -7,7 +7,7 @@ import click
 from .app import Settings
 from .failures import CliError
 from .output import warn
-from .reviewer import MCP_MISSING
+from .reviewer import mcp_missing
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -63,7 +63,7 @@ def gateway(
         from ..gateway.server import main
     except ImportError as error:
         if (error.name or "").partition(".")[0] in ("mcp", "jmespath"):
-            raise CliError(MCP_MISSING.replace("bpm mcp", "bpm gateway")) from None
+            raise CliError(mcp_missing("bpm gateway")) from None
         raise CliError(f"cannot load the gateway: {error}") from None
     try:
         config = load_config(config_file)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
 import click
 
 from .app import Settings, connect
@@ -9,9 +14,31 @@ from .failures import CliError
 from .output import decided, summary
 
 # bpm-client is on no package index: it installs from the project's folder.
-MCP_MISSING = (
-    "bpm mcp needs the MCP SDK: pip install './clients/python[mcp]' (in the project's folder)"
-)
+MCP_REQUIREMENT = "'./clients/python[mcp]'"
+
+
+def _shown(path: Path) -> str:
+    """`path` as a person types it: relative to the current folder when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def mcp_install_command() -> str:
+    """The command that installs the `mcp` extra into the environment running bpm: pip's,
+    or, in a virtualenv that has no pip but uv (the `.venv` that `make run` makes), uv's."""
+    if importlib.util.find_spec("pip") is None:
+        uv = Path(sys.prefix) / "bin" / "uv"
+        if os.access(uv, os.X_OK):
+            python = Path(sys.prefix) / "bin" / "python"
+            return f"{_shown(uv)} pip install --python {_shown(python)} {MCP_REQUIREMENT}"
+    return f"pip install {MCP_REQUIREMENT}"
+
+
+def mcp_missing(command: str = "bpm mcp") -> str:
+    """What `command` says when the `mcp` extra is not installed: how to install it."""
+    return f"{command} needs the MCP SDK: {mcp_install_command()} (in the project's folder)"
 
 
 @click.command()
@@ -51,6 +78,6 @@ def mcp(settings: Settings) -> None:
         from .. import mcp_server
     except ImportError as error:
         if (error.name or "").partition(".")[0] == "mcp":
-            raise CliError(MCP_MISSING) from None
+            raise CliError(mcp_missing()) from None
         raise CliError(f"cannot load the MCP server: {error}") from None
     mcp_server.main(settings.url, settings.token)
