@@ -5,12 +5,13 @@ without the database and outside any transaction), `run` selects and acts with t
 
 The actor is `trigger:<rule name>` with the rule owner's permissions (a release needs a
 reviewer who may release; a cancel an admin) and the event id in every audit event it
-causes. Each action returns what it did per breakpoint; a service's refusal is that
+causes; the owner is the requester of each breakpoint a rule creates (under four eyes,
+someone else decides it). Each action returns what it did per breakpoint; a service's refusal is that
 breakpoint's outcome, is recorded by the service as a `refused` audit event on it (the
 shape every channel gets), and never stops the others.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from breakpoints import services
@@ -134,8 +135,12 @@ def _create(rule: TriggerRule, event: ExternalEvent, plan: Plan, dry_run: bool) 
     if dry_run:
         return {**taken, "outcome": "would create"}
     try:
+        # The rule's owner asked for it: its requester (so four eyes has one to keep out).
+        actor = replace(
+            actor_for(rule, event, agent_id=plan.agent_id), owner=rule.owner.get_username()
+        )
         bp, created = services.breakpoint_create(
-            actor=actor_for(rule, event, agent_id=plan.agent_id),
+            actor=actor,
             payload=dict(taken["payload"]),
             run_id=taken["runId"],
             tags=list(taken["tags"]) or None,

@@ -205,3 +205,31 @@ def test_the_refusal_lives_in_the_decision_service_for_every_caller(admin, alice
 
     assert Breakpoint.objects.get(pk=bp_id).status == Status.WAITING
     assert Event.objects.filter(breakpoint_id=bp_id, type=EventType.REFUSED).count() == 1
+
+
+def test_a_rule_creates_under_service_wide_four_eyes_requested_by_its_owner(
+    admin, admin_user, source, settings
+):
+    """A breakpoint a rule creates names the rule's owner as its requester: under four eyes
+    it is created (a requester is required there), and its owner may not approve it."""
+    settings.BPM_PREVENT_SELF_REVIEW = True
+    services.rule_add(
+        actor=admin,
+        name="trg-create",
+        source="ops",
+        action="create",
+        params={"question": "Deploy {{ key }}?", "breakpointId": "deploy.it"},
+    )
+
+    event = evaluated({"key": "build-7"})
+
+    outcome = taken(event, "trg-create")
+    assert outcome["outcome"] == "created", outcome
+    bp = Breakpoint.objects.get(pk=outcome["breakpointId"])
+    assert bp.requested_by == admin_user.get_username()
+    approve = APIClient()
+    approve.force_authenticate(admin_user)
+    response = approve.post(
+        f"/api/breakpoints/{bp.pk}/feedback", {"comment": "", "release": True}, format="json"
+    )
+    assert response.status_code == 403, response.content
