@@ -62,6 +62,10 @@ MAX_ADDED_BYTES = 250_000_000
 DEPLOY_DOC = PROJECT_DIR / "docs" / "deploy.md"
 READY_SECONDS = 120
 SECRET = "image-test-webhook-secret"
+# The stack runs on a host that allows a container no more open files than this (a
+# locked-down host's, rootless podman's): podman is started under it, with compose.yaml's
+# limits as shipped.
+HOST_OPEN_FILES = 4096
 # The commands of docs/deploy.md this test runs (as `docker compose run` runs them).
 DOC_COMMANDS = [
     "make image",
@@ -181,6 +185,20 @@ def test_compose_runs_every_service_in_a_role_the_entrypoint_knows_in_order(imag
         interpolate(services["web"]["environment"]["SECRET_KEY"], {"SECRET_KEY": ""})
 
 
+def test_compose_asks_for_no_more_open_files_than_a_small_host_allows():
+    """Every container of the image gets compose.yaml's nofile limit; as shipped (its
+    default, and .env.example's value) a host allowing HOST_OPEN_FILES can give it: above
+    the host's, no container starts at all."""
+    services = load_compose()["services"]
+    example = read_env_file(PROJECT_DIR / ".env.example")
+    for name in ("migrate", "web", "worker", "triggers", "beat"):
+        nofile = services[name].get("ulimits", {}).get("nofile")
+        assert isinstance(nofile, dict), f"{name} asks for no open-file limit: podman's is 1048576"
+        for env in ({}, example):
+            asked = {int(interpolate(str(nofile[which]), env)) for which in ("soft", "hard")}
+            assert asked == {HOST_OPEN_FILES}, f"{name}: nofile {asked} with {env or 'no .env'}"
+
+
 def test_the_env_example_names_every_setting_and_runs_nothing_until_filled_in(image):
     """.env.example sets what compose.yaml interpolates; as it comes (SECRET_KEY empty)
     a management command refuses to run, saying why."""
@@ -231,6 +249,8 @@ def dotenv(path: Path) -> Path:
 
 
 class Stack(ComposeStack):
+    migrate_log = ""
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.overrides['PORT']}"
@@ -255,10 +275,17 @@ def stack(image, tmp_path_factory) -> Iterator[Stack]:
     }
     env_file = dotenv(tmp_path_factory.mktemp("compose") / ".env")
     prefix = f"bpm-image-test-{os.getpid()}"
-    stack = Stack(image=image, env_file=env_file, prefix=prefix, overrides=overrides)
+    stack = Stack(
+        image=image,
+        env_file=env_file,
+        prefix=prefix,
+        overrides=overrides,
+        host_open_files=HOST_OPEN_FILES,
+    )
     try:
         migrated = stack.run("migrate", *stack.service("migrate")["command"], check=False)
-        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        stack.migrate_log = migrated.stdout + migrated.stderr
+        assert migrated.returncode == 0, stack.migrate_log
         for name in ("web", "worker", "triggers", "beat"):
             stack.start(name)
         wait_for(lambda: ready(stack), "web answers /readyz 200 (database and broker ok)")
@@ -335,6 +362,32 @@ def in_background(work: Callable[[], Any]) -> Callable[[], Any]:
         return outcome["value"]
 
     return result
+
+
+def test_every_role_runs_on_a_host_allowing_4096_open_files(stack):
+    """podman ran each container under HOST_OPEN_FILES (a host allowing no more); each runs,
+    with the limit compose.yaml asked for as shipped."""
+    for name in ("web", "worker", "triggers", "beat"):
+        limits = podman("exec", f"{stack.prefix}-{name}", "cat", "/proc/1/limits").stdout
+        open_files = re.search(r"^Max open files +(\d+) +(\d+) ", limits, flags=re.MULTILINE)
+        assert open_files, limits
+        assert open_files.groups() == (str(HOST_OPEN_FILES),) * 2, name
+
+
+def error_lines(log: str) -> list[str]:
+    """The lines logged at ERROR or CRITICAL (gunicorn's "[ERROR]", Celery's
+    "ERROR/MainProcess", the JSON logs' "level": "ERROR")."""
+    return [line for line in log.splitlines() if re.search(r"\b(ERROR|CRITICAL)\b", line)]
+
+
+def test_the_start_logs_have_no_error_line(stack):
+    """The first ERROR an operator reads must be a real one: none while all is well."""
+    for name, started in (("worker", " ready."), ("triggers", " ready."), ("beat", "Starting")):
+        wait_for(lambda: started in stack.logs(name), f"{name} logs {started!r}")  # noqa: B023
+    assert error_lines(stack.migrate_log) == [], stack.migrate_log
+    for name in ("web", "worker", "triggers", "beat"):
+        log = stack.logs(name)
+        assert error_lines(log) == [], f"{name}:\n{log}"
 
 
 def test_an_approval_over_the_api_wakes_the_agent_and_sends_a_signed_webhook(

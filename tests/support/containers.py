@@ -4,15 +4,14 @@ No registry can be reached from CI, so compose itself cannot pull postgres:16 an
 `ComposeStack` runs the project's own services (migrate, web, worker, beat) from
 compose.yaml with podman instead: the same image, command (the role), env_file and
 environment (interpolated as compose does, `${VAR:?message}` refusing an empty VAR),
-data volume, health check, ulimits and stop grace period; only the database and the
-broker are the machine's own (host network), where compose would start its postgres and
-redis services.
+data volume, health check, ulimits (as shipped: never capped to what this machine
+allows) and stop grace period; only the database and the broker are the machine's own
+(host network), where compose would start its postgres and redis services.
 """
 
 import json
 import os
 import re
-import resource
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,8 +21,9 @@ from typing import Any
 import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-# Podman as these machines need it (docs/deploy.md, "CI"): no systemd, so cgroupfs; the
-# default open-files limit cannot be set in a container here, so one that can.
+# Podman as these machines need it (docs/deploy.md, "CI"): no systemd, so cgroupfs; podman's
+# default process and open-file limits (rootful: 1048576) cannot be set in a container
+# here, so ones that can: compose.yaml's own nofile for its services, this one otherwise.
 NPROC_LIMIT = 4096
 DEFAULT_NOFILE = 4096
 
@@ -35,10 +35,19 @@ def engine_options() -> list[str]:
     return ["--cgroup-manager=cgroupfs", "--runtime", "runc"]
 
 
-def podman(*args: str, check: bool = True, timeout: float = 300, **kwargs: Any):
-    """Run `podman ARGS` and return the CompletedProcess (text); fail with its output."""
+def podman(
+    *args: str,
+    check: bool = True,
+    timeout: float = 300,
+    open_files: int | None = None,
+    **kwargs: Any,
+):
+    """Run `podman ARGS` and return the CompletedProcess (text); fail with its output.
+    `open_files`: podman, and the container runtime it starts, run with this open-file
+    limit (soft and hard), as on a host that allows no more."""
+    limit = ["prlimit", f"--nofile={open_files}:{open_files}", "--"] if open_files else []
     result = subprocess.run(
-        ["podman", *engine_options(), *args],
+        [*limit, "podman", *engine_options(), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -113,12 +122,14 @@ def healthcheck_options(service: Mapping[str, Any]) -> list[str]:
     return ["--health-cmd", as_run, "--health-interval=disable"]
 
 
-def ulimit_options(service: Mapping[str, Any]) -> list[str]:
-    """compose's nofile limit, capped at what this machine allows a container."""
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    nofile = service.get("ulimits", {}).get("nofile", {}).get("hard", DEFAULT_NOFILE)
-    if hard != resource.RLIM_INFINITY:
-        nofile = min(nofile, hard)
+def ulimit_options(service: Mapping[str, Any], env: Mapping[str, str] | None = None) -> list[str]:
+    """compose's nofile limit as it ships (interpolated from `env`, the .env file), with no
+    cap: a value the host cannot give must fail here as it fails under compose."""
+    nofile = service.get("ulimits", {}).get("nofile", DEFAULT_NOFILE)
+    if isinstance(nofile, Mapping):  # compose's long form; soft and hard alike here
+        assert nofile["soft"] == nofile["hard"], f"nofile {nofile}"
+        nofile = nofile["hard"]
+    nofile = int(interpolate(str(nofile), env or {}))
     return [
         "--ulimit",
         f"nofile={nofile}:{nofile}",
@@ -144,6 +155,9 @@ class ComposeStack:
     env_file: Path
     prefix: str
     overrides: dict[str, str]
+    # The host's open-file limit, as podman (and so the container runtime) gets it: a host
+    # that allows containers no more than this many (None: this machine's own).
+    host_open_files: int | None = None
     compose: dict[str, Any] = field(default_factory=load_compose)
     started: list[str] = field(default_factory=list)
 
@@ -154,12 +168,20 @@ class ComposeStack:
     def service(self, name: str) -> dict[str, Any]:
         return self.compose["services"][name]
 
+    def dotenv(self) -> dict[str, str]:
+        """What compose interpolates compose.yaml with: the .env file, then the shell's."""
+        return {**read_env_file(self.env_file), **os.environ}
+
     def environment(self, name: str) -> dict[str, str]:
         """The service's `environment`, interpolated from the .env file, then overridden."""
-        dotenv = {**read_env_file(self.env_file), **os.environ}
+        dotenv = self.dotenv()
         declared = self.service(name).get("environment", {})
         values = {key: interpolate(str(value), dotenv) for key, value in declared.items()}
         return {**values, **self.overrides}
+
+    def podman(self, *args: str, **kwargs: Any):
+        """`podman ARGS` under the host's open-file limit (`host_open_files`)."""
+        return podman(*args, open_files=self.host_open_files, **kwargs)
 
     def run_options(self, name: str) -> list[str]:
         service = self.service(name)
@@ -170,7 +192,7 @@ class ComposeStack:
             source, _, target = volume.partition(":")
             assert source == "bpm-data", f"an unexpected volume: {volume}"
             options += ["-v", f"{self.volume}:{target}"]
-        return options + ulimit_options(service)
+        return options + ulimit_options(service, self.dotenv())
 
     def start(self, name: str) -> str:
         """`docker compose up NAME`, detached: the container's name."""
@@ -180,7 +202,7 @@ class ComposeStack:
         if "stop_grace_period" in service:
             options += ["--stop-timeout", str(seconds(service["stop_grace_period"]))]
         self.started.append(container)
-        podman("run", "-d", "--name", container, *options, self.image, *service["command"])
+        self.podman("run", "-d", "--name", container, *options, self.image, *service["command"])
         return container
 
     def run(self, name: str, *args: str, stdin: str | None = None, check: bool = True):
@@ -188,7 +210,7 @@ class ComposeStack:
         options = [*self.run_options(name), "--no-healthcheck", "--rm"]
         if stdin is not None:
             options.append("-i")
-        return podman("run", *options, self.image, *args, input=stdin, check=check)
+        return self.podman("run", *options, self.image, *args, input=stdin, check=check)
 
     def stop(self, name: str) -> int:
         """`docker compose stop NAME`: SIGTERM, SIGKILL after the stop grace period (the
