@@ -277,6 +277,14 @@ JIRA_REFUSED_TRANSITION = env_str("JIRA_REFUSED_TRANSITION", "To Do")
 BPM_OIDC_ISSUER = env_str("BPM_OIDC_ISSUER")  # empty: single sign-on is off
 BPM_OIDC_CLIENT_ID = env_str("BPM_OIDC_CLIENT_ID")
 BPM_OIDC_CLIENT_SECRET = env_str("BPM_OIDC_CLIENT_SECRET")
+# How the client secret reaches the token endpoint: in the request body (client_secret_post)
+# or in an Authorization: Basic header (client_secret_basic, what Okta's apps default to).
+BPM_OIDC_TOKEN_AUTH_METHOD = env_str("BPM_OIDC_TOKEN_AUTH_METHOD") or "client_secret_post"
+if BPM_OIDC_TOKEN_AUTH_METHOD not in ("client_secret_post", "client_secret_basic"):
+    raise ImproperlyConfigured(
+        "BPM_OIDC_TOKEN_AUTH_METHOD must be client_secret_post (the default) or "
+        "client_secret_basic, as the identity provider's client is registered (docs/sso.md)."
+    )
 BPM_OIDC_SCOPES = env_str("BPM_OIDC_SCOPES") or "openid email profile groups"
 BPM_OIDC_GROUPS_CLAIM = env_str("BPM_OIDC_GROUPS_CLAIM") or "groups"  # ID token, else userinfo
 # The identity provider's groups that make a person a reviewer, an admin; and those mirrored

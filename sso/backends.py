@@ -9,12 +9,15 @@ fail becomes SuspiciousOperation: the callback shows a 400 page, never a 500.
 """
 
 from typing import Any
+from urllib.parse import quote_plus
 
 import jwt
+import requests
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import HttpRequest
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from requests.auth import HTTPBasicAuth
 
 from infra.ratelimits import client_address
 from sso.claims import ClaimsRefused, person_from_claims
@@ -24,6 +27,7 @@ from sso.services import Access, password_sign_in_refused, sso_sign_in
 
 # Seconds of clock difference with the identity provider tolerated on exp, iat and nbf.
 LEEWAY_SECONDS = 60
+BASIC = "client_secret_basic"  # BPM_OIDC_TOKEN_AUTH_METHOD for an Authorization header
 # What mozilla-django-oidc reads from settings, answered from BPM_OIDC_* instead.
 FIXED_SETTINGS: dict[str, Any] = {
     "OIDC_USE_NONCE": True,
@@ -35,6 +39,7 @@ FIXED_SETTINGS: dict[str, Any] = {
     "OIDC_STORE_ACCESS_TOKEN": False,  # kept by the callback, after the session is rotated
     "OIDC_STORE_ID_TOKEN": False,
     "OIDC_CREATE_USER": True,
+    # Read only by the library's get_token, replaced here (BPM_OIDC_TOKEN_AUTH_METHOD).
     "OIDC_TOKEN_USE_BASIC_AUTH": False,
     "OIDC_PROXY": None,
     "OIDC_AUTHENTICATION_CALLBACK_URL": "oidc_authentication_callback",
@@ -94,8 +99,35 @@ class OidcBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_IDP_SIGN_KEY = None
 
     def get_token(self, payload: dict[str, Any]) -> Any:
+        """Exchange the code at the token endpoint, the client authenticated the way
+        BPM_OIDC_TOKEN_AUTH_METHOD says (the provider may accept only the one its client
+        is registered with); a refusal of the client says which method was tried."""
         # The redirect URI registered with the provider, whatever Host the callback came on.
-        return super().get_token({**payload, "redirect_uri": callback_url()})
+        body = {**payload, "redirect_uri": callback_url()}
+        auth = None
+        if self.config.token_auth_method == BASIC:
+            # RFC 6749 2.3.1: each part form-urlencoded, then joined for Basic.
+            auth = HTTPBasicAuth(
+                quote_plus(body.pop("client_id")), quote_plus(body.pop("client_secret"))
+            )
+        response = requests.post(
+            self.OIDC_OP_TOKEN_ENDPOINT,
+            data=body,
+            auth=auth,
+            verify=FIXED_SETTINGS["OIDC_VERIFY_SSL"],
+            timeout=self.config.timeout_seconds,
+            proxies=FIXED_SETTINGS["OIDC_PROXY"],
+        )
+        if response.status_code in (400, 401) and "invalid_client" in response.text:
+            raise requests.HTTPError(
+                f"the token endpoint refused the client ({response.status_code} "
+                f"{response.text[:300]}): check BPM_OIDC_CLIENT_ID, BPM_OIDC_CLIENT_SECRET "
+                f"and BPM_OIDC_TOKEN_AUTH_METHOD (now {self.config.token_auth_method}) "
+                "against the provider's client",
+                response=response,
+            )
+        self.raise_token_response_error(response)
+        return response.json()
 
     def verify_token(self, token: Any, **kwargs: Any) -> Any:
         if not isinstance(token, str) or not token:

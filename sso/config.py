@@ -13,6 +13,9 @@ class OidcConfig:
     issuer: str  # empty: single sign-on is off
     client_id: str
     client_secret: str
+    # How the client secret is sent to the token endpoint: client_secret_post (the body)
+    # or client_secret_basic (an Authorization: Basic header).
+    token_auth_method: str
     scopes: str
     groups_claim: str
     reviewer_groups: frozenset[str]
@@ -37,6 +40,7 @@ def oidc_config() -> OidcConfig:
         issuer=settings.BPM_OIDC_ISSUER.rstrip("/"),
         client_id=settings.BPM_OIDC_CLIENT_ID,
         client_secret=settings.BPM_OIDC_CLIENT_SECRET,
+        token_auth_method=settings.BPM_OIDC_TOKEN_AUTH_METHOD,
         scopes=settings.BPM_OIDC_SCOPES,
         groups_claim=settings.BPM_OIDC_GROUPS_CLAIM,
         reviewer_groups=frozenset(settings.BPM_OIDC_REVIEWER_GROUPS),

@@ -53,9 +53,19 @@ def install_provider() -> None:
 class IdentityProvider:
     """node-oidc-provider on 127.0.0.1, its accounts in a file the test writes."""
 
-    def __init__(self, workdir: Path, *, groups_in_id_token: bool = False):
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        groups_in_id_token: bool = False,
+        token_auth_method: str | None = None,
+    ):
+        """`token_auth_method`: the client registered with it (client_secret_basic or
+        client_secret_post) and the token endpoint taking the secret only that way, as
+        Okta does; None: node-oidc-provider's default, which takes either."""
         self.workdir = workdir
         self.groups_in_id_token = groups_in_id_token
+        self.token_auth_method = token_auth_method
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.state_file = workdir / "idp-state.json"
@@ -75,12 +85,15 @@ class IdentityProvider:
                 "post_logout_redirect_uris": [f"{url}/admin/login/" for url in public_urls],
             }
         ]
+        if self.token_auth_method is not None:
+            clients[0]["token_endpoint_auth_method"] = self.token_auth_method
         env = {
             "PATH": os.environ.get("PATH", ""),
             "PORT": str(self.port),
             "CLIENTS": json.dumps(clients),
             "STATE_FILE": str(self.state_file),
             "GROUPS_IN_ID_TOKEN": "1" if self.groups_in_id_token else "0",
+            "STRICT_CLIENT_AUTH": "0" if self.token_auth_method is None else "1",
         }
         node = ["node", str(PROVIDER_DIR / "provider.mjs")]
         self.process = Process("oidc-provider", node, env, self.workdir).start()

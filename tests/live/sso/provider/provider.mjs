@@ -16,6 +16,11 @@
 //   GROUPS_IN_ID_TOKEN  "1": the ID token carries the scopes' claims (groups too), as
 //                 Entra ID or Okta's ID token groups claim do; else only userinfo has them.
 //   ACCESS_TOKEN_SECONDS  the access tokens' lifetime (default 3600).
+//   STRICT_CLIENT_AUTH  "1" (with one client): the token endpoint takes the client's secret
+//                 only the way the client is registered (its token_endpoint_auth_method,
+//                 client_secret_basic unless given: an Authorization: Basic header;
+//                 client_secret_post: the request body), as Okta does; node-oidc-provider
+//                 itself takes either.
 import fs from 'node:fs';
 
 import { exportJWK, generateKeyPair } from 'jose';
@@ -104,6 +109,24 @@ provider.use(async (ctx, next) => {
     ctx.body = { keys: [publicPart(other)] };
   }
 });
+
+if (process.env.STRICT_CLIENT_AUTH === '1') {
+  const registered = clients[0].token_endpoint_auth_method || 'client_secret_basic';
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === '/token') {
+      const basic = /^basic /i.test(ctx.headers.authorization || '');
+      if (basic !== (registered === 'client_secret_basic')) {
+        ctx.status = 401;
+        ctx.body = {
+          error: 'invalid_client',
+          error_description: `client authentication failed: this client uses ${registered}`,
+        };
+        return;
+      }
+    }
+    await next();
+  });
+}
 
 provider.listen(port, '127.0.0.1', () => {
   console.log(`oidc-provider listening on http://127.0.0.1:${port}`);
