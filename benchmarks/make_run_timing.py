@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# A line of make's output that marks the start of a phase (the first line that contains it).
-PHASE_MARKERS = (("migrate", "manage.py migrate"), ("start", "devtools.supervisor"))
+# A line of make's output that marks the start of a phase (the first line that contains it):
+# devtools/migrate.py's first line, then the supervisor's first process started.
+PHASE_MARKERS = (("migrate", "database: migrating"), ("start", " started (pid="))
 # Variables of this shell that a developer's fresh one would not have.
 NOT_A_DEVELOPERS = ("BPM_", "DJANGO_", "CELERY_", "UV_", "VIRTUAL_ENV")
 NOT_A_DEVELOPERS_NAMES = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PYTHONPATH", "DEBUG"}
