@@ -26,7 +26,7 @@ def database_name(environ: Mapping[str, str]) -> str:
         return "SQLite db.sqlite3"
     parts = urlsplit(url)
     if parts.scheme.startswith("sqlite"):
-        return f"SQLite {parts.path.lstrip('/') or 'in memory'}"
+        return f"SQLite {parts.path.removeprefix('/') or 'in memory'}"  # sqlite:////abs
     where = f"{parts.hostname or 'localhost'}:{parts.port}" if parts.port else parts.hostname
     return f"{parts.scheme} {parts.path.lstrip('/')} on {where or 'localhost'}"
 
