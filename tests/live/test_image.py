@@ -2,11 +2,14 @@
 
 Builds the Dockerfile (podman; on a base made by debootstrap where no registry answers),
 checks what the image is (non-root, lean, labelled, no CA baked in), then runs compose.yaml's
-migrate, web, worker and beat services on the machine's PostgreSQL (a database of the
-test's own) and Redis (a database number of its own): `manage` creates an agent token, a
-reviewer and a webhook subscription, an agent's long-poll is woken by the reviewer's
-approval over the API, and a signed webhook arrives at a receiver on 127.0.0.1. Last, each
-container gets SIGTERM with work in flight and must exit 0 within its stop grace period.
+migrate, web, worker, triggers and beat services on the machine's PostgreSQL (a database of
+the test's own) and Redis (a database number of its own), with podman limited to 4096 open
+files (a host allowing no more) and compose.yaml's limits as shipped; no start log has an
+ERROR line. `manage` creates an agent token, a reviewer and a webhook subscription, an
+agent's long-poll is woken by the reviewer's approval over the API, and a signed webhook
+arrives at a receiver on 127.0.0.1. Then each container gets SIGTERM with work in flight
+and must exit 0 within its stop grace period. Last, docs/deploy.md's `docker run` lines run
+every role on the same databases.
 
 Building images is slow and needs podman: the tests run only with BPM_TEST_IMAGE=1
 (`.ci/run` sets it in its phase `image`, after installing podman, runc and debootstrap).
@@ -20,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import threading
@@ -36,6 +40,7 @@ from psycopg import sql
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from tests.support.containers import (
+    NPROC_LIMIT,
     PROJECT_DIR,
     ComposeStack,
     MissingVariable,
@@ -464,3 +469,83 @@ def test_each_container_stops_on_sigterm_with_status_0_after_its_work_in_flight(
     assert stopped() == 0, stack.logs("web")
 
     assert stack.stop("beat") == 0, stack.logs("beat")
+
+
+def documented_docker_runs() -> dict[str, list[str]]:
+    """The `docker run` commands of docs/deploy.md's section on running without compose,
+    by role (their last word)."""
+    section = DEPLOY_DOC.read_text().split("## Run it with `docker run`")[1].split("\n## ")[0]
+    commands = [
+        shlex.split(line)
+        for block in re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.startswith("docker run ")
+    ]
+    return {words[-1]: words for words in commands}
+
+
+def as_podman(words: list[str], *, image: str, env_file: Path, prefix: str) -> list[str]:
+    """A documented `docker run` as podman runs it here: the test's image, .env, names and
+    volume; the host's network (the port is PORT's) instead of `-p 127.0.0.1:8000:8000`,
+    and the process limit this machine's podman needs (docs/deploy.md says when)."""
+    assert words[:2] == ["docker", "run"] and words[-2] == "breakpoint-manager:latest", words
+    replaced = {
+        "--env-file": lambda value: str(env_file),
+        "--name": lambda value: f"{prefix}-{value}",
+        "-v": lambda value: f"{prefix}-{value}",
+    }
+    options, rest = [], iter(words[2:-2])
+    for word in rest:
+        if word in ("-d", "--rm"):
+            options.append(word)
+        elif word == "-p":
+            assert next(rest) == "127.0.0.1:8000:8000"
+        else:
+            value = next(rest)
+            options += [word, replaced.get(word, lambda kept: kept)(value)]
+    extra = ["--network=host", "--ulimit", f"nproc={NPROC_LIMIT}:{NPROC_LIMIT}"]
+    return ["run", *options, *extra, image, words[-1]]
+
+
+def test_the_documented_docker_run_commands_run_every_role_on_your_own_databases(
+    image, stack, tmp_path
+):
+    """docs/deploy.md's `docker run` lines, run with podman on a host allowing 4096 open
+    files, against the PostgreSQL and Redis the stack migrated (as a managed database would
+    be): migrate exits 0, web answers /readyz, each role starts, and none logs an ERROR."""
+    runs = documented_docker_runs()
+    assert list(runs) == ["migrate", "web", "worker", "triggers", "beat"]
+    port = free_port()
+    env_file = dotenv(tmp_path / ".env")
+    with env_file.open("a") as env:  # where the databases are, as the section says
+        env.write(f"DATABASE_URL={DATABASE_URL}\nREDIS_URL={REDIS_URL}\nPORT={port}\n")
+    prefix = f"bpm-image-test-doc-{os.getpid()}"
+    names = [f"{prefix}-bpm-{role}" for role in ("web", "worker", "triggers", "beat")]
+    try:
+        for role, words in runs.items():
+            command = as_podman(words, image=image, env_file=env_file, prefix=prefix)
+            ran = podman(*command, open_files=HOST_OPEN_FILES, check=False)
+            assert ran.returncode == 0, f"{role}: {ran.stdout}{ran.stderr}"
+            assert role != "migrate" or not error_lines(ran.stdout + ran.stderr), ran.stderr
+        wait_for(lambda: ready_at(port), "the documented web container answers /readyz 200")
+        for name, started in zip(names[1:], (" ready.", " ready.", "Starting"), strict=True):
+            wait_for(lambda: started in container_log(name), f"{name} logs {started!r}")  # noqa: B023
+        for name in names:
+            log = container_log(name)
+            assert error_lines(log) == [], f"{name}:\n{log}"
+    finally:
+        for name in names:
+            podman("rm", "--force", "--time", "0", name, check=False)
+        podman("volume", "rm", "--force", f"{prefix}-bpm-data", check=False)
+
+
+def ready_at(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def container_log(name: str) -> str:
+    result = podman("logs", name, check=False)
+    return result.stdout + result.stderr
