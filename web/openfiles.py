@@ -55,8 +55,9 @@ def raise_open_file_limit(max_waiters: int, *, development: bool = False) -> int
         logger.log(
             logging.INFO if development else logging.WARNING,
             "The open-file limit (%d) leaves room for %d waiting agents in this process "
-            "(BPM_MAX_WAITERS is %d); more are answered 503. Raise it: ulimit -n 65536, or "
-            "LimitNOFILE=65536 in a systemd unit.",
+            "(BPM_MAX_WAITERS is %d); more are answered 503. Raise it: ulimit -n 65536, "
+            "LimitNOFILE=65536 in a systemd unit, or BPM_NOFILE=65536 in compose's .env "
+            "(where the host allows it).",
             limit,
             capped,
             max_waiters,
