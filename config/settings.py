@@ -236,7 +236,7 @@ BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
 BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
 
-# --- Approvals an auditor can trust (issue 22) ---------------------------------------------
+# --- Approvals an auditor can trust: no self-review, signed receipts (docs/receipts.md) ---
 # Refuse a decision by the person a breakpoint names in requestedBy, on every channel
 # (a notification route's defaults or payload.preventSelfReview can ask for it per breakpoint).
 BPM_PREVENT_SELF_REVIEW = env_bool("BPM_PREVENT_SELF_REVIEW", default=False)
