@@ -5,8 +5,8 @@ the outbox rows. On PostgreSQL, once that transaction has committed (never on a 
 it issues `NOTIFY` in a statement of its own, which every web process's listener hears,
 this one's included. Not inside the transaction: PostgreSQL takes one lock for the whole
 database while a transaction that notified commits, so those commits would wait for one
-another's write to disk, one at a time (releases stalled behind each other's commits,
-docs/benchmarks.md, issue 39); a statement that only notifies writes nothing to disk and
+another's write to disk, one at a time (releases stalled behind each other's commits:
+docs/benchmarks.md, the write paths); a statement that only notifies writes nothing to disk and
 holds that lock for a moment. On the embedded SQLite default, which has no NOTIFY, it
 wakes this process's own waiters after the commit; other processes' waiters there rely
 on their re-check.

@@ -1,6 +1,6 @@
 """Several of a write's statements sent as one: each round trip saved is a hand-off
 between the view's thread and the database, and at ten per write they set its pace
-(docs/benchmarks.md, issue 39).
+(docs/benchmarks.md, the write paths).
 
 - `insert_together(*groups)`: the new rows of several models (a breakpoint, its event, its
   outbox rows) in ONE INSERT statement, as data-modifying WITH queries;

@@ -3,7 +3,7 @@
 A create reads the notification routes, the auto-approval rules, the always-break-on tags
 and the webhooks; a decision reads the webhooks. Admins change them now and then; agents
 write all day: four of a create's ten round trips went to reading the same few rows again
-(docs/benchmarks.md, issue 39).
+(docs/benchmarks.md, the write paths).
 
 So each of those reads is `Copied`: a process keeps what it read beside the configuration's
 generation at that time, and uses it again only while the generation is the same.

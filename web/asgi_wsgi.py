@@ -4,7 +4,7 @@ a2wsgi's WSGIMiddleware, which this replaced, hands every step between the view'
 thread and the event loop over as its own round trip: the body read, the response's
 start, each chunk, the end, each one a coroutine scheduled from the thread and waited
 for. On the create and release paths those hand-overs cost about a fifth of the web
-process's CPU (docs/benchmarks.md, issue 39). Here:
+process's CPU (docs/benchmarks.md, the write paths). Here:
 
 - the request body is the one BufferedBodyApp already read whole (`BODY`): the view reads
   it from memory; a request that came without one reads through a2wsgi's Body as before;

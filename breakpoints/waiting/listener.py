@@ -75,7 +75,7 @@ async def _notifications_to(hub: "Hub", pgconn: Any) -> None:
     The socket stays registered with the event loop, and each time it is readable every
     notification it brought is read in one go, with libpq's own calls: psycopg's notifies()
     sets up a reader, a future and its lock again for each notification, which cost a web
-    process 8 % of its CPU under a stream of releases (docs/benchmarks.md, issue 39).
+    process 8 % of its CPU under a stream of releases (docs/benchmarks.md, the write paths).
     """
     loop = asyncio.get_running_loop()
     lost: asyncio.Future[None] = loop.create_future()
