@@ -90,8 +90,9 @@ def accounts_with_email(email: str) -> QuerySet:
 def account_names_problem(*, username: str, email: str, exclude_pk: Any = None) -> dict[str, str]:
     """Why an account may not be made (or changed) with this username and email: another
     account has the username or the email without case ({"username": why, "email": why};
-    empty when neither). One person, one account (issue 47): a case twin or a second
-    account of an address would be another account of the same person."""
+    empty when neither). One person, one account: a case twin or a second account of an
+    address would be another account of the same person, from which they could approve
+    their own breakpoint where self-review is refused."""
     problems: dict[str, str] = {}
     named = accounts_named(username).exclude(pk=exclude_pk).values_list("username", flat=True)
     if other := named.first():

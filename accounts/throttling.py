@@ -4,7 +4,7 @@ Rates come from the BPM_THROTTLE_* settings, read when each request is checked (
 disables one); a 429 carries Retry-After (web/errors.py). Keyed by the token's hash,
 never its database id, so a counter never outlives its token. Counting is an atomic
 increment (infra.ratelimits.rate_hit), not DRF's history list, which parallel
-requests read and wrote over each other (issue 19: 1.95x the limit got through). Like
+requests read and wrote over each other (1.95x the limit got through). Like
 every limit here they fail open.
 """
 

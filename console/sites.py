@@ -70,7 +70,8 @@ class ConsoleAdminSite(admin.AdminSite):
         return super().index(request, extra_context)  # staff without a role: "nothing here"
 
     # The forms that check a password: their POSTs pass the address's attempt limit and
-    # this process's bound on password checks before the password is hashed (issue 32).
+    # this process's bound on password checks before the password is hashed: a flood of
+    # sign-ins with made-up usernames (each a costly hash) must not take every web thread.
     @login_not_required
     def login(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

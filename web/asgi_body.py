@@ -3,7 +3,7 @@
 Django runs as WSGI on BPM_WEB_THREADS threads (web.asgi_wsgi). A WSGI bridge takes a
 thread at once and lets the view pull the body from wsgi.input as it arrives, so a client that sent
 its headers and then trickled (or stopped sending) its body held a thread for as long as
-it liked: a few dozen such connections stalled every Django request (issue 19). Here the
+it liked: a few dozen such connections stalled every Django request. Here the
 body is read first, where waiting costs no thread:
 
 - a Content-Length over BPM_MAX_BODY_BYTES is refused with 413 before anything is read,

@@ -78,9 +78,9 @@ class ReceiptInvalid(BpmError):
 
 
 class ValuesNotRepresentable(ReceiptInvalid):
-    """Values no valuesDigest can be computed over (a number past ±(2^53 - 1), as a server
-    before issue 47 returned 1e16): the receipt cannot vouch for them, so they are refused
-    like an invalid receipt's."""
+    """Values no valuesDigest can be computed over (a number past ±(2^53 - 1), as older
+    servers returned for a proposal's 1e16): the receipt cannot vouch for them, so they are
+    refused like an invalid receipt's."""
 
 
 class JwksUnavailable(BpmError):
