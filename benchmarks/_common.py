@@ -245,8 +245,8 @@ def standalone_database(args: argparse.Namespace, name: str) -> Iterator[None]:
             workdir.cleanup()
 
 
-# The writes measured (http_bench.py, write_paths.py): a create as issue 39 measures it
-# (a small payload with one markdown file, a tag) and a reviewer's release.
+# The writes measured (http_bench.py, write_paths.py), the same on the project and on its
+# raw-SQL floor: a create (a small payload with one markdown file, a tag) and a reviewer's release.
 CREATE_BODY = {
     "title": "Deploy the billing service",
     "payload": {

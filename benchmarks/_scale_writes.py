@@ -12,8 +12,8 @@ from _bulk import rows_write
 from _common import summary_ms
 from _rows import KEYS, LOREM, SERVICES, Runs, breakpoint_rows
 
-SWEEP_TARGET_S = 30.0  # issue 8, item 7: 100,000 due breakpoints
-CREATE_TARGET_MS = 50.0  # ours (the issue sets none): a create is one short transaction
+SWEEP_TARGET_S = 30.0  # the TTL sweep of 100,000 due breakpoints
+CREATE_TARGET_MS = 50.0  # ours (no requirement sets one): a create is one short transaction
 SWEEP_KEY = "bench.ttl-sweep"  # the due rows inserted for the sweep
 CREATE_KEY = "bench.create"  # the rows the timed creates make
 BP_TABLE = '"breakpoints_breakpoint"'

@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bpm_bench python benchmarks/broker_down_create.py
 
-Issue 32: with Redis down a create took 2.1-2.4 s (0.1 s normally): the request published
+Why it exists: with Redis down a create took 2.1-2.4 s (0.1 s normally): the request published
 its outbox rows itself, after its commit, and waited for the broker's connect timeout. Now
 a thread of the web process publishes them (infra/publishing.py) and the request answers at
 once. Both are measured in the same run: the server as the Procfile serves it, once as it

@@ -18,7 +18,7 @@ included, answered as {"results": [...]}: `/floor/list/sync` and `/floor/list/as
 (through the ORM's `.values()`), and `/floor/list/raw` (raw SQL through Django's
 connection, the same token check, columns and page).
 
-The write floors (issue 39) do a create's and a release's rows in raw SQL through
+The write floors do a create's and a release's rows in raw SQL through
 Django's connection, in sync views (the floor of what the stack can do, not of what the
 ORM does): `POST /floor/create` verifies an agent token by its hash, reads the JSON body
 ({title?, payload: {question?, ...}, tags?, runId?, ttlSeconds?}) and, in ONE
@@ -265,7 +265,7 @@ async def list_async(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"results": [row async for row in _page_query(request)]})
 
 
-# --- raw SQL: the list, the create and the release (issue 39) --------------------------
+# --- raw SQL: the list, the create and the release -------------------------------------
 
 _RAW_LIST_SQL = (
     f"SELECT {', '.join(_LIST_COLUMNS)} FROM breakpoints_breakpoint "

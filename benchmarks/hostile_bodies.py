@@ -4,12 +4,12 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bpm_bench \\
         python benchmarks/hostile_bodies.py --use-database-url
 
-The shapes an outside probe used (issue 9): 100,000 expert names (de-duplicated in O(n^2)
+The shapes an outside probe used: 100,000 expert names (de-duplicated in O(n^2)
 before the caps: 40 s of CPU), 200,000 options (a 54.5 MB review page), huge tag lists,
 deeply nested lists and objects, a body just over the limit, and a legitimate 5 MiB body
 (the largest context file accepted). Each goes through the whole Django stack with the test Client
 (no network); the script prints the status, the wall and CPU time of the request (median
-and worst of --repeat) beside the issue's target of < 1 s, with PASS or FAIL. It prints
+and worst of --repeat) beside the target of < 1 s, with PASS or FAIL. It prints
 figures and exits 1 on a FAIL; the test suite asserts the answers, never the times.
 
 By default it migrates a temporary SQLite database and deletes it at the end. With

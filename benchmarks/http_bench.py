@@ -88,11 +88,11 @@ WAITERS_PER_TOKEN = 250  # the project caps open waits per token and process (42
 # The mass expiry moves only rows whose expiresAt is set to this instant: nobody else's.
 SWEEP_CUTOFF = datetime(2000, 1, 1, tzinfo=UTC)
 
-TARGET_FLOOR_RATIO = 1.00  # issue 39: the status poll stays at or above its floor
-TARGET_LIST_FLOOR_RATIO = 0.50  # of the raw-SQL list floor (issue 39)
-TARGET_WRITE_FLOOR_RATIO = 0.50  # create and release, each of its raw-SQL floor (issue 39)
+TARGET_FLOOR_RATIO = 1.00  # the status poll stays at or above its floor
+TARGET_LIST_FLOOR_RATIO = 0.50  # of the raw-SQL list floor
+TARGET_WRITE_FLOOR_RATIO = 0.50  # create and release, each of its raw-SQL floor
 TARGET_LIST_P95_MS = {1: 30, 8: 100}  # per list filter: one client, eight clients
-LIST_QUERY = "status=waiting&pageSize=20"  # a reviewer's queue page (issue 23)
+LIST_QUERY = "status=waiting&pageSize=20"  # a reviewer's queue page
 TARGET_POLL_P99_MS = 25
 TARGET_WAKE_P99_MS = 50
 TARGET_RSS_MIB = 300
@@ -470,7 +470,7 @@ def section_lists(args, fx: Fixtures, loader: Loader, watch: ConnectionWatch) ->
             paths = [f"/floor/list/{view}?{LIST_QUERY}"]
             cases.append(measure_poll(args, loader, server, f"list floor, {view}", paths, token))
     orm_floor = max(cases[:2], key=lambda c: c.best_rate)
-    floor = cases[2]  # raw SQL: the floor the target is measured against (issue 39)
+    floor = cases[2]  # raw SQL: the floor the target is measured against
     project = ServerSpec("project-asgi", "config.asgi:application", UVICORN, args.workers)
     with started(project, args, watch) as server:
         paths = [f"/api/breakpoints?{LIST_QUERY}"]

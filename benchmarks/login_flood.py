@@ -4,9 +4,10 @@
         python benchmarks/login_flood.py --seconds 20
     python benchmarks/login_flood.py --unguarded ...   # also the same flood with both limits off
 
-Issue 32: 16 parallel POST /admin/login/ with random usernames (a new one each time, so the
-per-username lockout never trips; each costs a password hash of ~1-2 s) took every web
-thread, and a reviewer's GET /api/breakpoints from another address waited 12.5-17.1 s.
+Why it exists: with neither limit (--unguarded), 16 parallel POST /admin/login/ with random
+usernames (a new one each time, so the per-username lockout never trips; each costs a
+password hash of ~1-2 s) took every web thread, and a reviewer's GET /api/breakpoints from
+another address waited 12.5-17.1 s.
 
 The project is served as the Procfile serves it (gunicorn, --workers uvicorn workers of
 BPM_WEB_THREADS threads, counters in Redis) with the production password hasher (PBKDF2, the
@@ -181,7 +182,7 @@ def server_spec(args, label: str, guarded: bool) -> ServerSpec:
         "DATABASE_POOL_MAX": str(args.pool_max),
         "BPM_WEB_THREADS": str(args.threads),
     }
-    if not guarded:  # the sign-in as it was before issue 32: neither limit
+    if not guarded:  # the sign-in as it was before its limits: neither of them
         env |= {"BPM_LOGIN_ATTEMPT_RATE": "off", "BPM_LOGIN_CONCURRENCY": "100000"}
     return ServerSpec(label, "config.asgi:application", UVICORN, args.workers, env=env)
 

@@ -4,7 +4,7 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bpm_bench \\
         python benchmarks/render_bench.py --use-database-url
 
-The inputs an outside probe used (issue 19): 40,000 `[` as markdown (203 s to render with
+The inputs an outside probe used to stall the service: 40,000 `[` as markdown (203 s to render with
 Python-Markdown), a markdown list nested 500 deep (a RecursionError: a 500), `" \\t"` x 6,000
 as autoit code (14.5 s in Pygments), and a 300,000-character markdown file (the largest
 rendered rich), beside a floor: an ordinary 10 KB markdown file. For each, one breakpoint

@@ -9,7 +9,7 @@ in this process, and a real Celery worker (the production default pool unless
 --worker-concurrency) delivers through a redis-server of its own. The script prints each
 subscriber's lag (arrival at the receiver minus the create's commit), p50 and max, beside
 A's delay and the time A's deliveries take one after another: before the per-target cap
-(issue 19) B's deliveries queued behind A's (p50 84 s with a 1.5 s receiver).
+B's deliveries queued behind A's (p50 84 s with a 1.5 s receiver).
 
 No beat runs (its TTL sweep would touch the seeded rows): nothing fails here, so the
 outbox sweep has nothing to do. DATABASE_URL must name a database containing "bench"
