@@ -261,6 +261,10 @@ class BreakpointSerializer(serializers.ModelSerializer):
         above document it. A list view passes `seats` (routing.resolve of the page)."""
         return representation.breakpoint_json(instance, seats=self.context.get("seats"))
 
+    # The two SerializerMethodFields' methods. The answer never calls them (to_representation
+    # above writes every field); drf-spectacular reads their types for the schema, and
+    # tests/breakpoints/test_representation.py runs the declared fields, these included, as
+    # the reference breakpoint_json must equal. Removing them breaks both.
     @extend_schema_field(OpenApiTypes.URI)
     def get_consoleUrl(self, bp: Breakpoint) -> str:
         return representation.console_url(bp.pk)
