@@ -38,16 +38,6 @@ ANSWER_OUT_OF_RANGE = (
 )
 
 
-def number_problem(value: Any) -> str | None:
-    """Why `value`, if a number, is not I-JSON; None for any other value."""
-    kind = type(value)
-    if kind is int:
-        return None if -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER else INTEGER_OUT_OF_RANGE
-    if kind is float:
-        return None if math.isfinite(value) else NOT_FINITE
-    return None
-
-
 def number_problems(document: Any, path: str) -> dict[str, list[str]]:
     """The numbers of `document` (parsed JSON: dicts, lists, scalars) that are not I-JSON,
     keyed by their JSON path under `path` (`payload.items[2].size`; "" for the document's
