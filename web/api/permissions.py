@@ -15,13 +15,6 @@ class IsAgentOrReviewer(BasePermission):
         return isinstance(user, AgentPrincipal) or is_reviewer(user)
 
 
-class IsReviewer(BasePermission):
-    message = "Only reviewers and admins may do this."
-
-    def has_permission(self, request, view) -> bool:
-        return is_reviewer(request.user)
-
-
 class IsPersonDeciding(BasePermission):
     """A decision's door: any signed-in person may ask (the service refuses one who is not a
     reviewer, and records it, as on every channel); agents may not, and reading the
