@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from bpm_client.cli import main
@@ -21,6 +22,7 @@ from bpm_client.events.watching import Debouncer, change_of, is_temporary
 from tests.support.scripted import Answer
 
 SECRET = "client-events-secret-0123456789abcdef"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTHING_LISTENS = "http://127.0.0.1:9"
 
 
@@ -157,10 +159,14 @@ def test_watch_refuses_a_missing_path_and_a_bad_window(capsys, tmp_path):
 
 
 def test_watch_without_watchdog_says_how_to_install_it(capsys, tmp_path, monkeypatch):
+    """The command hinted works in the environment running bpm (this test's: make run's
+    `.venv` has no pip, uv made it): the same command with `show` finds bpm-client there.
+    bpm-client is on no package index: the hint installs from the project's folder."""
     monkeypatch.setitem(sys.modules, "watchdog", None)  # as if it were not installed
     for name in [name for name in sys.modules if name.startswith("watchdog.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delitem(sys.modules, "bpm_client.events.observing", raising=False)
+    monkeypatch.chdir(REPO_ROOT)
 
     code, out, err = bpm(
         capsys, "--url", NOTHING_LISTENS, "events", "watch", str(tmp_path),
@@ -168,10 +174,20 @@ def test_watch_without_watchdog_says_how_to_install_it(capsys, tmp_path, monkeyp
     )  # fmt: skip
 
     assert code == 4 and out == ""
-    assert err == (
-        "bpm: error: watching files needs watchdog, an optional extra: "
-        "pip install 'bpm-client[watch]'\n"
+    prefix = "bpm: error: watching files needs watchdog, an optional extra: "
+    suffix = " './clients/python[watch]' (in the project's folder)\n"
+    assert err.startswith(prefix) and err.endswith(suffix), err
+    installer, options = err.removeprefix(prefix).removesuffix(suffix).split(" install")
+    assert options == "" or options.startswith(" --python "), err
+    shown = subprocess.run(
+        [*installer.split(), "show", *options.split(), "bpm-client"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
+    assert shown.returncode == 0, (err, shown.stderr)
+    assert "Name: bpm-client" in shown.stdout
 
 
 class FakeClock:

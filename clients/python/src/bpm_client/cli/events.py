@@ -146,7 +146,7 @@ def watch(
 
     PATH is a folder (watched recursively) or one file; each event's data is {path,
     sha256, size}. Several writes within the --debounce window are one event. Ctrl-C or
-    SIGTERM stops it. Needs watchdog: pip install 'bpm-client[watch]'.
+    SIGTERM stops it. Needs watchdog, the `watch` extra (without it, bpm says how to install it).
     """
     with failures():
         watching = Watching(

@@ -2,43 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-from pathlib import Path
-
 import click
 
+from ..extras import install_command
 from .app import Settings, connect
 from .failures import CliError
 from .output import decided, summary
 
-# bpm-client is on no package index: it installs from the project's folder.
-MCP_REQUIREMENT = "'./clients/python[mcp]'"
-
-
-def _shown(path: Path) -> str:
-    """`path` as a person types it: relative to the current folder when inside it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def mcp_install_command() -> str:
-    """The command that installs the `mcp` extra into the environment running bpm: pip's,
-    or, in a virtualenv that has no pip but uv (the `.venv` that `make run` makes), uv's."""
-    if importlib.util.find_spec("pip") is None:
-        uv = Path(sys.prefix) / "bin" / "uv"
-        if os.access(uv, os.X_OK):
-            python = Path(sys.prefix) / "bin" / "python"
-            return f"{_shown(uv)} pip install --python {_shown(python)} {MCP_REQUIREMENT}"
-    return f"pip install {MCP_REQUIREMENT}"
-
 
 def mcp_missing(command: str = "bpm mcp") -> str:
     """What `command` says when the `mcp` extra is not installed: how to install it."""
-    return f"{command} needs the MCP SDK: {mcp_install_command()} (in the project's folder)"
+    return f"{command} needs the MCP SDK: {install_command('mcp')} (in the project's folder)"
 
 
 @click.command()

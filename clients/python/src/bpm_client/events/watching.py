@@ -23,19 +23,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..extras import install_command
 from .sending import SendError, send
 
 TEMPORARY_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 CHUNK = 1 << 20
 DEFAULT_DEBOUNCE = 0.5
 MAX_DEBOUNCE = 60.0
-WATCH_MISSING = "watching files needs watchdog, an optional extra: pip install 'bpm-client[watch]'"
 
 Change = tuple[str, dict[str, Any]]  # (event type, data)
 
 
 class WatchUnavailable(SendError):
     """watchdog is not installed."""
+
+
+def watch_missing() -> str:
+    """What a watch says when the `watch` extra (watchdog) is not installed: how to install
+    it where this runs."""
+    return (
+        "watching files needs watchdog, an optional extra: "
+        f"{install_command('watch')} (in the project's folder)"
+    )
 
 
 def is_temporary(path: str) -> bool:
@@ -128,7 +137,7 @@ def watch(
         from .observing import observe
     except ImportError as error:
         if (error.name or "").partition(".")[0] == "watchdog":
-            raise WatchUnavailable(WATCH_MISSING) from None
+            raise WatchUnavailable(watch_missing()) from None
         raise
     target = target.resolve()
     single = None if target.is_dir() else str(target)
