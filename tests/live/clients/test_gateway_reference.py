@@ -27,13 +27,6 @@ BIN = FIXTURE / "node_modules" / ".bin"
 NPM_CI = ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
 INSTALL_SECONDS = 600
 
-# The service accepts only 2020-12 forms until issue 48's draft-07 support lands in
-# breakpoints/forms.py: until then every `ask` to these servers is refused at creation.
-DRAFT_07_MISSING = (
-    "the service refuses draft-07 input schemas as payload.form (issue 48 item 1, "
-    "breakpoints/forms.py): every ask to a TypeScript-SDK server fails at creation"
-)
-
 FILESYSTEM_RULES = """
 [defaults]
 server = "filesystem"
@@ -133,7 +126,6 @@ def test_filesystem_an_allowed_read_runs_and_a_denied_move_never_reaches_the_ser
     assert list(agent.list()) == []  # nothing needed a human
 
 
-@pytest.mark.xfail(strict=True, reason=DRAFT_07_MISSING)
 def test_filesystem_a_reviewer_edits_the_content_and_the_file_holds_exactly_the_edit(
     filesystem: Reference, reviewer: Client
 ):
@@ -165,7 +157,6 @@ def test_filesystem_a_reviewer_edits_the_content_and_the_file_holds_exactly_the_
     assert target.read_bytes() == edited["content"].encode()  # exactly the edited content
 
 
-@pytest.mark.xfail(strict=True, reason=DRAFT_07_MISSING)
 def test_filesystem_a_rejected_write_writes_nothing_and_returns_the_comment(
     filesystem: Reference, reviewer: Client
 ):
@@ -204,7 +195,6 @@ def test_memory_allowed_calls_run_and_reach_the_graph(memory: Reference, agent: 
     assert list(agent.list()) == []
 
 
-@pytest.mark.xfail(strict=True, reason=DRAFT_07_MISSING)
 def test_memory_an_approved_delete_runs(memory: Reference, reviewer: Client):
     entity = {"name": "Ada", "entityType": "person", "observations": []}
 
