@@ -25,6 +25,14 @@ from mcp.types import (
 )
 
 
+def page(params: PaginatedRequestParams | None) -> PaginatedRequestParams | None:
+    """The client's page request as the upstream takes it: its cursor only. The client's
+    `_meta` (a 2026-07-28 client's per-request envelope) is not the upstream's: the
+    gateway's own session with the upstream negotiated its own version."""
+    cursor = params.cursor if params is not None else None
+    return PaginatedRequestParams(cursor=cursor) if cursor else None
+
+
 def passthrough_handlers(
     upstream: ClientSession, capabilities: ServerCapabilities
 ) -> dict[str, Any]:
@@ -51,12 +59,12 @@ def _resources(upstream: ClientSession) -> dict[str, Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
-        return await upstream.list_resources(params=params)
+        return await upstream.list_resources(params=page(params))
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
-        return await upstream.list_resource_templates(params=params)
+        return await upstream.list_resource_templates(params=page(params))
 
     async def read_resource(
         ctx: ServerRequestContext[Any], params: ReadResourceRequestParams
@@ -74,7 +82,7 @@ def _prompts(upstream: ClientSession) -> dict[str, Any]:
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
-        return await upstream.list_prompts(params=params)
+        return await upstream.list_prompts(params=page(params))
 
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: GetPromptRequestParams

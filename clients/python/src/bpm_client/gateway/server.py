@@ -32,6 +32,7 @@ from mcp.types import (
     CallToolResult,
     CancelledNotificationParams,
     InitializeResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     Tool,
@@ -45,7 +46,19 @@ from ..operations import result_of
 from ..receipts import JWKS_PATH, JwksCache, ReceiptInvalid, load_jwks, receipt_kid
 from . import decisions
 from .config import GatewayConfig, Rule
-from .passthrough import passthrough_handlers
+from .input_required import (
+    RETRY_HOLD_SECONDS,
+    Executions,
+    PendingCall,
+    asking,
+    boundary,
+    check,
+    digest,
+    negotiated_modern,
+    new_gateway_id,
+    still_waiting,
+)
+from .passthrough import page, passthrough_handlers
 from .rules import decide, hidden, needs_annotations, tool_hints
 from .waiting import Waiter
 
@@ -100,6 +113,11 @@ class Gateway:
         self._jwks: JwksCache | None = None
         self._cancel_reasons: dict[str, str] = {}
         self._cancelled = asyncio.Event()
+        # 2026-07-28 clients: this process's id in the states, the breakpoints retries wait
+        # on, the approvals already run (input_required.py).
+        self.gateway_id = new_gateway_id()
+        self._pending: dict[str, Service] = {}
+        self.executions = Executions()
 
     @property
     def rules(self) -> Sequence[Rule]:
@@ -111,7 +129,7 @@ class Gateway:
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         """The upstream's tools unchanged, less those every call of which is denied."""
-        listed = await self.upstream.list_tools(params=params)
+        listed = await self.upstream.list_tools(params=page(params))
         kept = [tool for tool in listed.tools if not hidden(self.rules, tool.name, hints(tool))]
         return listed.model_copy(update={"tools": kept})
 
@@ -132,7 +150,7 @@ class Gateway:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         tool, arguments = params.name, dict(params.arguments or {})
         described = await self._tool(tool) if needs_annotations(self.rules, tool) else None
         rule = decide(self.rules, tool, arguments, hints(described))
@@ -143,12 +161,42 @@ class Gateway:
         described = described or await self._tool(tool)
         if described is None:
             return decisions.refusal(tool, f"the server {self.server_name} has no such tool")
-        return await self._ask(ctx, rule, described, arguments)
+        return await self._ask(ctx, rule, described, arguments, params.request_state)
 
     async def _ask(
+        self,
+        ctx: ServerRequestContext[Any],
+        rule: Rule,
+        tool: Tool,
+        arguments: dict[str, Any],
+        state: str | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        """Ask a human; on an approval whose receipt checks out, call with its values.
+
+        A 2025-11-25 (or older) client's call waits for the decision; a 2026-07-28 client
+        gets `input_required` and retries (input_required.py)."""
+        if negotiated_modern(ctx) and state is not None:
+            return await self._retried(ctx, tool.name, arguments, state)
+        opened = await self._open(ctx, rule, tool, arguments)
+        if isinstance(opened, CallToolResult):
+            return opened
+        service, created = opened
+        if negotiated_modern(ctx) and not created.done:
+            return self._input_required(ctx, service, created, tool.name, arguments)
+        try:
+            result = await self._decision(ctx, service, created)
+        except Exception as error:  # fail closed, whatever went wrong while waiting
+            return decisions.refusal(
+                tool.name,
+                f"lost the approval service while waiting on {created.breakpoint_id}: "
+                f"{_line(error)}",
+            )
+        return await self._conclude(tool.name, result, created.breakpoint_id)
+
+    async def _open(
         self, ctx: ServerRequestContext[Any], rule: Rule, tool: Tool, arguments: dict[str, Any]
-    ) -> CallToolResult:
-        """Ask a human; on an approval whose receipt checks out, call with its values."""
+    ) -> tuple[Service, Breakpoint] | CallToolResult:
+        """The call's breakpoint (and the service as its agent), or the error result."""
         question, fields = decisions.breakpoint_fields(
             server=self.server_name,
             tool=tool.name,
@@ -167,21 +215,80 @@ class Gateway:
                 created = await service.client.create(question, idempotency_key=key, **fields)
         except BpmError as error:
             return decisions.refusal(tool.name, f"could not ask for approval: {_line(error)}")
+        return service, created
+
+    async def _conclude(
+        self, tool: str, result: BreakpointResult, breakpoint_id: str
+    ) -> CallToolResult:
+        """The decided call's answer: the tool's result under a verified receipt, or why not."""
+        if not result.approved:
+            return decisions.not_approved(tool, result, breakpoint_id)
         try:
-            result = await self._decision(ctx, service, created)
+            approved = await self._checked(result, breakpoint_id)
+        except (ReceiptInvalid, BpmError) as error:
+            return decisions.refusal(tool, f"the approval's receipt is refused: {error}")
+        return await self.upstream.call_tool(tool, approved)
+
+    # --- tools/call for 2026-07-28 clients: input_required and retries ------------------
+
+    def _input_required(
+        self,
+        ctx: ServerRequestContext[Any],
+        service: Service,
+        created: Breakpoint,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> InputRequiredResult:
+        """The first answer: the console page to open, and the state to retry with."""
+        pending = PendingCall(
+            breakpoint_id=created.breakpoint_id,
+            arguments=digest(arguments),
+            caller=self.caller(ctx),
+            gateway=self.gateway_id,
+        )
+        self._pending[created.breakpoint_id] = service
+        return asking(pending, tool, self.server_name, created.console_url)
+
+    async def _retried(
+        self, ctx: ServerRequestContext[Any], tool: str, arguments: dict[str, Any], state: str
+    ) -> CallToolResult | InputRequiredResult:
+        """A retry (its state verified by the boundary): the result once decided (the tool
+        run at most once per approval), else `input_required` again after a short wait."""
+        try:
+            pending = PendingCall.loads(state)
+        except ValueError:
+            return decisions.refusal(tool, "the requestState names no approval request")
+        wrong = check(pending, arguments, self.caller(ctx), self.gateway_id)
+        if wrong is not None:
+            return decisions.refusal(tool, wrong)
+        ran = self.executions.ran(pending.breakpoint_id)
+        if ran is not None:
+            return ran
+        try:
+            service = self._service(self._token(ctx))
+            entry = None
+            with anyio.move_on_after(RETRY_HOLD_SECONDS):
+                entry = await service.waiter.wait(pending.breakpoint_id)
         except Exception as error:  # fail closed, whatever went wrong while waiting
             return decisions.refusal(
-                tool.name,
-                f"lost the approval service while waiting on {created.breakpoint_id}: "
+                tool,
+                f"lost the approval service while waiting on {pending.breakpoint_id}: "
                 f"{_line(error)}",
             )
-        if not result.approved:
-            return decisions.not_approved(tool.name, result, created.breakpoint_id)
-        try:
-            approved = await self._checked(result, created.breakpoint_id)
-        except (ReceiptInvalid, BpmError) as error:
-            return decisions.refusal(tool.name, f"the approval's receipt is refused: {error}")
-        return await self.upstream.call_tool(tool.name, approved)
+        if entry is None:
+            return still_waiting(pending)
+        self._pending.pop(pending.breakpoint_id, None)
+        if entry.error is not None:
+            return decisions.refusal(tool, f"{pending.breakpoint_id}: {entry.error.message}")
+        result = result_of(pending.breakpoint_id, entry)
+        return await self.executions.once(
+            pending.breakpoint_id, lambda: self._conclude(tool, result, pending.breakpoint_id)
+        )
+
+    def caller(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """The calling agent, as the requestState binds it: a digest of its token."""
+        token = self._token(ctx)
+        return digest(token) if token is not None else None
 
     async def _decision(
         self, ctx: ServerRequestContext[Any], service: Service, created: Breakpoint
@@ -276,7 +383,7 @@ class Gateway:
         that opened it); the waiting calls then answer that it was cancelled. Returns the
         breakpoints cancelled."""
         self._stopping = True
-        waiting = list(self._waiting.items())
+        waiting = [*self._waiting.items(), *self._pending.items()]
         for breakpoint_id, service in waiting:
             with contextlib.suppress(BpmError):
                 await service.client.cancel(breakpoint_id, reason)
@@ -319,6 +426,11 @@ def build_server(gateway: Gateway, initialized: InitializeResult) -> Server[Any]
     )
     server.add_notification_handler(
         "notifications/cancelled", CancelledNotificationParams, gateway.on_cancelled
+    )
+    # 2026-07-28: every requestState sealed going out, verified coming back, bound to the
+    # calling agent (input_required.py).
+    server.middleware.append(
+        boundary(gateway.caller, audience=f"bpm-gateway:{gateway.server_name}")
     )
     return server
 

@@ -1,0 +1,148 @@
+"""`bpm gateway` with an MCP client that negotiates 2026-07-28 (issue 48, item 2).
+
+The official Python MCP client (`Client(..., mode="2026-07-28")`) starts the gateway over
+stdio in front of gateway_upstream.py (each call it runs appended to a log file, so the
+test counts executions). An `ask` call answers `input_required` (a URL-mode elicitation of
+the breakpoint's console page and a sealed requestState); the test drives the retries
+itself (`allow_input_required=True`) and decides through the API as a reviewer.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bpm_client import Client as BpmClient
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, ElicitRequest, ElicitRequestURLParams, InputRequiredResult
+
+from tests.live.clients.conftest import BPM
+from tests.live.clients.test_gateway import (
+    CONFIG,
+    UPSTREAM,
+    Gate,
+    in_thread,
+    text_of,
+    waiting_on,
+)
+from tests.support.mcp import run
+
+ARGUMENTS = {"table": "invoices", "where": "year < 2020", "env": "prod"}
+
+
+@pytest.fixture
+def gate(tmp_path: Path, bpm_env: dict[str, str]) -> Gate:
+    """test_gateway.py's rules (delete_rows asks) and the upstream's call log."""
+    config, log = tmp_path / "gate.toml", tmp_path / "calls.jsonl"
+    config.write_text(CONFIG)
+    return Gate(config, log, {**bpm_env, "GATEWAY_TEST_LOG": str(log)})
+
+
+def modern_client(gate: Gate) -> Client:
+    """The official client negotiating 2026-07-28 with `bpm gateway ... -- python upstream`."""
+    args = ["gateway", "--config", str(gate.config), "--", sys.executable, UPSTREAM]
+    params = StdioServerParameters(command=BPM, args=args, env=gate.env)
+    return Client(params, mode="2026-07-28")
+
+
+async def call(
+    client: Client, state: str | None = None, arguments: dict[str, Any] = ARGUMENTS
+) -> CallToolResult | InputRequiredResult:
+    return await client.session.call_tool(
+        "delete_rows", arguments, request_state=state, allow_input_required=True
+    )
+
+
+def elicitation_of(answer: Any) -> ElicitRequestURLParams:
+    assert isinstance(answer, InputRequiredResult), answer
+    assert answer.input_requests is not None and answer.request_state
+    (request,) = answer.input_requests.values()
+    assert isinstance(request, ElicitRequest) and isinstance(request.params, ElicitRequestURLParams)
+    return request.params
+
+
+def test_input_required_then_retries_then_the_edited_call_runs_once(
+    gate: Gate, reviewer: BpmClient
+):
+    edited = {**ARGUMENTS, "where": "year < 2015"}
+
+    async def scenario():
+        async with modern_client(gate) as client:
+            assert client.protocol_version == "2026-07-28"
+            first = await call(client)
+            breakpoint_id = await in_thread(waiting_on, reviewer, "delete_rows")
+            waiting = await call(client, first.request_state)  # before any decision
+            calls_while_waiting = gate.calls()
+            await in_thread(reviewer.release, breakpoint_id, "only the oldest", values=edited)
+            result = await call(client, waiting.request_state)
+            again = await call(client, waiting.request_state)  # the same approval, twice more
+            from_first = await call(client, first.request_state)
+            return first, waiting, calls_while_waiting, breakpoint_id, result, again, from_first
+
+    first, waiting, calls_while_waiting, breakpoint_id, result, again, from_first = run(scenario())
+    page = elicitation_of(first)
+    assert page.mode == "url" and page.url == reviewer.get(breakpoint_id).console_url
+    assert "`delete_rows`" in page.message and "billing-db" in page.message
+    assert breakpoint_id in page.message
+    assert breakpoint_id not in first.request_state  # sealed: not even readable
+    assert isinstance(waiting, InputRequiredResult) and waiting.request_state
+    assert calls_while_waiting == []  # nothing ran before the approval
+    expected = f"delete_rows done with {json.dumps(edited, sort_keys=True)}"
+    for answer in (result, again, from_first):
+        assert isinstance(answer, CallToolResult) and not answer.is_error
+        assert text_of(answer) == expected
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": edited}]  # ONE execution
+
+
+def test_a_rejection_is_an_error_result_with_who_and_why(gate: Gate, reviewer: BpmClient):
+    async def scenario():
+        async with modern_client(gate) as client:
+            first = await call(client)
+            breakpoint_id = await in_thread(waiting_on, reviewer, "delete_rows")
+            await in_thread(reviewer.release, breakpoint_id, "not in prod", approved=False)
+            return breakpoint_id, await call(client, first.request_state)
+
+    breakpoint_id, rejected = run(scenario())
+    assert isinstance(rejected, CallToolResult) and rejected.is_error
+    assert text_of(rejected) == (
+        f"`delete_rows` was not run: rejected by alice (approval request {breakpoint_id}). "
+        "Their feedback: not in prod"
+    )
+    assert gate.calls() == []
+
+
+def test_a_forged_or_altered_request_state_is_refused_and_nothing_runs(
+    gate: Gate, reviewer: BpmClient
+):
+    async def scenario():
+        refused: dict[str, MCPError] = {}
+        async with modern_client(gate) as client:
+            first = await call(client)
+            breakpoint_id = await in_thread(waiting_on, reviewer, "delete_rows")
+            await in_thread(reviewer.release, breakpoint_id, "ok")
+            state = first.request_state
+            middle = len(state) // 2
+            flipped = "A" if state[middle] != "A" else "B"
+            tries = {
+                "forged plaintext": f'{{"breakpoint_id": "{breakpoint_id}"}}',
+                "forged token": "v1." + "A" * 60,
+                "altered": state[:middle] + flipped + state[middle + 1 :],
+            }
+            for name, bad in tries.items():
+                with pytest.raises(MCPError) as caught:
+                    await call(client, bad)
+                refused[name] = caught.value
+            with pytest.raises(MCPError) as caught:  # the state of other arguments
+                await call(client, state, {**ARGUMENTS, "where": "1=1"})
+            refused["other arguments"] = caught.value
+            calls_after_refusals = gate.calls()
+            return refused, calls_after_refusals, await call(client, state)
+
+    refused, calls_after_refusals, result = run(scenario())
+    for error in refused.values():
+        assert error.error.message == "Invalid or expired requestState"
+    assert calls_after_refusals == []  # nothing ran for any of them
+    assert isinstance(result, CallToolResult) and not result.is_error  # the genuine one
+    assert [call["tool"] for call in gate.calls()] == ["delete_rows"]
