@@ -45,9 +45,10 @@ STATE_TTL_SECONDS = 600.0
 ELICITATION = "approval"
 
 
-def negotiated_modern(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the client negotiated a revision without server-to-client requests."""
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+def negotiated_modern(ctx: ServerRequestContext[Any] | None) -> bool:
+    """Whether the client negotiated a revision without server-to-client requests (no
+    context: a call made in process, as the older revisions make it)."""
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
 def digest(value: Any) -> str:
