@@ -8,26 +8,34 @@ itself (`allow_input_required=True`) and decides through the API as a reviewer.
 """
 
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from bpm_client import Client as BpmClient
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 
+from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
 from tests.live.clients.test_gateway import (
     CONFIG,
     UPSTREAM,
     Gate,
     in_thread,
+    listing,
     text_of,
     waiting_on,
 )
-from tests.support.mcp import run
+from tests.support.mcp import HANG_GUARD_SECONDS, run
+from tests.support.net import free_port
+from tests.support.system import wait_until
 
 ARGUMENTS = {"table": "invoices", "where": "year < 2020", "env": "prod"}
 
@@ -146,3 +154,60 @@ def test_a_forged_or_altered_request_state_is_refused_and_nothing_runs(
     assert calls_after_refusals == []  # nothing ran for any of them
     assert isinstance(result, CallToolResult) and not result.is_error  # the genuine one
     assert [call["tool"] for call in gate.calls()] == ["delete_rows"]
+
+
+def over_http(port: int, token: str, http: Any) -> Client:
+    """The official client negotiating 2026-07-28 with `bpm gateway --listen`, as one agent."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    return Client(streamable_http_client(url, http_client=http), mode="2026-07-28")
+
+
+def test_listen_binds_the_state_to_the_agent_and_sigterm_cancels_what_retries_wait_on(
+    gate: Gate, reviewer: BpmClient, agent_token: str
+):
+    """Two agents through one `--listen` gateway: the second cannot use the first's state;
+    the first's retry runs its approved call; SIGTERM cancels the breakpoint the second
+    agent's retries wait on, with the reason, and the gateway exits 0."""
+    other_token = token_create_for_agent(agent_id="agent-b")[1]
+    port = free_port()
+    env = {name: value for name, value in gate.env.items() if name != "BPM_TOKEN"}
+    command = [BPM, "gateway", "--listen", f"127.0.0.1:{port}", "--config", str(gate.config)]
+    gateway = subprocess.Popen([*command, "--", sys.executable, UPSTREAM], env=env)
+    try:
+        wait_until(lambda: listing(port), what=f"the gateway listening on {port}")
+
+        async def scenario():
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {agent_token}"}) as a_http,
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {other_token}"}) as b_http,
+                over_http(port, agent_token, a_http) as first,
+                over_http(port, other_token, b_http) as second,
+            ):
+                asked = await call(first)
+                with pytest.raises(MCPError) as stolen:
+                    await call(second, asked.request_state)
+                deleted = await in_thread(waiting_on, reviewer, "delete_rows")
+                await in_thread(reviewer.release, deleted, "ok")
+                done = await call(first, asked.request_state)
+                dropping = await second.session.call_tool(
+                    "drop_database", {"name": "billing"}, allow_input_required=True
+                )
+                dropped = await in_thread(waiting_on, reviewer, "drop_database")
+                gateway.send_signal(signal.SIGTERM)
+                return stolen.value, deleted, done, dropping, dropped
+
+        stolen, deleted, done, dropping, dropped = run(scenario())
+        exit_code = gateway.wait(HANG_GUARD_SECONDS)
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    assert stolen.error.message == "Invalid or expired requestState"
+    assert reviewer.get(deleted).agent_id == "agent-a"
+    assert isinstance(done, CallToolResult) and not done.is_error
+    assert isinstance(dropping, InputRequiredResult)
+    stopped = reviewer.get(dropped)
+    assert stopped.agent_id == "agent-b"
+    assert stopped.status == "cancelled" and stopped.result.feedback == "the gateway stopped"
+    assert exit_code == 0
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": ARGUMENTS}]
