@@ -7,6 +7,7 @@ the breakpoint's console page and a sealed requestState); the test drives the re
 itself (`allow_input_required=True`) and decides through the API as a reviewer.
 """
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -20,7 +21,13 @@ from bpm_client import Client as BpmClient
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, ElicitRequest, ElicitRequestURLParams, InputRequiredResult
+from mcp.types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
@@ -48,11 +55,17 @@ def gate(tmp_path: Path, bpm_env: dict[str, str]) -> Gate:
     return Gate(config, log, {**bpm_env, "GATEWAY_TEST_LOG": str(log)})
 
 
-def modern_client(gate: Gate) -> Client:
-    """The official client negotiating 2026-07-28 with `bpm gateway ... -- python upstream`."""
+async def shown(context: Any, params: Any) -> ElicitResult:
+    """An elicitation callback (so the client declares URL mode): the user opens the page."""
+    return ElicitResult(action="accept")
+
+
+def modern_client(gate: Gate, elicitation: Any = shown, **options: Any) -> Client:
+    """The official client negotiating 2026-07-28 with `bpm gateway ... -- python upstream`
+    (showing URL elicitations unless `elicitation` is None)."""
     args = ["gateway", "--config", str(gate.config), "--", sys.executable, UPSTREAM]
     params = StdioServerParameters(command=BPM, args=args, env=gate.env)
-    return Client(params, mode="2026-07-28")
+    return Client(params, mode="2026-07-28", elicitation_callback=elicitation, **options)
 
 
 async def call(
@@ -102,6 +115,63 @@ def test_input_required_then_retries_then_the_edited_call_runs_once(
         assert isinstance(answer, CallToolResult) and not answer.is_error
         assert text_of(answer) == expected
     assert gate.calls() == [{"tool": "delete_rows", "arguments": edited}]  # ONE execution
+
+
+def test_the_clients_own_loop_shows_the_page_and_gets_the_result(gate: Gate, reviewer: BpmClient):
+    """`Client.call_tool` as an agent calls it: the SDK shows the page (its elicitation
+    callback, here the reviewer approves meanwhile) and retries until the result."""
+    pages: list[tuple[ElicitRequestURLParams, str]] = []
+
+    async def show_page_and_approve(context: Any, params: Any) -> ElicitResult:
+        breakpoint_id = await in_thread(waiting_on, reviewer, "delete_rows")
+        pages.append((params, (await in_thread(reviewer.get, breakpoint_id)).console_url))
+        await in_thread(reviewer.release, breakpoint_id, "ok")
+        return ElicitResult(action="accept")
+
+    async def scenario():
+        async with modern_client(gate, show_page_and_approve) as client:
+            return await client.call_tool("delete_rows", ARGUMENTS)
+
+    result = run(scenario())
+    ((page, console_url),) = pages
+    assert page.mode == "url" and page.url == console_url
+    assert not result.is_error and gate.calls() == [{"tool": "delete_rows", "arguments": ARGUMENTS}]
+
+
+def test_a_client_without_elicitation_retries_on_the_state_alone(gate: Gate, reviewer: BpmClient):
+    """A client that declares no elicitation is sent none (it could only refuse it): its
+    loop retries on the state until a reviewer decides (found in the console)."""
+
+    async def scenario():
+        async with modern_client(gate, None, input_required_max_rounds=1000) as client:
+            first = await call(client)
+            assert isinstance(first, InputRequiredResult) and not first.input_requests
+            calling = asyncio.create_task(client.call_tool("delete_rows", ARGUMENTS))
+            breakpoint_ids = await in_thread(lambda: [waiting_on_all(reviewer)])
+            for breakpoint_id in breakpoint_ids[0]:
+                await in_thread(reviewer.release, breakpoint_id, "ok")
+            return await asyncio.wait_for(calling, HANG_GUARD_SECONDS)
+
+    result = run(scenario())
+    assert isinstance(result, CallToolResult) and not result.is_error
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": ARGUMENTS}]
+
+
+def waiting_on_all(reviewer: BpmClient) -> list[str]:
+    """Both waiting delete_rows breakpoints (the manual call's and the loop's), once both
+    are there."""
+    found: list[str] = []
+
+    def both() -> bool:
+        found[:] = [
+            bp.breakpoint_id
+            for bp in reviewer.list(status="waiting")
+            if bp.payload.get("mcp", {}).get("tool") == "delete_rows"
+        ]
+        return len(found) == 2
+
+    wait_until(both, what="two waiting delete_rows breakpoints")
+    return found
 
 
 def test_a_rejection_is_an_error_result_with_who_and_why(gate: Gate, reviewer: BpmClient):
@@ -159,7 +229,8 @@ def test_a_forged_or_altered_request_state_is_refused_and_nothing_runs(
 def over_http(port: int, token: str, http: Any) -> Client:
     """The official client negotiating 2026-07-28 with `bpm gateway --listen`, as one agent."""
     url = f"http://127.0.0.1:{port}/mcp"
-    return Client(streamable_http_client(url, http_client=http), mode="2026-07-28")
+    transport = streamable_http_client(url, http_client=http)
+    return Client(transport, mode="2026-07-28", elicitation_callback=shown)
 
 
 def test_listen_binds_the_state_to_the_agent_and_sigterm_cancels_what_retries_wait_on(

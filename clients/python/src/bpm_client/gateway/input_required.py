@@ -51,6 +51,15 @@ def negotiated_modern(ctx: ServerRequestContext[Any] | None) -> bool:
     return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
+def shows_urls(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client declared URL-mode elicitation (the SDK's client does when it has
+    an elicitation callback). One that did not is sent no elicitation (it could only
+    refuse it): it retries on the state alone, the reviewers are told by the service."""
+    declared = getattr(ctx.session, "client_capabilities", None)
+    elicitation = declared.elicitation if declared is not None else None
+    return elicitation is not None and elicitation.url is not None
+
+
 def digest(value: Any) -> str:
     """A SHA-256 of `value`'s canonical JSON (arguments) or of a token."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -93,8 +102,13 @@ class PendingCall:
             raise ValueError("not a pending call") from error
 
 
-def asking(pending: PendingCall, tool: str, server: str, console_url: str) -> InputRequiredResult:
-    """The first answer: a URL-mode elicitation of the breakpoint's console page."""
+def asking(
+    pending: PendingCall, tool: str, server: str, console_url: str, shows_urls: bool
+) -> InputRequiredResult:
+    """The first answer: a URL-mode elicitation of the breakpoint's console page (for a
+    client that shows URLs; else the state alone)."""
+    if not shows_urls:
+        return still_waiting(pending)
     message = (
         f"Approval needed: an agent wants to run the tool `{tool}` on the MCP server "
         f"`{server}`. A reviewer approves, edits or rejects it at approval request "

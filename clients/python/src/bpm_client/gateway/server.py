@@ -56,6 +56,7 @@ from .input_required import (
     digest,
     negotiated_modern,
     new_gateway_id,
+    shows_urls,
     still_waiting,
 )
 from .passthrough import page, passthrough_handlers
@@ -247,7 +248,7 @@ class Gateway:
             gateway=self.gateway_id,
         )
         self._pending[created.breakpoint_id] = service
-        return asking(pending, tool, self.server_name, created.console_url)
+        return asking(pending, tool, self.server_name, created.console_url, shows_urls(ctx))
 
     async def _retried(
         self, ctx: ServerRequestContext[Any], tool: str, arguments: dict[str, Any], state: str
