@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -48,6 +49,7 @@ from . import decisions
 from .config import GatewayConfig, Rule
 from .input_required import (
     RETRY_HOLD_SECONDS,
+    STATE_TTL_SECONDS,
     Executions,
     PendingCall,
     asking,
@@ -117,7 +119,8 @@ class Gateway:
         # 2026-07-28 clients: this process's id in the states, the breakpoints retries wait
         # on, the approvals already run (input_required.py).
         self.gateway_id = new_gateway_id()
-        self._pending: dict[str, Service] = {}
+        # breakpoint id -> (its agent's service, when its last state was minted)
+        self._pending: dict[str, tuple[Service, float]] = {}
         self.executions = Executions()
 
     @property
@@ -247,7 +250,7 @@ class Gateway:
             caller=self.caller(ctx),
             gateway=self.gateway_id,
         )
-        self._pending[created.breakpoint_id] = service
+        self._awaiting_retries(created.breakpoint_id, service)
         return asking(pending, tool, self.server_name, created.console_url, shows_urls(ctx))
 
     async def _retried(
@@ -277,6 +280,7 @@ class Gateway:
                 f"{_line(error)}",
             )
         if entry is None:
+            self._awaiting_retries(pending.breakpoint_id, service)
             return still_waiting(pending)
         self._pending.pop(pending.breakpoint_id, None)
         if entry.error is not None:
@@ -285,6 +289,16 @@ class Gateway:
         return await self.executions.once(
             pending.breakpoint_id, lambda: self._conclude(tool, result, pending.breakpoint_id)
         )
+
+    def _awaiting_retries(self, breakpoint_id: str, service: Service) -> None:
+        """Note a breakpoint a client's retries wait on (SIGTERM cancels it), forgetting
+        those whose last state has expired: no retry can reach them any more."""
+        now = time.monotonic()
+        for expired in [
+            k for k, (_, when) in self._pending.items() if when < now - STATE_TTL_SECONDS
+        ]:
+            del self._pending[expired]
+        self._pending[breakpoint_id] = (service, now)
 
     def caller(self, ctx: ServerRequestContext[Any]) -> str | None:
         """The calling agent, as the requestState binds it: a digest of its token."""
@@ -384,7 +398,10 @@ class Gateway:
         that opened it); the waiting calls then answer that it was cancelled. Returns the
         breakpoints cancelled."""
         self._stopping = True
-        waiting = [*self._waiting.items(), *self._pending.items()]
+        retried = [
+            (breakpoint_id, service) for breakpoint_id, (service, _) in self._pending.items()
+        ]
+        waiting = [*self._waiting.items(), *retried]
         for breakpoint_id, service in waiting:
             with contextlib.suppress(BpmError):
                 await service.client.cancel(breakpoint_id, reason)
