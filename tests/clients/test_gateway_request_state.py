@@ -20,6 +20,7 @@ from bpm_client.gateway.input_required import (
     digest,
 )
 from bpm_client.gateway.server import Gateway
+from bpm_client.gateway.tasks import TaskParams, Tasks
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
@@ -130,3 +131,36 @@ def test_an_approval_runs_the_tool_once_however_often_it_is_retried():
     assert runs == ["ran", "failed"]
     assert [result.content[0].text for result in results] == ["run 1"] * 4
     assert broken.is_error and broken is broken_again  # kept: the tool may have run
+
+
+def test_a_task_is_its_agents_and_cancelling_it_cancels_its_breakpoint_with_the_reason():
+    cancelled: list[str] = []
+
+    async def scenario() -> tuple[Any, ...]:
+        tasks = Tasks()
+        decided = asyncio.Event()
+
+        async def outcome() -> CallToolResult:
+            await decided.wait()
+            return CallToolResult(content=[TextContent(type="text", text="ran")])
+
+        async def cancel(reason: str) -> None:
+            cancelled.append(reason)
+
+        first = tasks.start("bp-1", "alice", "waiting", outcome, cancel)
+        second = tasks.start("bp-2", "alice", "waiting", outcome, cancel)
+        with pytest.raises(MCPError):  # another agent's token: no such task
+            await tasks.get(TaskParams(task_id=first["taskId"]), "mallory")
+        await tasks.cancel(TaskParams(task_id=second["taskId"], reason="wrong one"), "alice")
+        decided.set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        done = await tasks.get(TaskParams(task_id=first["taskId"]), "alice")
+        gone = await tasks.get(TaskParams(task_id=second["taskId"]), "alice")
+        return first, done, gone
+
+    first, done, gone = run_async(scenario())
+    assert first["resultType"] == "task" and first["status"] == "working"
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "ran"
+    assert gone["status"] == "cancelled" and "result" not in gone
+    assert cancelled == ["the MCP client cancelled the task: wrong one"]

@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import pytest
 from bpm_client import Client as BpmClient
 from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -27,7 +28,11 @@ from mcp.types import (
     ElicitRequestURLParams,
     ElicitResult,
     InputRequiredResult,
+    Request,
+    RequestParams,
+    Result,
 )
+from pydantic import TypeAdapter
 
 from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
@@ -282,3 +287,86 @@ def test_listen_binds_the_state_to_the_agent_and_sigterm_cancels_what_retries_wa
     assert stopped.status == "cancelled" and stopped.result.feedback == "the gateway stopped"
     assert exit_code == 0
     assert gate.calls() == [{"tool": "delete_rows", "arguments": ARGUMENTS}]
+
+
+class TaskHandle(Result):
+    """The Tasks extension's handle, as this test's client claims `resultType: "task"`."""
+
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+    status_message: str | None = None
+
+
+class TaskId(RequestParams):
+    task_id: str
+    reason: str | None = None
+
+
+class GetTask(Request[TaskId, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskId
+
+
+class CancelTask(Request[TaskId, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskId
+
+
+class TasksRequester(ClientExtension):
+    """Declares the Tasks extension and claims its handle (resolved by the test itself)."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        async def unresolved(handle: Any, context: Any) -> CallToolResult:
+            raise AssertionError("the test polls the task itself")
+
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=unresolved)]
+
+
+async def task_state(client: Client, request: Any) -> dict[str, Any]:
+    return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
+
+
+def test_a_tasks_client_gets_a_task_then_its_result_and_cancels_another(
+    gate: Gate, reviewer: BpmClient
+):
+    """A client declaring the Tasks extension: `ask` returns a task; tasks/get answers
+    `working`, then `completed` with the tool's result once approved (run once);
+    tasks/cancel cancels the other task's breakpoint, with the reason."""
+
+    async def scenario():
+        async with modern_client(gate, extensions=[TasksRequester()]) as client:
+            handle = await client.session.call_tool("delete_rows", ARGUMENTS, allow_claimed=True)
+            working = await task_state(client, GetTask(params=TaskId(task_id=handle.task_id)))
+            deleted = await in_thread(waiting_on, reviewer, "delete_rows")
+            await in_thread(reviewer.release, deleted, "ok")
+            get = GetTask(params=TaskId(task_id=handle.task_id))
+            done = await task_state(client, get)
+            while done["status"] == "working":
+                await asyncio.sleep(0.2)
+                done = await task_state(client, get)
+            again = await task_state(client, get)
+            other = await client.session.call_tool(
+                "drop_database", {"name": "billing"}, allow_claimed=True
+            )
+            dropped = await in_thread(waiting_on, reviewer, "drop_database")
+            cancelled = await task_state(
+                client, CancelTask(params=TaskId(task_id=other.task_id, reason="wrong database"))
+            )
+            after = await task_state(client, GetTask(params=TaskId(task_id=other.task_id)))
+            return handle, working, done, again, dropped, cancelled, after
+
+    handle, working, done, again, dropped, cancelled, after = run(scenario())
+    assert isinstance(handle, TaskHandle) and handle.status == "working"
+    assert working["status"] == "working" and working["taskId"] == handle.task_id
+    expected = f"delete_rows done with {json.dumps(ARGUMENTS, sort_keys=True)}"
+    assert done["status"] == "completed" and not done["result"].get("isError")
+    assert done["result"]["content"][0]["text"] == expected
+    assert again["result"] == done["result"]
+    assert gate.calls() == [{"tool": "delete_rows", "arguments": ARGUMENTS}]  # once
+    assert cancelled["resultType"] == "complete" and after["status"] == "cancelled"
+    stopped = reviewer.get(dropped)
+    assert stopped.status == "cancelled"
+    assert stopped.result.feedback == "the MCP client cancelled the task: wrong database"

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -45,7 +45,7 @@ from ..errors import BpmError
 from ..models import Breakpoint, BreakpointResult
 from ..operations import result_of
 from ..receipts import JWKS_PATH, JwksCache, ReceiptInvalid, load_jwks, receipt_kid
-from . import decisions
+from . import decisions, tasks
 from .config import GatewayConfig, Rule
 from .input_required import (
     RETRY_HOLD_SECONDS,
@@ -122,6 +122,7 @@ class Gateway:
         # breakpoint id -> (its agent's service, when its last state was minted)
         self._pending: dict[str, tuple[Service, float]] = {}
         self.executions = Executions()
+        self.tasks = tasks.Tasks()
 
     @property
     def rules(self) -> Sequence[Rule]:
@@ -154,7 +155,7 @@ class Gateway:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult | InputRequiredResult:
+    ) -> CallToolResult | InputRequiredResult | dict[str, Any]:
         tool, arguments = params.name, dict(params.arguments or {})
         described = await self._tool(tool) if needs_annotations(self.rules, tool) else None
         rule = decide(self.rules, tool, arguments, hints(described))
@@ -174,7 +175,7 @@ class Gateway:
         tool: Tool,
         arguments: dict[str, Any],
         state: str | None = None,
-    ) -> CallToolResult | InputRequiredResult:
+    ) -> CallToolResult | InputRequiredResult | dict[str, Any]:
         """Ask a human; on an approval whose receipt checks out, call with its values.
 
         A 2025-11-25 (or older) client's call waits for the decision; a 2026-07-28 client
@@ -186,6 +187,8 @@ class Gateway:
             return opened
         service, created = opened
         if negotiated_modern(ctx) and not created.done:
+            if tasks.declared(ctx):
+                return self._task(ctx, service, created, tool.name)
             return self._input_required(ctx, service, created, tool.name, arguments)
         try:
             result = await self._decision(ctx, service, created)
@@ -289,6 +292,44 @@ class Gateway:
         return await self.executions.once(
             pending.breakpoint_id, lambda: self._conclude(tool, result, pending.breakpoint_id)
         )
+
+    def _task(
+        self, ctx: ServerRequestContext[Any], service: Service, created: Breakpoint, tool: str
+    ) -> dict[str, Any]:
+        """A Tasks-extension client's answer: a task that waits on the breakpoint."""
+        breakpoint_id = created.breakpoint_id
+
+        async def outcome() -> CallToolResult:
+            try:
+                entry = await service.waiter.wait(breakpoint_id)
+            except Exception as error:  # fail closed, whatever went wrong while waiting
+                return decisions.refusal(
+                    tool,
+                    f"lost the approval service while waiting on {breakpoint_id}: {_line(error)}",
+                )
+            if entry.error is not None:
+                return decisions.refusal(tool, f"{breakpoint_id}: {entry.error.message}")
+            result = result_of(breakpoint_id, entry)
+            return await self.executions.once(
+                breakpoint_id, lambda: self._conclude(tool, result, breakpoint_id)
+            )
+
+        async def cancel(reason: str) -> None:
+            with contextlib.suppress(BpmError):
+                await service.client.cancel(breakpoint_id, reason)
+
+        message = f"waiting for approval request {breakpoint_id}: {created.console_url}"
+        return self.tasks.start(breakpoint_id, self.caller(ctx), message, outcome, cancel)
+
+    async def get_task(
+        self, ctx: ServerRequestContext[Any], params: tasks.TaskParams
+    ) -> dict[str, Any]:
+        return await self.tasks.get(params, self.caller(ctx))
+
+    async def cancel_task(
+        self, ctx: ServerRequestContext[Any], params: tasks.TaskParams
+    ) -> dict[str, Any]:
+        return await self.tasks.cancel(params, self.caller(ctx))
 
     def _awaiting_retries(self, breakpoint_id: str, service: Service) -> None:
         """Note a breakpoint a client's retries wait on (SIGTERM cancels it), forgetting
@@ -405,7 +446,7 @@ class Gateway:
         for breakpoint_id, service in waiting:
             with contextlib.suppress(BpmError):
                 await service.client.cancel(breakpoint_id, reason)
-        return [breakpoint_id for breakpoint_id, _ in waiting]
+        return [breakpoint_id for breakpoint_id, _ in waiting] + await self.tasks.stop(reason)
 
     async def _checked(self, result: BreakpointResult, breakpoint_id: str) -> dict[str, Any]:
         assert self._jwks is not None
@@ -439,7 +480,9 @@ def build_server(gateway: Gateway, initialized: InitializeResult) -> Server[Any]
         title=info.title,
         instructions=initialized.instructions,
         on_list_tools=gateway.list_tools,
-        on_call_tool=gateway.call_tool,
+        # A Tasks-extension handle is a wire mapping (the runner sends mappings as they
+        # are); the SDK's handler type names only the core results.
+        on_call_tool=cast(Any, gateway.call_tool),
         **passthrough_handlers(gateway.upstream, initialized.capabilities),
     )
     server.add_notification_handler(
@@ -447,6 +490,9 @@ def build_server(gateway: Gateway, initialized: InitializeResult) -> Server[Any]
     )
     # 2026-07-28: every requestState sealed going out, verified coming back, bound to the
     # calling agent (input_required.py).
+    server.extensions[tasks.IDENTIFIER] = {}
+    server.add_request_handler("tasks/get", tasks.TaskParams, gateway.get_task)
+    server.add_request_handler("tasks/cancel", tasks.TaskParams, gateway.cancel_task)
     server.middleware.append(
         boundary(gateway.caller, audience=f"bpm-gateway:{gateway.server_name}")
     )
