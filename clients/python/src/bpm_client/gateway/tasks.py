@@ -7,7 +7,8 @@ decided, `completed` with the call's result (the tool's, run at most once under 
 receipt, or the error result saying who rejected it and why); `tasks/cancel` cancels the
 breakpoint with the reason "the MCP client cancelled the task" (and the client's `reason`,
 a parameter the extension's schema does not have, when it sends one). A task is its agent's
-(another agent's token gets "no such task"), and lives in this process only.
+(another agent's token gets "no such task"), lives in this process only, and is forgotten
+KEPT_SECONDS after it finished (its `ttlMs` then says so; none while it works).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +28,8 @@ from mcp_types import INVALID_PARAMS
 
 IDENTIFIER = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 2000
+# A finished task (completed or cancelled) is kept this long after it finished.
+KEPT_SECONDS = 3600.0
 CANCELLED = "the MCP client cancelled the task"
 
 
@@ -60,6 +64,11 @@ class GatedTask:
     created_at: str = dataclasses.field(default_factory=_now)
     updated_at: str = dataclasses.field(default_factory=_now)
     runner: asyncio.Task[None] | None = None
+    finished: float | None = None  # time.monotonic() when it stopped working
+
+    def end(self, status: str, message: str) -> None:
+        self.status, self.message, self.updated_at = status, message, _now()
+        self.finished = time.monotonic()
 
     def wire(self) -> dict[str, Any]:
         task: dict[str, Any] = {
@@ -68,7 +77,7 @@ class GatedTask:
             "statusMessage": self.message,
             "createdAt": self.created_at,
             "lastUpdatedAt": self.updated_at,
-            "ttlMs": None,
+            "ttlMs": None if self.finished is None else int(KEPT_SECONDS * 1000),
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
         if self.result is not None:
@@ -91,16 +100,21 @@ class Tasks:
         cancel: Callable[[str], Awaitable[None]],
     ) -> dict[str, Any]:
         """A task waiting on `outcome()` (the call's result once decided): its handle."""
+        self._forget_finished()
         task = GatedTask(f"task-{uuid.uuid4().hex}", breakpoint_id, caller, message, cancel)
         self._tasks[task.task_id] = task
 
         async def run() -> None:
             task.result = await outcome()
-            task.status, task.updated_at = "completed", _now()
-            task.message = "decided"
+            task.end("completed", "decided")
 
         task.runner = asyncio.create_task(run())
         return {"resultType": "task", **task.wire()}
+
+    def _forget_finished(self) -> None:
+        horizon = time.monotonic() - KEPT_SECONDS
+        for task_id in [k for k, t in self._tasks.items() if t.finished and t.finished < horizon]:
+            del self._tasks[task_id]
 
     def _own(self, params: TaskParams, caller: str | None) -> GatedTask:
         task = self._tasks.get(params.task_id)
@@ -118,7 +132,7 @@ class Tasks:
                 task.runner.cancel()
             reason = CANCELLED + (f": {params.reason}" if params.reason else "")
             await task.cancel(reason)
-            task.status, task.updated_at, task.message = "cancelled", _now(), reason
+            task.end("cancelled", reason)
         return {"resultType": "complete"}
 
     async def stop(self, reason: str) -> list[str]:
@@ -128,5 +142,5 @@ class Tasks:
             if task.runner is not None:
                 task.runner.cancel()
             await task.cancel(reason)
-            task.status, task.updated_at, task.message = "cancelled", _now(), reason
+            task.end("cancelled", reason)
         return [task.breakpoint_id for task in working]
