@@ -80,13 +80,20 @@ run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0
 web: ports migrate ## Serve only the web process (on BPM_PORT, 8000 by default)
 	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev web
 
-test: install ## Run the test suite (PYTEST_ARGS=... passes arguments to pytest)
-	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+# The suite runs on every core (pytest-xdist): TEST_WORKERS processes, `auto` one per core,
+# 0 for one process (a single test under a debugger). Each worker has its own test database
+# and Redis number (tests/support/workers.py); a test file stays on one worker, so the
+# system a module's live tests share is started once.
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+test: install ## Run the test suite on every core (PYTEST_ARGS=..., TEST_WORKERS=0 for one process)
+	$(TEST_ENV) $(PYTEST) $(PYTEST_ARGS)
 
 # For daily work: every test but those under tests/live/ (they start servers, workers,
 # browsers; marked slow by their path in tests/conftest.py).
 test-fast: install ## Run the suite without the tests that start processes (tests/live/)
-	$(TEST_ENV) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 lint: install docs ## ruff, mypy, import layers, migrations, OpenAPI, the docs build
 	$(BIN)/ruff check .
