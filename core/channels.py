@@ -81,6 +81,10 @@ class ChannelProvider:
         (core may not import them)."""
         raise NotImplementedError
 
+    def target_label(self, target: ChannelTarget) -> str:
+        """Where a delivery's target points, for people (the routed experts' are by email)."""
+        return str(target.get("email") or "")
+
     def urlpatterns(self) -> list[Any]:
         """Its inbound views (mounted at the site's root by channels.urls)."""
         return []

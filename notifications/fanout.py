@@ -3,7 +3,7 @@
 The channels are those of the registry (core.channels); each says its own targets.
 - created, reminder, escalated: the targets the channels give for the specs of the routes
   it matches (a channel, an address list, each routed expert); with no matching route,
-  the channels' unrouted specs (an email to each routed expert);
+  the specs each channel gives for that case (core.channels: unrouted_specs);
 - released, expired, cancelled: every target that showed the breakpoint (its created,
   reminder and escalated deliveries), so each posts the outcome back;
 - other events: the targets that showed it, on the channels that hear that event (a

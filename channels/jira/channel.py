@@ -44,6 +44,9 @@ class JiraChannel(ChannelProvider):
         # One issue per breakpoint: reminders and escalations do not open more.
         return [{"project": spec["project"]}] if event_type == EventType.CREATED else []
 
+    def target_label(self, target: ChannelTarget) -> str:
+        return str(target.get("project") or "")
+
     def send(self, delivery: Delivery) -> Sent:
         return issues.send(delivery)
 

@@ -49,6 +49,9 @@ class SlackChannel(ChannelProvider):
     ) -> list[ChannelTarget]:
         return experts() if spec.get("to") == EXPERTS else [{"channel": spec["channel"]}]
 
+    def target_label(self, target: ChannelTarget) -> str:
+        return str(target.get("channel") or target.get("email") or "")
+
     def send(self, delivery: Delivery) -> Sent:
         return messages.send(delivery)
 

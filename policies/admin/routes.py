@@ -110,8 +110,7 @@ class RouteForm(forms.Form):
 
 
 def channels_summary(channels: Any) -> str:
-    """One short phrase per spec, its kind and its first value: "slack C0123", "email
-    experts", "jira OPS"."""
+    """One short phrase per spec: its kind and its value (an address list shortened)."""
     parts = []
     for spec in channels if isinstance(channels, list) else []:
         if not isinstance(spec, dict):

@@ -53,6 +53,9 @@ class MemoChannel(ChannelProvider):
     ) -> list[ChannelTarget]:
         return experts() if spec["inbox"] == "experts" else [{"inbox": spec["inbox"]}]
 
+    def target_label(self, target: ChannelTarget) -> str:
+        return str(target.get("inbox") or target.get("email") or "")
+
     def send(self, delivery: Delivery) -> Sent:
         self.sent.append((delivery.event_type, delivery.breakpoint_id, delivery.target))
         return Sent(status_code=200, reply={"memo": len(self.sent)})
@@ -138,6 +141,7 @@ def test_a_matching_breakpoint_is_delivered_through_the_channel(memo, admin, mak
     bp = make_breakpoint()
     [delivery] = Delivery.objects.filter(breakpoint=bp)
     assert (delivery.channel, delivery.event_type, delivery.target) == ("memo", "created", {"inbox": "ops"})  # fmt: skip
+    assert delivery.destination() == "memo: ops"
 
     sent = attempt(delivery)
 
