@@ -1,13 +1,7 @@
-"""URLs of the channels' inbound side (mounted at /integrations/ and /decide/)."""
+"""URLs of the channels' inbound side: each channel's own (mounted at the site's root)."""
 
-from django.urls import path
-
-from channels.email import views as decide
-from channels.jira import views as jira
-from channels.slack import views as slack
+from core.channels import channel_providers
 
 urlpatterns = [
-    path("integrations/slack/interactions", slack.view, name="slack-interactions"),
-    path("integrations/jira/webhook", jira.view, name="jira-webhook"),
-    path("decide/<str:token>", decide.view, name="email-decide"),
+    pattern for channel in channel_providers().values() for pattern in channel.urlpatterns()
 ]

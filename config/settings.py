@@ -245,6 +245,13 @@ BPM_PREVENT_SELF_REVIEW = env_bool("BPM_PREVENT_SELF_REVIEW", default=False)
 BPM_RECEIPT_KEYS = env_str("BPM_RECEIPT_KEYS")
 
 # --- Channels: Slack, email, JIRA (channels/) ---------------------------------------------
+# The notification channels, in the order routes' errors, the API and the console list
+# them: one object each (core.channels.ChannelProvider), loaded when first asked.
+BPM_CHANNELS = [
+    "channels.slack.channel.SlackChannel",
+    "channels.email.channel.EmailChannel",
+    "channels.jira.channel.JiraChannel",
+]
 # Links in messages and mails point here (the console's address as people reach it).
 # Unset, it follows BPM_PORT (the port `make run` serves on).
 BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", f"http://127.0.0.1:{env_int('BPM_PORT', 8000)}")

@@ -10,8 +10,7 @@ class Sent:
 
     `error` empty means delivered. `retryable` errors are tried again with backoff (no
     sooner than `retry_after` seconds when the far end said so); others fail at once.
-    `reply` keeps what later deliveries need (a Slack message's channel and ts, a JIRA
-    issue key).
+    `reply` keeps what later deliveries need (a posted message's id, an issue's key).
     """
 
     status_code: int | None = None

@@ -158,7 +158,7 @@ def _send_webhook(delivery: Delivery) -> Sent:
 
 
 def _send_on_channel(delivery: Delivery) -> Sent:
-    """A Slack, email or JIRA attempt; a sender's unexpected error is a retryable failure."""
+    """An attempt on a channel (core.channels); a sender's unexpected error is a retryable failure."""
     try:
         return channels.send(delivery)
     except Exception as exc:  # noqa: BLE001 - recorded on the delivery, retried with backoff

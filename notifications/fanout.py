@@ -1,31 +1,31 @@
 """Who hears about a breakpoint's event, beyond webhook subscribers: its channel targets.
 
-- created, reminder, escalated: the channels of the routes it matches (a Slack channel,
-  a DM or an email to each routed expert, an address list, a JIRA project on creation);
-  with no matching route, an email to each routed expert (BPM_NOTIFY_EMAIL permitting);
+The channels are those of the registry (core.channels); each says its own targets.
+- created, reminder, escalated: the targets the channels give for the specs of the routes
+  it matches (a channel, an address list, each routed expert); with no matching route,
+  the specs each channel gives for that case (core.channels: unrouted_specs);
 - released, expired, cancelled: every target that showed the breakpoint (its created,
-  reminder and escalated deliveries), so each posts the outcome back (Slack updates its
-  message);
-- feedback: the JIRA issues, which get every comment.
-A channel that is not configured (no SLACK_BOT_TOKEN, no JIRA_URL, email off) is skipped.
+  reminder and escalated deliveries), so each posts the outcome back;
+- other events: the targets that showed it, on the channels that hear that event (a
+  feedback is commented on the breakpoint's issues).
+A channel that is not configured (its settings are missing) is skipped.
 """
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, Protocol
-
-from django.conf import settings
 
 from accounts import experts as routing
 from audit.models import EventType
+from core.channels import channel_provider, channel_providers
 from core.choices import Channel
 from notifications.models import Delivery
-from policies.routes import EXPERTS, routes_matching
+from policies.routes import routes_matching
 
 Target = tuple[str, dict[str, Any]]  # (channel, target)
 
 ANNOUNCING = frozenset({EventType.CREATED, EventType.REMINDER, EventType.ESCALATED})
 OUTCOMES = frozenset({EventType.RELEASED, EventType.EXPIRED, EventType.CANCELLED})
-DEFAULT_SPECS = [{"kind": Channel.EMAIL, "to": EXPERTS}]
 
 
 class Routed(Protocol):
@@ -37,19 +37,9 @@ class Routed(Protocol):
     experts: list[str]
 
 
-def configured(channel: str) -> bool:
-    if channel == Channel.SLACK:
-        return bool(settings.SLACK_BOT_TOKEN)
-    if channel == Channel.JIRA:
-        return bool(settings.JIRA_URL)
-    if channel == Channel.EMAIL:
-        return bool(settings.BPM_NOTIFY_EMAIL)
-    return False
-
-
 def any_configured() -> bool:
     """Whether any channel is on: without one, no event costs a query here."""
-    return any(configured(channel) for channel in (Channel.SLACK, Channel.EMAIL, Channel.JIRA))
+    return any(provider.configured() for provider in channel_providers().values())
 
 
 def channel_targets(bp: Routed, event_type: str) -> list[Target]:
@@ -60,34 +50,36 @@ def channel_targets(bp: Routed, event_type: str) -> list[Target]:
         return _route_targets(bp, event_type)
     if event_type in OUTCOMES:
         return shown_targets([bp.pk]).get(bp.pk, [])
-    if event_type == EventType.FEEDBACK:
-        shown = shown_targets([bp.pk]).get(bp.pk, [])
-        return [(channel, target) for channel, target in shown if channel == Channel.JIRA]
-    return []
+    hearing = {
+        kind for kind, provider in channel_providers().items() if event_type in provider.hears
+    }
+    if not hearing:
+        return []
+    shown = shown_targets([bp.pk]).get(bp.pk, [])
+    return [(channel, target) for channel, target in shown if channel in hearing]
 
 
 def _route_targets(bp: Routed, event_type: str) -> list[Target]:
     routes = routes_matching(key=bp.key, tags=bp.tags, experts=bp.experts)
-    specs = [spec for route in routes for spec in route.channels] if routes else DEFAULT_SPECS
+    specs = [spec for route in routes for spec in route.channels] if routes else _unrouted()
+    experts = partial(_expert_targets, bp.experts)
     targets: list[Target] = []
     for spec in specs:
-        kind = spec["kind"]
-        if not configured(kind):
+        provider = channel_provider(spec["kind"])
+        if provider is None or not provider.configured():
             continue
-        if kind == Channel.JIRA:
-            if event_type == EventType.CREATED:
-                targets.append((kind, {"project": spec["project"]}))
-        elif spec.get("to") == EXPERTS:
-            targets.extend((kind, target) for target in _expert_targets(bp.experts))
-        elif kind == Channel.SLACK:
-            targets.append((kind, {"channel": spec["channel"]}))
-        else:
-            targets.extend((kind, {"email": address}) for address in spec["to"])
+        found = provider.targets(spec, event_type=event_type, experts=experts)
+        targets.extend((spec["kind"], target) for target in found)
     return _distinct(targets)
 
 
+def _unrouted() -> list[dict[str, Any]]:
+    """The specs of a breakpoint no route matches: each channel's unrouted ones."""
+    return [spec for provider in channel_providers().values() for spec in provider.unrouted_specs]
+
+
 def _expert_targets(experts: Iterable[str]) -> list[dict[str, Any]]:
-    """One target per user holding a seat, by email (Slack finds the user by it too)."""
+    """One target per user holding a seat, by email (a chat finds the user by it too)."""
     return [
         {"email": user.email, "user": user.pk}
         for user in routing.seat_holders(experts)

@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from core import limits
+from core.channels import channel_provider
 from core.choices import Channel
 from infra.net import redacted_url
 
@@ -93,8 +94,8 @@ class RowsJSONField(models.JSONField):
 
 
 class Delivery(models.Model):
-    """One notification on one channel (a webhook subscriber, a Slack channel or user, an
-    email address, a JIRA project), written in the transaction of the change.
+    """One notification on one channel (a webhook subscriber, or a target on one of the
+    channels of core.channels), written in the transaction of the change.
 
     Workers claim a pending row with a short lease (`locked_until`); the outbox sweep
     re-dispatches pending rows whose lease ran out, so nothing is lost when the broker
@@ -165,5 +166,6 @@ class Delivery(models.Model):
         """Where it goes, for people: the webhook's URL without credentials, or the target."""
         if self.channel == Channel.WEBHOOK:
             return redacted_url(self.subscriber.url)
-        shown = self.target.get("channel") or self.target.get("email") or self.target.get("project")
+        channel = channel_provider(self.channel)
+        shown = channel.target_label(self.target) if channel is not None else ""
         return f"{self.channel}: {shown or '?'}"

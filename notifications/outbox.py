@@ -1,7 +1,7 @@
 """The transactional outbox: the intent to notify, written with the change it reports.
 
 A change writes one pending Delivery per interested subscriber, and one per
-channel target (Slack, email, JIRA: notifications.fanout), in its own transaction; after commit the ids are handed to the workers, which may fail harmlessly:
+channel target (notifications.fanout), in its own transaction; after commit the ids are handed to the workers, which may fail harmlessly:
 the sweep (deliveries_due, run by beat) re-publishes every pending row that is due.
 """
 

@@ -1,30 +1,21 @@
-"""The senders of the channels other than webhooks: one per channel, registered by it.
+"""The senders of the channels other than webhooks: each channel's own (core.channels).
 
-The outbox writes a Slack, email or JIRA delivery like a webhook one, in the
-transaction of the change; notifications.delivery claims it, sends it through `send`
-below, retries with backoff and records every attempt. Each channel's package registers
-its sender when the app registry is ready (channels.apps), so this app imports none of
-them.
+The outbox writes a channel's delivery like a webhook one, in the transaction of the
+change; notifications.delivery claims it, sends it through `send` below, retries with
+backoff and records every attempt. The channel is found in the registry by the
+delivery's `channel`, so this app imports none of them.
 """
 
-from collections.abc import Callable
-
+from core.channels import channel_providers
 from notifications.base import Sent
 from notifications.models import Delivery
 
-Sender = Callable[[Delivery], Sent]
-
-SENDERS: dict[str, Sender] = {}
-
-
-def register(channel: str, sender: Sender) -> None:
-    """`sender` makes one attempt of a delivery on `channel` (slack, email, jira)."""
-    SENDERS[channel] = sender
-
 
 def send(delivery: Delivery) -> Sent:
-    """One attempt of a Slack, email or JIRA delivery, by its channel's sender."""
-    return SENDERS[delivery.channel](delivery)
+    """One attempt of a delivery on a channel, by that channel (a channel no longer listed
+    in BPM_CHANNELS raises KeyError: a failure the outbox retries)."""
+    sent: Sent = channel_providers()[delivery.channel].send(delivery)
+    return sent
 
 
-__all__ = ["SENDERS", "Sent", "register", "send"]
+__all__ = ["Sent", "send"]

@@ -1,7 +1,7 @@
 """The outbox every notification goes through, and the signed HTTP webhooks.
 
 Every notification of a breakpoint change is a Delivery row: a webhook
-subscriber's signed POST, or a Slack, email or JIRA message (notifications.senders).
+subscriber's signed POST, or a message on a channel (core.channels; notifications.senders).
 
 - subscriptions: webhook subscriptions, who receives which events (webhook_add,
   webhook_update, webhook_remove)

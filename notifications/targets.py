@@ -1,6 +1,6 @@
 """Fairness between targets: one slow receiver must not hold up everyone else's deliveries.
 
-A target is one webhook subscription, or one channel (all Slack deliveries, all email).
+A target is one webhook subscription, or one channel (all of its deliveries).
 At most BPM_WEBHOOK_TARGET_CONCURRENCY attempts to one target are in flight at a time,
 counted from the delivery leases themselves (pending rows whose `locked_until` lies ahead),
 so a killed worker's slot frees itself when its lease runs out. A delivery that finds its

@@ -1,7 +1,8 @@
 """Notification routes: validated specs, the admin services, and the routes a breakpoint matches.
 
 A route is a pattern in the rule pattern language and the channels its breakpoints are
-announced on; see policies.models.route for the spec shapes. Only admins manage them.
+announced on: specs of the channels in the registry (core.channels), each judged by its
+channel. Only admins manage them.
 """
 
 from collections.abc import Iterable, Iterator
@@ -12,10 +13,9 @@ from django.db import IntegrityError, transaction
 
 from core import limits
 from core.actors import Actor, require_admin
-from core.choices import Channel
+from core.channels import channel_provider, channel_providers, short_text
 from core.exceptions import Conflict, InvalidInput, NotFound
 from core.prepared import Prepared
-from core.storable import storable_text
 from policies.configuration import Copied
 from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
@@ -23,64 +23,22 @@ from policies.patterns import PatternError, parse_pattern, stored_pattern
 from policies.validators import check_prevent_self_review, check_timeout_policy
 
 ROUTES_REFUSAL = "Only admins manage notification routes."
-EXPERTS = "experts"  # "to": "experts": the routed experts (a DM each, an email each)
-ROUTE_KINDS = (Channel.SLACK, Channel.EMAIL, Channel.JIRA)
 TIMEOUT_KEYS = ("onTimeout", "escalateAfterSeconds", "escalateTo", "remindEverySeconds")
 # What a route may default for its breakpoints: the timeout policy, and four eyes.
 DEFAULT_KEYS = (*TIMEOUT_KEYS, "preventSelfReview")
 
 
-def _short_text(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and bool(value.strip())
-        and len(value) <= limits.MAX_CHANNEL_FIELD_LENGTH
-        and storable_text(value)  # PostgreSQL's jsonb cannot hold NUL
-    )
-
-
-def _address(value: Any) -> bool:
-    return _short_text(value) and "@" in value and not any(c in value for c in "\r\n,;<>")
-
-
-# The keys each kind of spec has, besides `kind`: exactly one of these shapes.
-SPEC_SHAPES: dict[str, tuple[str, ...]] = {
-    Channel.SLACK: ("channel", "to"),
-    Channel.EMAIL: ("to",),
-    Channel.JIRA: ("project",),
-}
-
-
 def spec_problem(spec: Any) -> str | None:
-    """What is wrong with one channel spec, or None."""
-    if not isinstance(spec, dict) or spec.get("kind") not in ROUTE_KINDS:
-        return f"Each channel is an object whose kind is one of: {', '.join(ROUTE_KINDS)}."
-    kind = spec["kind"]
-    extra = set(spec) - {"kind"} - set(SPEC_SHAPES[kind])
+    """What is wrong with one channel spec, or None: its kind must be a channel's
+    (core.channels), its keys that channel's, and the channel judges the rest."""
+    channels = channel_providers()
+    channel = channel_provider(spec.get("kind")) if isinstance(spec, dict) else None
+    if channel is None:
+        return f"Each channel is an object whose kind is one of: {', '.join(channels)}."
+    extra = set(spec) - {"kind"} - set(channel.spec_keys)
     if extra:
-        return f"A {kind} channel has no {', '.join(sorted(extra))}."
-    to = spec.get("to")
-    if kind == Channel.SLACK:
-        one_of = ("channel" in spec) != ("to" in spec)
-        if (
-            not one_of
-            or ("to" in spec and to != EXPERTS)
-            or ("channel" in spec and not _short_text(spec["channel"]))
-        ):
-            return 'A slack channel needs "channel" (an id such as C0123) or "to": "experts".'
-    elif kind == Channel.EMAIL:
-        if to != EXPERTS and not (
-            isinstance(to, list)
-            and 1 <= len(to) <= limits.MAX_EMAIL_RECIPIENTS
-            and all(_address(address) for address in to)
-        ):
-            return (
-                f'An email channel needs "to": a list of 1 to {limits.MAX_EMAIL_RECIPIENTS} '
-                'addresses, or "experts".'
-            )
-    elif not _short_text(spec.get("project")):
-        return 'A jira channel needs "project" (a project key such as OPS).'
-    return None
+        return f"A {spec['kind']} channel has no {', '.join(sorted(extra))}."
+    return channel.spec_problem(spec)
 
 
 TAKEN = "Already taken."
@@ -104,7 +62,7 @@ def _checked(
 ) -> tuple[str | None, dict, dict[str, list[str]]]:
     """(the canonical pattern, the defaults without nulls, every problem by field)."""
     errors: dict[str, list[str]] = {}
-    if not _short_text(name) or len(name) > limits.MAX_ROUTE_NAME_LENGTH:
+    if not short_text(name) or len(name) > limits.MAX_ROUTE_NAME_LENGTH:
         errors["name"] = [f"Must be 1 to {limits.MAX_ROUTE_NAME_LENGTH} characters."]
     elif _name_taken(name.strip(), route_id):
         errors["name"] = [TAKEN]

@@ -69,32 +69,6 @@ LOCAL_IMPORTS_ALLOWED = {
         "BreakpointsConfig.ready",
         "from policies.autoapproval import decision_history_register",
     ): "registers the decision history (see above); " + READY,
-    (
-        "channels/apps.py",
-        "ChannelsConfig.ready",
-        "from channels.email import messages as email",
-    ): "registers the channel's sender with notifications.senders (notifications may not import channels); "
-    + READY,
-    (
-        "channels/apps.py",
-        "ChannelsConfig.ready",
-        "from channels.jira import issues as jira",
-    ): "registers the channel's sender (see above); " + READY,
-    (
-        "channels/apps.py",
-        "ChannelsConfig.ready",
-        "from channels.slack import messages as slack",
-    ): "registers the channel's sender (see above); " + READY,
-    (
-        "channels/apps.py",
-        "ChannelsConfig.ready",
-        "from core.choices import Channel",
-    ): "the channels' names for the registration above; " + READY,
-    (
-        "channels/apps.py",
-        "ChannelsConfig.ready",
-        "from notifications.senders import register",
-    ): "the registry the channels' senders join (see above); " + READY,
 }
 
 

@@ -9,23 +9,20 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from core.actors import Actor
+from core.channels import EXPERTS, channel_providers
 from core.exceptions import DomainError
 from core.limits import MAX_PATTERN_LENGTH, MAX_ROUTE_NAME_LENGTH
 from core.storable import NO_LONE_SURROGATE, storable_document, storable_problem
 from policies.models import NotificationRoute
-from policies.routes import EXPERTS, route_add, route_remove, route_update
+from policies.routes import route_add, route_remove, route_update
 from web.console.admin import ServiceAdmin
 
 MONO = {"autocomplete": "off", "spellcheck": "false", "class": "vLargeTextField bpm-mono"}
-CHANNELS_EXAMPLE = (
-    '[{"kind": "slack", "channel": "C0123"}, {"kind": "slack", "to": "experts"}, '
-    '{"kind": "email", "to": ["ops@example.com"]}, {"kind": "email", "to": "experts"}, '
-    '{"kind": "jira", "project": "OPS"}]'
-)
 DEFAULTS_EXAMPLE = '{"onTimeout": "escalate", "escalateTo": "ops-lead", "remindEverySeconds": 3600}'  # fmt: skip
 # The JSON fields' text, at most (a route has at most 20 channels of 50 addresses).
 MAX_JSON_CHARS = 300_000
@@ -81,6 +78,18 @@ def on_fields(exc: DomainError) -> DomainError:
     return exc
 
 
+def channels_help() -> str:
+    """The channels field's help: each channel's example specs, and what "to": "experts"
+    means on the channels that take it (read when shown: the channels load lazily)."""
+    channels = channel_providers().values()
+    examples = [spec for channel in channels for spec in channel.example_specs]
+    experts = " or ".join(channel.experts_phrase for channel in channels if channel.experts_phrase)
+    return (
+        f"A JSON list of channel specs, e.g. {json.dumps(examples)}. "
+        f'"to": "{EXPERTS}" means {experts} to each routed expert.'
+    )
+
+
 class RouteForm(forms.Form):
     name = forms.CharField(max_length=MAX_ROUTE_NAME_LENGTH)
     pattern = forms.CharField(
@@ -90,11 +99,7 @@ class RouteForm(forms.Form):
         "with predicates: deploy.*, *(tags contains 'prod'), "
         "gate.*(tags contains 'security' AND expert = 'owner').",
     )
-    channels = JSONTextField(
-        empty=[],
-        help_text=f"A JSON list of channel specs, e.g. {CHANNELS_EXAMPLE}. "
-        f'"to": "{EXPERTS}" means a DM (Slack) or an email to each routed expert.',
-    )
+    channels = JSONTextField(empty=[], help_text=lazy(channels_help, str)())
     defaults = JSONTextField(
         empty={},
         required=False,
@@ -105,12 +110,12 @@ class RouteForm(forms.Form):
 
 
 def channels_summary(channels: Any) -> str:
-    """One short phrase per spec: "slack C0123", "email experts", "jira OPS"."""
+    """One short phrase per spec: its kind and its value (an address list shortened)."""
     parts = []
     for spec in channels if isinstance(channels, list) else []:
         if not isinstance(spec, dict):
             continue
-        target = spec.get("channel") or spec.get("project") or spec.get("to")
+        target = next((value for key, value in spec.items() if key != "kind"), None)
         if isinstance(target, list):
             more = f" (+{len(target) - 3})" if len(target) > 3 else ""
             target = ", ".join(str(address) for address in target[:3]) + more

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -22,13 +23,13 @@ from rest_framework.response import Response
 
 from core import limits
 from core.actors import actor_for_request_user
-from core.choices import Channel, OnTimeout
+from core.channels import channel_providers
+from core.choices import OnTimeout
 from core.exceptions import NotFound
 from policies.api.rules import RulePatternField
 from policies.api.schema import ESCALATE_TO_DESCRIPTION
 from policies.models import NotificationRoute
 from policies.routes import (
-    EXPERTS,
     TAKEN,
     route_add,
     route_problems,
@@ -43,16 +44,13 @@ from web.api.fields import (
     UtcDateTimeField,
 )
 from web.api.permissions import AdminViewSet
-from web.api.schema import NOT_BLANK
+from web.api.schema import text_schema
 from web.api.views import error_responses, validated
 
 # --- the documented shapes -----------------------------------------------------------
 
-# What policies.routes takes as an address: an @, none of these characters.
-ADDRESS = r"^[^\r\n,;<>]*@[^\r\n,;<>]*$"
 # An id below 2**63 (any database's integer key); anything else is simply not found.
 ROUTE_ID = re.compile(r"[1-9][0-9]{0,17}")
-FIELD = limits.MAX_CHANNEL_FIELD_LENGTH
 ROUTE_ID_PARAMETER = OpenApiParameter(
     "id",
     {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
@@ -61,47 +59,20 @@ ROUTE_ID_PARAMETER = OpenApiParameter(
 )
 
 
-def _text(max_length: int, description: str = "") -> dict[str, Any]:
-    schema = {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
-    return {**schema, "description": description} if description else schema
-
-
-def _shape(title: str, kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+def channels_schema() -> dict[str, Any]:
+    """A route's channels: one of the shapes each channel's specs take (core.channels)."""
+    shapes = [shape for channel in channel_providers().values() for shape in channel.spec_schemas()]
     return {
-        "title": title,
-        "type": "object",
-        "required": ["kind", key],
-        "additionalProperties": False,
-        "properties": {"kind": {"type": "string", "enum": [kind]}, key: value},
+        "type": "array",
+        "minItems": 1,
+        "maxItems": limits.MAX_ROUTE_CHANNELS,
+        "items": {"oneOf": shapes},
+        # Kept word for word: the published OpenAPI schema does not change.
+        "description": "Where the matching breakpoints are announced. Routed experts are the "
+        "users holding a seat of payload.expert (their Django email; Slack finds them by it).",
     }
 
 
-EXPERTS_VALUE = {"type": "string", "enum": [EXPERTS]}
-CHANNEL_SHAPES = [
-    _shape("A Slack channel", Channel.SLACK, "channel", _text(FIELD, "A channel id: C0123.")),
-    _shape("A Slack DM to each routed expert", Channel.SLACK, "to", EXPERTS_VALUE),
-    _shape(
-        "An email to a list of addresses",
-        Channel.EMAIL,
-        "to",
-        {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": limits.MAX_EMAIL_RECIPIENTS,
-            "items": {"type": "string", "maxLength": FIELD, "pattern": ADDRESS},
-        },
-    ),
-    _shape("An email to each routed expert", Channel.EMAIL, "to", EXPERTS_VALUE),
-    _shape("A JIRA issue per breakpoint", Channel.JIRA, "project", _text(FIELD, "OPS")),
-]
-CHANNELS_SCHEMA = {
-    "type": "array",
-    "minItems": 1,
-    "maxItems": limits.MAX_ROUTE_CHANNELS,
-    "items": {"oneOf": CHANNEL_SHAPES},
-    "description": "Where the matching breakpoints are announced. Routed experts are the "
-    "users holding a seat of payload.expert (their Django email; Slack finds them by it).",
-}
 DEFAULTS_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -114,7 +85,7 @@ DEFAULTS_SCHEMA = {
             "minimum": 1,
             "maximum": limits.MAX_TTL_SECONDS,
         },
-        "escalateTo": _text(limits.MAX_EXPERT_NAME_LENGTH, ESCALATE_TO_DESCRIPTION),
+        "escalateTo": text_schema(limits.MAX_EXPERT_NAME_LENGTH, ESCALATE_TO_DESCRIPTION),
         "remindEverySeconds": {
             "type": "integer",
             "minimum": limits.MIN_REMIND_EVERY_SECONDS,
@@ -128,9 +99,17 @@ DEFAULTS_SCHEMA = {
 }
 
 
-@extend_schema_field(CHANNELS_SCHEMA)
 class ChannelsField(serializers.JSONField):
     """The channel specs as sent; RouteWriteSerializer checks them whole (errors by index)."""
+
+
+class ChannelsFieldSchema(OpenApiSerializerFieldExtension):
+    """ChannelsField's schema, built when the schema is: the channels are loaded by then."""
+
+    target_class = ChannelsField
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        return channels_schema()
 
 
 @extend_schema_field(DEFAULTS_SCHEMA)

@@ -8,11 +8,9 @@ from core import limits
 class NotificationRoute(models.Model):
     """A pattern (the rule pattern language) and the channels of the breakpoints it matches.
 
-    `channels` is a list of specs, validated by policies.routes:
-    {"kind": "slack", "channel": "C0123"} or {"kind": "slack", "to": "experts"} (a DM to
-    each routed expert), {"kind": "email", "to": ["ops@example.com"]} or
-    {"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"} (an issue per
-    breakpoint, for audit). `defaults` fills onTimeout, escalateAfterSeconds, escalateTo
+    `channels` is a list of specs, {"kind": ..., and that channel's own keys}, validated by
+    policies.routes with the channel of that kind (core.channels; each channel's spec_keys
+    and spec_schemas say its shapes). `defaults` fills onTimeout, escalateAfterSeconds, escalateTo
     and remindEverySeconds when a matching breakpoint's payload leaves them out.
     """
 

@@ -1,4 +1,5 @@
-"""OpenAPI: the bearer-token scheme (imported in AppConfig.ready) and path post-processing."""
+"""OpenAPI: the bearer-token scheme (imported in AppConfig.ready), path post-processing, and
+the pieces schemas are built of (a text that is not blank, a shape of a route's channel spec)."""
 
 from typing import Any
 
@@ -8,11 +9,34 @@ from drf_spectacular.extensions import (
 )
 from drf_spectacular.openapi import AutoSchema
 
+from core.channels import EXPERTS
+
 # Text that is not blank once trimmed: a character Python's str.strip() keeps (it also
 # strips \x1c-\x1f and \x85, which the schema's \s does not cover).
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
 # PostgreSQL's timestamptz takes UTC offsets up to 15:59 either way (breakpoints.filters).
 UTC_OFFSET_IN_RANGE = r"([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])$"
+
+# "to": "experts" in a channel spec (core.channels).
+EXPERTS_VALUE = {"type": "string", "enum": [EXPERTS]}
+
+
+def text_schema(max_length: int, description: str = "") -> dict[str, Any]:
+    """A text that is not blank, of at most `max_length` characters."""
+    schema = {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
+    return {**schema, "description": description} if description else schema
+
+
+def spec_shape(title: str, kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """One shape of a route's channel spec: its kind and one key (core.channels)."""
+    return {
+        "title": title,
+        "type": "object",
+        "required": ["kind", key],
+        "additionalProperties": False,
+        "properties": {"kind": {"type": "string", "enum": [kind]}, key: value},
+    }
+
 
 # Every code of the error envelope, with its status (the schema's one list of them).
 ERROR_CODES = {

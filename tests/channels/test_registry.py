@@ -1,0 +1,173 @@
+"""The channel registry (core.channels): a channel is one object listed in BPM_CHANNELS.
+
+MemoChannel below exists in this file alone: added to the setting, routes take its specs,
+the API documents them, the console shows its example, the fanout gives it deliveries and
+the outbox sends them through it; no app module names it.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+from breakpoints.services import feedback_add
+from core.actors import Actor
+from core.channels import ChannelProvider, ChannelTarget, Spec, channel_providers, short_text
+from core.exceptions import InvalidInput
+from notifications.base import Sent
+from notifications.models import Delivery
+from policies.routes import route_add
+from tests.channels.test_slack_support import attempt
+from tests.factories import AdminFactory, ReviewerFactory
+
+MEMO = "tests.channels.test_registry.MemoChannel"
+INBOX = {"kind": "memo", "inbox": "ops"}
+
+
+class MemoChannel(ChannelProvider):
+    """A memo in a named inbox, or to each routed expert; it hears feedback too."""
+
+    kind = "memo"
+    spec_keys = ("inbox",)
+    example_specs = ({"kind": "memo", "inbox": "ops"},)
+    experts_phrase = "a memo"
+    hears = frozenset({"feedback"})
+    on = True
+    sent: list[tuple[str, str, dict]] = []
+
+    def configured(self) -> bool:
+        return self.on
+
+    def spec_problem(self, spec: Spec) -> str | None:
+        if spec.get("inbox") != "experts" and not short_text(spec.get("inbox")):
+            return 'A memo channel needs "inbox".'
+        return None
+
+    def spec_schemas(self) -> list[dict[str, Any]]:
+        inbox = {"type": "string", "minLength": 1}
+        return [{"title": "A memo", "type": "object", "properties": {"inbox": inbox}}]
+
+    def targets(
+        self, spec: Spec, *, event_type: str, experts: Callable[[], list[ChannelTarget]]
+    ) -> list[ChannelTarget]:
+        return experts() if spec["inbox"] == "experts" else [{"inbox": spec["inbox"]}]
+
+    def target_label(self, target: ChannelTarget) -> str:
+        return str(target.get("inbox") or target.get("email") or "")
+
+    def send(self, delivery: Delivery) -> Sent:
+        self.sent.append((delivery.event_type, delivery.breakpoint_id, delivery.target))
+        return Sent(status_code=200, reply={"memo": len(self.sent)})
+
+
+@pytest.fixture
+def memo(settings):
+    """The memo channel listed after the project's own; what it sent starts empty."""
+    settings.BPM_CHANNELS = [*django_settings.BPM_CHANNELS, MEMO]
+    MemoChannel.sent = []
+    MemoChannel.on = True
+    return MemoChannel
+
+
+@pytest.fixture
+def admin(db):
+    return Actor.for_user(AdminFactory(username="root"))
+
+
+def test_the_project_lists_slack_email_and_jira_in_that_order():
+    assert list(channel_providers()) == ["slack", "email", "jira"]
+
+
+def test_a_listed_channel_is_a_kind_routes_accept(memo, admin):
+    route = route_add(actor=admin, name="memos", pattern="deploy.*", channels=[INBOX])
+    assert route.channels == [INBOX]
+
+
+def test_the_channel_judges_its_own_specs(memo, admin):
+    with pytest.raises(InvalidInput) as refused:
+        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "memo"}])
+    assert refused.value.details == {"channels[0]": ['A memo channel needs "inbox".']}
+
+
+def test_keys_the_channel_does_not_take_are_refused_before_it_is_asked(memo, admin):
+    spec = {**INBOX, "channel": "C0123"}
+    with pytest.raises(InvalidInput) as refused:
+        route_add(actor=admin, name="memos", pattern="*", channels=[spec])
+    assert refused.value.details == {"channels[0]": ["A memo channel has no channel."]}
+
+
+def test_an_unknown_kind_names_every_listed_channel(memo, admin):
+    with pytest.raises(InvalidInput) as refused:
+        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "teams"}])
+    assert refused.value.details == {
+        "channels[0]": ["Each channel is an object whose kind is one of: slack, email, jira, memo."]
+    }
+
+
+def test_a_channel_left_out_of_the_setting_is_an_unknown_kind(admin):
+    with pytest.raises(InvalidInput) as refused:
+        route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
+    assert "one of: slack, email, jira." in refused.value.details["channels[0]"][0]
+
+
+def test_the_api_documents_its_spec_shapes(memo, client):
+    schema = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    channels = schema["components"]["schemas"]["Route"]["properties"]["channels"]
+    assert [shape["title"] for shape in channels["items"]["oneOf"]][-2:] == [
+        "A JIRA issue per breakpoint",
+        "A memo",
+    ]
+
+
+def test_the_console_help_lists_the_channels_examples(admin_browser):
+    page = admin_browser.get("/admin/policies/notificationroute/add/")
+    assert page.context["form"].fields["channels"].help_text == (
+        'A JSON list of channel specs, e.g. [{"kind": "slack", "channel": "C0123"}, '
+        '{"kind": "slack", "to": "experts"}, {"kind": "email", "to": ["ops@example.com"]}, '
+        '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}]. '
+        '"to": "experts" means a DM (Slack) or an email to each routed expert.'
+    )
+
+
+def test_the_console_shows_its_example(memo, admin_browser):
+    html = admin_browser.get("/admin/policies/notificationroute/add/").content.decode()
+    assert "{&quot;kind&quot;: &quot;memo&quot;, &quot;inbox&quot;: &quot;ops&quot;}]" in html
+    assert "means a DM (Slack) or an email or a memo to each routed expert" in html
+
+
+def test_a_matching_breakpoint_is_delivered_through_the_channel(memo, admin, make_breakpoint):
+    route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
+    bp = make_breakpoint()
+    [delivery] = Delivery.objects.filter(breakpoint=bp)
+    assert (delivery.channel, delivery.event_type, delivery.target) == ("memo", "created", {"inbox": "ops"})  # fmt: skip
+    assert delivery.destination() == "memo: ops"
+
+    sent = attempt(delivery)
+
+    assert (sent.status, sent.reply) == ("delivered", {"memo": 1})
+    assert memo.sent == [("created", bp.pk, {"inbox": "ops"})]
+
+
+def test_experts_are_the_routed_experts_targets(memo, admin, make_breakpoint):
+    ReviewerFactory(username="tina", email="tina@example.com")
+    route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "memo", "inbox": "experts"}])  # fmt: skip
+    bp = make_breakpoint(payload={"question": "Ship?", "expert": "tina"})
+    [delivery] = Delivery.objects.filter(breakpoint=bp)
+    assert delivery.target["email"] == "tina@example.com"
+
+
+def test_it_hears_feedback_on_what_it_showed(memo, admin, make_breakpoint):
+    route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
+    bp = make_breakpoint()
+    reviewer = Actor.for_user(ReviewerFactory(username="rita"))
+    feedback_add(actor=reviewer, breakpoint_id=bp.pk, comment="Looks fine.")
+    heard = Delivery.objects.filter(breakpoint=bp, event_type="feedback")
+    assert list(heard.values_list("channel", "target")) == [("memo", {"inbox": "ops"})]
+
+
+def test_an_unconfigured_channel_is_skipped(memo, admin, make_breakpoint):
+    memo.on = False
+    route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
+    bp = make_breakpoint()
+    assert not Delivery.objects.filter(breakpoint=bp).exists()
