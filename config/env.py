@@ -126,7 +126,7 @@ def database_settings(url: str) -> dict[str, Any]:
     }
     # A host that drops packets must not hold one of the pool's few connecting threads.
     options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5))
-    # core.prepared's statements (the hot writes' reads and inserts) are prepared on the
+    # infra.db.prepared's statements (the hot writes' reads and inserts) are prepared on the
     # server once per pooled connection; Django's own queries bind on the client and are
     # never prepared, whatever this says. Django's default, None, prepares nothing (for
     # PgBouncer in transaction mode: this service needs direct connections, see

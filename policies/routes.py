@@ -14,8 +14,8 @@ from core import limits
 from core.actors import Actor, require_admin
 from core.choices import Channel
 from core.exceptions import Conflict, InvalidInput, NotFound
-from core.prepared import Prepared
 from core.storable import storable_text
+from infra.db.prepared import Prepared
 from policies.configuration import Copied
 from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
@@ -232,7 +232,7 @@ def route_remove(*, actor: Actor, route_id: int) -> None:
         raise NotFound(f"No route with id {route_id}.")
 
 
-# Read on every create: its SQL compiled once (core.prepared), its rows read again only after
+# Read on every create: its SQL compiled once (infra.db.prepared), its rows read again only after
 # the configuration changed (policies.configuration).
 _ENABLED_ROUTES: Copied[list[NotificationRoute]] = Copied(
     Prepared(lambda: NotificationRoute.objects.filter(enabled=True))
