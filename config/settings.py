@@ -324,7 +324,7 @@ if LOG_FORMAT not in ("json", "plain"):
 # --- Redis: Celery's broker and the cache -----------------------------------------
 REDIS_URL = env_str("REDIS_URL")
 # With DEBUG off and no REDIS_URL the servers refuse to start unless this says the
-# embedded (filesystem) broker is meant: see config/startup.py.
+# embedded (filesystem) broker is meant: see infra/startup.py.
 BPM_EMBEDDED_BROKER = env_bool("BPM_EMBEDDED_BROKER", default=False)
 
 # --- Rate limits ---------------------------------------------------------------
