@@ -331,3 +331,18 @@ def test_the_kernel_reaches_no_database():
     assert not offenders, "core reaches the database (move it to infra.db):\n" + "\n".join(
         offenders
     )
+
+
+def test_an_app_imported_by_the_wiring_breaks_its_contracts(tmp_path):
+    """config is wiring: the Celery app importing an app module, or the URLs importing a
+    model, fails `lint-imports`, naming the import."""
+    result = lint_imports_with_planted(
+        tmp_path,
+        {
+            "config/celery.py": "from breakpoints import selectors  # noqa\n",
+            "config/urls.py": "from breakpoints.models import Breakpoint  # noqa\nurlpatterns = []\n",
+        },
+    )
+    assert result.returncode != 0
+    assert "config.celery -> breakpoints.selectors" in result.stdout
+    assert "config.urls is not allowed to import breakpoints.models" in result.stdout

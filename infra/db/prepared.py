@@ -259,7 +259,7 @@ def prepared_cursor(connection: Any) -> CursorWrapper:
 class _PreparingCursor(psycopg.RawCursor):
     """psycopg's Cursor (values bound on the server), each statement prepared: psycopg keeps
     a connection's prepared statements, at most its prepared_max, the oldest dropped; none
-    while the connection's prepare_threshold is None (Django's default; config.env sets
+    while the connection's prepare_threshold is None (Django's default; infra.environment sets
     one).
 
     The statements come with Django's %s placeholders; each is numbered ($1, $2...) once
