@@ -120,8 +120,21 @@ TEMPLATES = [
 ]
 
 # PostgreSQL through a bounded per-process pool (or SQLite): see infra/environment.py.
+# Under ASGI every request runs its sync work on a thread of its own, so persistent
+# per-thread connections would leak: a bounded per-process pool hands each request a
+# connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
+# The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
+# so a request waits for the pool only while a connection is being opened: a short
+# timeout is a database that does not answer, and becomes a quick 503 (web/outage.py).
 DATABASES = {
-    "default": env.database("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+    "default": env.database(
+        "DATABASE_URL",
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        pool_min=env.int("DATABASE_POOL_MIN", default=1),
+        pool_max=env.int("DATABASE_POOL_MAX", default=12),
+        pool_timeout=env.float("DATABASE_POOL_TIMEOUT", default=2.0),
+        connect_timeout=env.int("DATABASE_CONNECT_TIMEOUT", default=5),
+    )
 }
 # SQLite (make run's default) ignores the covering indexes' INCLUDE columns, a speed-up that
 # only PostgreSQL needs: its check (models.W040) would greet every first run with a warning.

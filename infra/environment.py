@@ -1,5 +1,5 @@
 """The environment the settings read (twelve-factor): django-environ's `Env`, held to a strict
-parse, and the settings built from URLs (DATABASE_URL with its pool, EMAIL_URL).
+parse, and the settings built from URLs (a database's, with its pool; a mail server's).
 
 Stricter than django-environ on purpose: a bad value stops the process with a message that
 names the variable, never a quiet default. A boolean is 1/0, true/false, yes/no or on/off
@@ -64,9 +64,19 @@ class Env(environ.Env):
                 )
         return origins
 
-    def database(self, var: str, default: str) -> dict[str, Any]:
-        """DATABASES["default"] for the database URL in `var`, with the DATABASE_POOL_*
-        and timeouts."""
+    def database(
+        self,
+        var: str,
+        default: str,
+        *,
+        pool_min: int,
+        pool_max: int,
+        pool_timeout: float,
+        connect_timeout: int,
+    ) -> dict[str, Any]:
+        """DATABASES["default"] for the database URL in `var`; on PostgreSQL, Django's
+        backend as infra.postgres, drawing from a pool of pool_min to pool_max connections
+        (psycopg_pool's options: settings.py says why these)."""
         config: dict[str, Any] = self.db_url(var, default=default)
         # A socket folder may be given as the host, percent-encoded (postgres://u@%2Frun/db).
         config["HOST"] = unquote(config["HOST"])
@@ -84,31 +94,9 @@ class Env(environ.Env):
         if config["ENGINE"] == "django.db.backends.postgresql":
             config["ENGINE"] = "infra.postgres"
         options = config.setdefault("OPTIONS", {})
-        options["pool"] = self._database_pool()
-        # A host that drops packets must not hold one of the pool's few connecting threads.
-        options.setdefault("connect_timeout", self.int("DATABASE_CONNECT_TIMEOUT", default=5))
-        # infra.db.prepared's statements (the hot writes' reads and inserts) are prepared on
-        # the server once per pooled connection; Django's own queries bind on the client and
-        # are never prepared, whatever this says. Django's default, None, prepares nothing
-        # (for PgBouncer in transaction mode: this service needs direct connections, see
-        # docs/operations.md). 5 is psycopg's own default.
-        options.setdefault("prepare_threshold", 5)
-        return config
-
-    def _database_pool(self) -> dict[str, Any]:
-        """The pool's options (psycopg_pool's), from DATABASE_POOL_*.
-
-        Under ASGI every request runs its sync work on a thread of its own, so persistent
-        per-thread connections would leak: a bounded per-process pool hands each request a
-        connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
-        The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
-        so a request waits for the pool only while a connection is being opened: a short
-        timeout is a database that does not answer, and becomes a quick 503 (web/outage.py).
-        """
-        pool_timeout = self.float("DATABASE_POOL_TIMEOUT", default=2.0)
-        return {
-            "min_size": self.int("DATABASE_POOL_MIN", default=1),
-            "max_size": self.int("DATABASE_POOL_MAX", default=12),
+        options["pool"] = {
+            "min_size": pool_min,
+            "max_size": pool_max,
             "timeout": pool_timeout,
             # A failed connect is retried once or twice, then given up: the next request that
             # needs a connection tries again at once. (psycopg_pool's default keeps retrying
@@ -116,6 +104,15 @@ class Env(environ.Env):
             # without connections for 15 s or more after the database was back.)
             "reconnect_timeout": pool_timeout,
         }
+        # A host that drops packets must not hold one of the pool's few connecting threads.
+        options.setdefault("connect_timeout", connect_timeout)
+        # infra.db.prepared's statements (the hot writes' reads and inserts) are prepared on
+        # the server once per pooled connection; Django's own queries bind on the client and
+        # are never prepared, whatever this says. Django's default, None, prepares nothing
+        # (for PgBouncer in transaction mode: this service needs direct connections, see
+        # docs/operations.md). 5 is psycopg's own default.
+        options.setdefault("prepare_threshold", 5)
+        return config
 
     def email(self, var: str) -> dict[str, object]:
         """Django's EMAIL_* settings from the URL in `var`: smtp://user:password@host:port

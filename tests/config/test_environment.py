@@ -6,6 +6,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from infra.environment import Env
 
+POOL = {"pool_min": 1, "pool_max": 20, "pool_timeout": 2.0, "connect_timeout": 5}
+
 
 @pytest.fixture
 def env(monkeypatch):
@@ -69,9 +71,8 @@ def test_a_list_is_stripped_of_spaces_and_empty_items(env):
 
 def test_a_postgresql_url_is_served_by_infra_postgres_through_the_pool(env):
     database = env(
-        DATABASE_URL="postgres://u:p%40w@%2Fvar%2Frun%2Fpostgresql/bpm?sslmode=require",
-        DATABASE_POOL_MAX="20",
-    ).database("DATABASE_URL", default="sqlite:///x")
+        DATABASE_URL="postgres://u:p%40w@%2Fvar%2Frun%2Fpostgresql/bpm?sslmode=require"
+    ).database("DATABASE_URL", default="sqlite:///x", **POOL)
     assert database["ENGINE"] == "infra.postgres"
     assert (database["HOST"], database["NAME"], database["PASSWORD"]) == (
         "/var/run/postgresql",
@@ -82,13 +83,14 @@ def test_a_postgresql_url_is_served_by_infra_postgres_through_the_pool(env):
     assert database["CONN_HEALTH_CHECKS"] is False
     assert database["OPTIONS"]["sslmode"] == "require"
     assert database["OPTIONS"]["pool"]["max_size"] == 20
+    assert database["OPTIONS"]["pool"]["reconnect_timeout"] == 2.0
     assert database["OPTIONS"]["connect_timeout"] == 5
     assert database["OPTIONS"]["prepare_threshold"] == 5
 
 
 def test_sqlite_waits_for_locks_and_has_no_pool(env, monkeypatch):
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    database = Env().database("DATABASE_URL", default="sqlite:////tmp/bpm.sqlite3")
+    database = Env().database("DATABASE_URL", default="sqlite:////tmp/bpm.sqlite3", **POOL)
     assert database["ENGINE"] == "django.db.backends.sqlite3"
     assert database["NAME"] == "/tmp/bpm.sqlite3"
     assert database["OPTIONS"] == {"timeout": 20, "transaction_mode": "IMMEDIATE"}
