@@ -4,7 +4,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.models import AccessEvent, Event, EventType, RuleEvent
-from core.prepared import insert
+from infra.db.prepared import insert
 
 
 def event_record(
@@ -23,7 +23,7 @@ def event_new(
 
 def events_write(events: list[Event]) -> list[Event]:
     """Write new events, in order, in one INSERT (every write records one or two: the
-    statement is built once, core.prepared)."""
+    statement is built once, infra.db.prepared)."""
     return list(insert(events))
 
 

@@ -26,8 +26,8 @@ from prometheus_client import Counter, Histogram
 
 from breakpoints.models import DecisionBasis, DecisionTimeStat
 from core.choices import Status
-from core.locking import locked
 from core.naming import FALLBACK_KEY
+from infra.db.locking import locked
 
 logger = logging.getLogger(__name__)
 

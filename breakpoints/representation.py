@@ -81,14 +81,62 @@ def breakpoint_row_json(
     return _breakpoint_json(row.__getitem__, feedback, seats)
 
 
-# Every attribute _breakpoint_json reads (besides `feedback`): the columns a list page
-# reads (breakpoints.selectors.breakpoint_page_list), no more.
-ATTRIBUTES = (
-    "id", "status", "agent_id", "run_id", "title", "key", "question", "payload", "tags",
-    "ttl_seconds", "expires_at", "created_at", "updated_at", "released_at", "expired_at",
-    "cancelled_at", "result", "auto_approval", "strategy", "experts", "votes",
-    "requested_by", "payload_digest",
-)  # fmt: skip
+def _as_stored(value: Any) -> Any:
+    return value
+
+
+# The contract's fields of a breakpoint, in its order: each written from one attribute (the
+# function beside it says how), or, None, from others (_derived_fields). The one list:
+# _breakpoint_json writes these, the API serializer documents them (its Meta.fields), and a
+# list page reads ATTRIBUTES, no more.
+FIELDS: dict[str, tuple[str, Callable[[Any], Any]] | None] = {
+    "breakpointId": ("id", _text),
+    "status": ("status", _text),
+    "agentId": ("agent_id", _text),
+    "runId": ("run_id", _text),
+    "title": ("title", _text),
+    "key": ("key", _text),
+    "question": ("question", _text),
+    # As digested: PostgreSQL writes a double of 1e16 or more as a long integer.
+    "payload": ("payload", as_doubles),
+    "tags": ("tags", _as_stored),
+    "ttlSeconds": ("ttl_seconds", _integer),
+    "expiresAt": ("expires_at", timestamp),
+    "createdAt": ("created_at", timestamp),
+    "updatedAt": ("updated_at", timestamp),
+    "releasedAt": ("released_at", timestamp),
+    "expiredAt": ("expired_at", timestamp),
+    "cancelledAt": ("cancelled_at", timestamp),
+    "feedback": None,
+    "result": ("result", _as_stored),
+    "autoApproval": ("auto_approval", _as_stored),
+    "strategy": ("strategy", _text),
+    "experts": None,
+    "votes": ("votes", _as_stored),
+    "requestedBy": ("requested_by", _text),
+    "payloadDigest": ("payload_digest", _text),
+    "consoleUrl": None,
+    "expectedDecision": None,
+}
+# Every attribute _breakpoint_json reads (besides `feedback`): those of FIELDS, and the
+# `experts` the derived fields are written from.
+ATTRIBUTES = (*(written[0] for written in FIELDS.values() if written is not None), "experts")
+
+
+def _derived_fields(
+    read: Mapping[str, Any],
+    feedback: list[dict[str, Any]],
+    seats: Mapping[str, routing.Seat] | None,
+) -> dict[str, Any]:
+    """The fields written from several attributes, or passed in."""
+    status, key, experts = read["status"], read["key"], read["experts"]
+    return {
+        "feedback": feedback,
+        "experts": experts_json(experts, seats),
+        "consoleUrl": console_url(str(read["id"])),
+        # From this process's copy of the aggregate: no query (breakpoints.expected_decision).
+        "expectedDecision": expected_decision(status=status, key=key, experts=experts),
+    }
 
 
 def _breakpoint_json(
@@ -96,38 +144,12 @@ def _breakpoint_json(
     feedback: list[dict[str, Any]],
     seats: Mapping[str, routing.Seat] | None,
 ) -> dict[str, Any]:
-    """The contract's fields, each read by attribute name with `get`."""
-    breakpoint_id = _text(get("id"))
-    status, key, experts = get("status"), get("key"), get("experts")
+    """The contract's fields (FIELDS, in order), each attribute read once with `get`."""
+    read = {attribute: get(attribute) for attribute in ATTRIBUTES}
+    derived = _derived_fields(read, feedback, seats)
     return {
-        "breakpointId": breakpoint_id,
-        "status": _text(status),
-        "agentId": _text(get("agent_id")),
-        "runId": _text(get("run_id")),
-        "title": _text(get("title")),
-        "key": _text(key),
-        "question": _text(get("question")),
-        # As digested: PostgreSQL writes a double of 1e16 or more as a long integer.
-        "payload": as_doubles(get("payload")),
-        "tags": get("tags"),
-        "ttlSeconds": _integer(get("ttl_seconds")),
-        "expiresAt": timestamp(get("expires_at")),
-        "createdAt": timestamp(get("created_at")),
-        "updatedAt": timestamp(get("updated_at")),
-        "releasedAt": timestamp(get("released_at")),
-        "expiredAt": timestamp(get("expired_at")),
-        "cancelledAt": timestamp(get("cancelled_at")),
-        "feedback": feedback,
-        "result": get("result"),
-        "autoApproval": get("auto_approval"),
-        "strategy": _text(get("strategy")),
-        "experts": experts_json(experts, seats),
-        "votes": get("votes"),
-        "requestedBy": _text(get("requested_by")),
-        "payloadDigest": _text(get("payload_digest")),
-        "consoleUrl": console_url(str(breakpoint_id)),
-        # From this process's copy of the aggregate: no query (breakpoints.expected_decision).
-        "expectedDecision": expected_decision(status=status, key=key, experts=experts),
+        name: derived[name] if written is None else written[1](read[written[0]])
+        for name, written in FIELDS.items()
     }
 
 

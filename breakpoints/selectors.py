@@ -36,9 +36,9 @@ from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
 from core.ijson import MAX_EXACT_INTEGER
 from core.naming import FALLBACK_KEY
-from core.prepared import Prepared
 from core.rawjson import RawJSON
 from core.timestamps import timestamp
+from infra.db.prepared import Prepared
 from policies import configuration
 from policies.autoapproval import MAX_HISTORY_LIMIT
 
@@ -275,7 +275,7 @@ def consecutive_approvals(key: str, *, agent_id: str | None = None, limit: int) 
 
 @functools.lru_cache(maxsize=256)  # limits: the autoApproveAfterN thresholds in use
 def _decisions_read(*, fallback: bool, of_agent: bool, limit: int) -> Prepared[Breakpoint]:
-    """consecutive_approvals' read, compiled once per shape (core.prepared): the latest
+    """consecutive_approvals' read, compiled once per shape (infra.db.prepared): the latest
     `limit` person decisions on a key ('approved' or 'rejected'), of one agent's when
     `of_agent`; with `fallback`, only the breakpoints that chose FALLBACK_KEY."""
 

@@ -1,5 +1,5 @@
-"""Wiring only: settings (and env, their parsing), URLs, the ASGI and WSGI entry points,
-the Celery app and the production-settings check they run at start."""
+"""Wiring only: settings (read from the environment by django-environ, infra.environment),
+URLs, the ASGI and WSGI entry points and the Celery app."""
 
 from config.celery import app as celery_app
 

@@ -20,8 +20,8 @@ django_wsgi = get_wsgi_application()
 from django.conf import settings  # noqa: E402 - after Django is set up
 
 from breakpoints.waiting.asgi import WaitingApp  # noqa: E402
-from config.startup import require_production_settings  # noqa: E402
 from infra.logging import redact_server_access_logs  # noqa: E402
+from infra.startup import require_production_settings  # noqa: E402
 from web.asgi_body import BufferedBodyApp  # noqa: E402
 from web.asgi_cors import CorsHeadersApp  # noqa: E402
 from web.asgi_wsgi import DjangoApp  # noqa: E402

@@ -12,32 +12,28 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
-from config.env import (
-    database_settings,
-    email_settings,
-    env_bool,
-    env_float,
-    env_int,
-    env_list,
-    env_origins,
-    env_str,
-)
 from core import tasknames
+from infra.environment import Env
 from infra.logging import logging_settings
 
+# django-environ's reader, strict: a bad value names its variable (infra/environment.py).
+env = Env()
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("BPM_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = Path(env.str("BPM_VAR_DIR", default=str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", default=False)
+DEBUG = env.bool("DEBUG", default=False)
 
-SECRET_KEY = env_str("SECRET_KEY")
+SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
     SECRET_KEY = "django-insecure-development-only-key"  # noqa: S105 - DEBUG only
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"] if DEBUG else []
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "console.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
@@ -123,9 +119,22 @@ TEMPLATES = [
     },
 ]
 
-# PostgreSQL through a bounded per-process pool (or SQLite): see config/env.py.
+# PostgreSQL through a bounded per-process pool (or SQLite): see infra/environment.py.
+# Under ASGI every request runs its sync work on a thread of its own, so persistent
+# per-thread connections would leak: a bounded per-process pool hands each request a
+# connection and takes it back at the end. Connections = processes x DATABASE_POOL_MAX.
+# The pool is as large as a web process's threads (BPM_WEB_THREADS + BPM_WAIT_THREADS),
+# so a request waits for the pool only while a connection is being opened: a short
+# timeout is a database that does not answer, and becomes a quick 503 (web/outage.py).
 DATABASES = {
-    "default": database_settings(env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
+    "default": env.database(
+        "DATABASE_URL",
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        pool_min=env.int("DATABASE_POOL_MIN", default=1),
+        pool_max=env.int("DATABASE_POOL_MAX", default=12),
+        pool_timeout=env.float("DATABASE_POOL_TIMEOUT", default=2.0),
+        connect_timeout=env.int("DATABASE_CONNECT_TIMEOUT", default=5),
+    )
 }
 # SQLite (make run's default) ignores the covering indexes' INCLUDE columns, a speed-up that
 # only PostgreSQL needs: its check (models.W040) would greet every first run with a warning.
@@ -133,7 +142,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     SILENCED_SYSTEM_CHECKS = ["models.W040"]
 # After the pool could not hand out a connection, a web process answers 503 at once for
 # this long instead of each request waiting DATABASE_POOL_TIMEOUT (web/outage.py).
-BPM_DATABASE_FAIL_FAST_SECONDS = env_float("BPM_DATABASE_FAIL_FAST_SECONDS", 2.0)
+BPM_DATABASE_FAIL_FAST_SECONDS = env.float("BPM_DATABASE_FAIL_FAST_SECONDS", default=2.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -150,7 +159,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -166,55 +175,57 @@ LOGIN_URL = "admin:login"
 
 # --- Security (production) ---------------------------------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 # Load balancers probe over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
 # --- Breakpoint Manager ------------------------------------------------------
-BPM_MAX_BODY_BYTES = env_int("BPM_MAX_BODY_BYTES", 5 * 1024 * 1024)
+BPM_MAX_BODY_BYTES = env.int("BPM_MAX_BODY_BYTES", default=5 * 1024 * 1024)
 # Bodies are read before Django takes a thread (web/asgi_body.py): 408 past the deadline,
 # 429 beyond the bodies one address may have arriving at once (per web process).
-BPM_BODY_READ_SECONDS = env_float("BPM_BODY_READ_SECONDS", 10.0)
-BPM_MAX_UPLOADS_PER_ADDRESS = env_int("BPM_MAX_UPLOADS_PER_ADDRESS", 4)
-BPM_TTL_SWEEP_SECONDS = env_int("BPM_TTL_SWEEP_SECONDS", 10)
-BPM_RETENTION_DAYS = env_int("BPM_RETENTION_DAYS", 90)
+BPM_BODY_READ_SECONDS = env.float("BPM_BODY_READ_SECONDS", default=10.0)
+BPM_MAX_UPLOADS_PER_ADDRESS = env.int("BPM_MAX_UPLOADS_PER_ADDRESS", default=4)
+BPM_TTL_SWEEP_SECONDS = env.int("BPM_TTL_SWEEP_SECONDS", default=10)
+BPM_RETENTION_DAYS = env.int("BPM_RETENTION_DAYS", default=90)
 # Seconds one page (review page, decision page, email) may spend converting markdown and
 # highlighting code; each file gets half. What runs out is shown as escaped text.
-BPM_RENDER_BUDGET_SECONDS = env_float("BPM_RENDER_BUDGET_SECONDS", 0.5)
+BPM_RENDER_BUDGET_SECONDS = env.float("BPM_RENDER_BUDGET_SECONDS", default=0.5)
 # Trigger rules (triggers/expressions.py): steps one JMESPath expression may take on one
 # event, seconds one rule may spend on one event (its conditions and templates, in the
 # worker and in the dry run), and the largest event (compact JSON) rules are evaluated on.
-BPM_TRIGGER_EXPRESSION_STEPS = env_int("BPM_TRIGGER_EXPRESSION_STEPS", 1_000_000)
-BPM_TRIGGER_RULE_SECONDS = env_float("BPM_TRIGGER_RULE_SECONDS", 1.0)
-BPM_TRIGGER_MAX_EVENT_BYTES = env_int("BPM_TRIGGER_MAX_EVENT_BYTES", 1024 * 1024)
+BPM_TRIGGER_EXPRESSION_STEPS = env.int("BPM_TRIGGER_EXPRESSION_STEPS", default=1_000_000)
+BPM_TRIGGER_RULE_SECONDS = env.float("BPM_TRIGGER_RULE_SECONDS", default=1.0)
+BPM_TRIGGER_MAX_EVENT_BYTES = env.int("BPM_TRIGGER_MAX_EVENT_BYTES", default=1024 * 1024)
 # Events of one source waiting for evaluation (stored, not yet evaluated) past which the
 # source's endpoint answers 429 with Retry-After (triggers.services.ingest).
-BPM_TRIGGER_MAX_PENDING_EVENTS = env_int("BPM_TRIGGER_MAX_PENDING_EVENTS", 1000)
+BPM_TRIGGER_MAX_PENDING_EVENTS = env.int("BPM_TRIGGER_MAX_PENDING_EVENTS", default=1000)
 # Checking a proposal or a release's values against an agent's form (breakpoints.forms):
 # steps (a keyword applied to a value) and seconds one check may spend; past either, 400.
-BPM_FORM_VALIDATION_STEPS = env_int("BPM_FORM_VALIDATION_STEPS", 50_000)
-BPM_FORM_VALIDATION_SECONDS = env_float("BPM_FORM_VALIDATION_SECONDS", 0.5)
-BPM_WEBHOOK_ALLOWED_HOSTS = env_list("BPM_WEBHOOK_ALLOWED_HOSTS")
+BPM_FORM_VALIDATION_STEPS = env.int("BPM_FORM_VALIDATION_STEPS", default=50_000)
+BPM_FORM_VALIDATION_SECONDS = env.float("BPM_FORM_VALIDATION_SECONDS", default=0.5)
+BPM_WEBHOOK_ALLOWED_HOSTS = env.list("BPM_WEBHOOK_ALLOWED_HOSTS", default=[])
 BPM_IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
-BPM_OUTBOX_SWEEP_SECONDS = env_int("BPM_OUTBOX_SWEEP_SECONDS", 15)
-BPM_WEBHOOK_RETRY_BASE_SECONDS = env_float("BPM_WEBHOOK_RETRY_BASE_SECONDS", 15.0)
-BPM_WEBHOOK_LEASE_SECONDS = env_int("BPM_WEBHOOK_LEASE_SECONDS", 60)
+BPM_OUTBOX_SWEEP_SECONDS = env.int("BPM_OUTBOX_SWEEP_SECONDS", default=15)
+BPM_WEBHOOK_RETRY_BASE_SECONDS = env.float("BPM_WEBHOOK_RETRY_BASE_SECONDS", default=15.0)
+BPM_WEBHOOK_LEASE_SECONDS = env.int("BPM_WEBHOOK_LEASE_SECONDS", default=60)
 # Attempts in flight at once to one subscription (or one channel): a slow receiver holds
 # at most this many worker slots (notifications/targets.py).
-BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env_int("BPM_WEBHOOK_TARGET_CONCURRENCY", 1))
-BPM_PROJECT_OWNERS = env_list("BPM_PROJECT_OWNERS")  # usernames that payload.expert "owner" names
+BPM_WEBHOOK_TARGET_CONCURRENCY = max(1, env.int("BPM_WEBHOOK_TARGET_CONCURRENCY", default=1))
+BPM_PROJECT_OWNERS = env.list(
+    "BPM_PROJECT_OWNERS", default=[]
+)  # usernames that payload.expert "owner" names
 
 # CORS for browser-based tools (django-cors-headers), off unless origins are listed:
 # /api/ only, Bearer tokens only (no cookies cross-origin). The status handler in front of
 # Django (breakpoints/waiting/) gets the same headers through web.asgi_cors.
-BPM_CORS_ORIGINS = env_origins("BPM_CORS_ORIGINS")
+BPM_CORS_ORIGINS = env.origins("BPM_CORS_ORIGINS")
 CORS_ALLOWED_ORIGINS = BPM_CORS_ORIGINS
 CORS_URLS_REGEX = r"^/api/"
 CORS_ALLOW_CREDENTIALS = False
@@ -224,25 +235,29 @@ CORS_EXPOSE_HEADERS = ("X-Request-ID", "Retry-After")
 # Waiting (long-poll). See breakpoints/waiting/.
 BPM_MAX_WAIT_SECONDS = 60
 BPM_MAX_WAIT_IDS = 100  # ids in one GET /api/breakpoints/status?id=...
-BPM_MAX_WAITERS = env_int("BPM_MAX_WAITERS", 20_000)  # per web process; more get 503
-BPM_MAX_WAITS_PER_TOKEN = env_int("BPM_MAX_WAITS_PER_TOKEN", 1_000)  # per process; more get 429
+BPM_MAX_WAITERS = env.int("BPM_MAX_WAITERS", default=20_000)  # per web process; more get 503
+BPM_MAX_WAITS_PER_TOKEN = env.int(
+    "BPM_MAX_WAITS_PER_TOKEN", default=1_000
+)  # per process; more get 429
 # Safety re-check of every waiter, in case a notification was lost (PostgreSQL LISTEN).
-BPM_WAIT_RECHECK_SECONDS = env_float("BPM_WAIT_RECHECK_SECONDS", 15.0)
+BPM_WAIT_RECHECK_SECONDS = env.float("BPM_WAIT_RECHECK_SECONDS", default=15.0)
 # Without LISTEN/NOTIFY (SQLite, or while the listener reconnects) waiters re-check this often.
-BPM_WAIT_FALLBACK_RECHECK_SECONDS = env_float("BPM_WAIT_FALLBACK_RECHECK_SECONDS", 0.5)
-BPM_WAIT_THREADS = env_int("BPM_WAIT_THREADS", 4)  # threads for the waiting path's short queries
+BPM_WAIT_FALLBACK_RECHECK_SECONDS = env.float("BPM_WAIT_FALLBACK_RECHECK_SECONDS", default=0.5)
+BPM_WAIT_THREADS = env.int(
+    "BPM_WAIT_THREADS", default=4
+)  # threads for the waiting path's short queries
 # Threads per web process for every other request (Django runs them like gunicorn's gthread).
-BPM_WEB_THREADS = env_int("BPM_WEB_THREADS", 8)
+BPM_WEB_THREADS = env.int("BPM_WEB_THREADS", default=8)
 # A verified token is trusted this long in each process: revocation takes effect within it.
-BPM_TOKEN_CACHE_SECONDS = env_float("BPM_TOKEN_CACHE_SECONDS", 5.0)
+BPM_TOKEN_CACHE_SECONDS = env.float("BPM_TOKEN_CACHE_SECONDS", default=5.0)
 
 # --- Approvals an auditor can trust: no self-review, signed receipts (docs/receipts.md) ---
 # Refuse a decision by the person a breakpoint names in requestedBy, on every channel
 # (a notification route's defaults or payload.preventSelfReview can ask for it per breakpoint).
-BPM_PREVENT_SELF_REVIEW = env_bool("BPM_PREVENT_SELF_REVIEW", default=False)
+BPM_PREVENT_SELF_REVIEW = env.bool("BPM_PREVENT_SELF_REVIEW", default=False)
 # Keys that sign receipts: a JSON list of private Ed25519 JWKs with a kid, or a file path
 # (core/receipt_keys.py). Unset: one key of the data directory's own (VAR_DIR).
-BPM_RECEIPT_KEYS = env_str("BPM_RECEIPT_KEYS")
+BPM_RECEIPT_KEYS = env.str("BPM_RECEIPT_KEYS", default="")
 
 # --- Channels: Slack, email, JIRA (channels/) ---------------------------------------------
 # The notification channels, in the order routes' errors, the API and the console list
@@ -254,57 +269,66 @@ BPM_CHANNELS = [
 ]
 # Links in messages and mails point here (the console's address as people reach it).
 # Unset, it follows BPM_PORT (the port `make run` serves on).
-BPM_PUBLIC_URL = env_str("BPM_PUBLIC_URL", f"http://127.0.0.1:{env_int('BPM_PORT', 8000)}")
-SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN")  # empty: Slack is off
-SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET")
+BPM_PUBLIC_URL = env.str(
+    "BPM_PUBLIC_URL", default=f"http://127.0.0.1:{env.int('BPM_PORT', default=8000)}"
+)
+SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")  # empty: Slack is off
+SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 # slack-sdk's base URL; tests and demos point it at a stand-in on 127.0.0.1.
-SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/")
-EMAIL_URL = env_str("EMAIL_URL")
-if EMAIL_URL:
-    globals().update(email_settings(EMAIL_URL))
-elif DEBUG:
+SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/")
+EMAIL_URL = env.str("EMAIL_URL", default="")
+globals().update(env.email("EMAIL_URL"))
+if not EMAIL_URL and DEBUG:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
-DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "breakpoints@localhost")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="breakpoints@localhost")
 # Email the routed experts (and routes' address lists): on when mail is configured.
-BPM_NOTIFY_EMAIL = env_bool("BPM_NOTIFY_EMAIL", default=bool(EMAIL_URL) or DEBUG)
+BPM_NOTIFY_EMAIL = env.bool("BPM_NOTIFY_EMAIL", default=bool(EMAIL_URL) or DEBUG)
 # How long a mailed decision link works (it also stops once the breakpoint is decided).
-BPM_EMAIL_LINK_MAX_AGE_SECONDS = env_int("BPM_EMAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 60 * 60)
-JIRA_URL = env_str("JIRA_URL")  # empty: JIRA is off
-JIRA_USER = env_str("JIRA_USER")
-JIRA_TOKEN = env_str("JIRA_TOKEN")
-JIRA_WEBHOOK_SECRET = env_str("JIRA_WEBHOOK_SECRET")  # empty: the JIRA webhook is refused
-JIRA_APPROVED_STATUS = env_str("JIRA_APPROVED_STATUS", "Approved")
-JIRA_REJECTED_STATUS = env_str("JIRA_REJECTED_STATUS", "Rejected")
-JIRA_DONE_TRANSITION = env_str("JIRA_DONE_TRANSITION", "Done")
-JIRA_WONT_DO_TRANSITION = env_str("JIRA_WONT_DO_TRANSITION", "Won't Do")
+BPM_EMAIL_LINK_MAX_AGE_SECONDS = env.int("BPM_EMAIL_LINK_MAX_AGE_SECONDS", default=7 * 24 * 60 * 60)
+JIRA_URL = env.str("JIRA_URL", default="")  # empty: JIRA is off
+JIRA_USER = env.str("JIRA_USER", default="")
+JIRA_TOKEN = env.str("JIRA_TOKEN", default="")
+JIRA_WEBHOOK_SECRET = env.str(
+    "JIRA_WEBHOOK_SECRET", default=""
+)  # empty: the JIRA webhook is refused
+JIRA_APPROVED_STATUS = env.str("JIRA_APPROVED_STATUS", default="Approved")
+JIRA_REJECTED_STATUS = env.str("JIRA_REJECTED_STATUS", default="Rejected")
+JIRA_DONE_TRANSITION = env.str("JIRA_DONE_TRANSITION", default="Done")
+JIRA_WONT_DO_TRANSITION = env.str("JIRA_WONT_DO_TRANSITION", default="Won't Do")
 # Applied to an issue whose move to the approved or rejected status was refused (channels/jira)
-JIRA_REFUSED_TRANSITION = env_str("JIRA_REFUSED_TRANSITION", "To Do")
+JIRA_REFUSED_TRANSITION = env.str("JIRA_REFUSED_TRANSITION", default="To Do")
 
 # --- Single sign-on: OpenID Connect (sso/, docs/sso.md) -------------------------------------
-BPM_OIDC_ISSUER = env_str("BPM_OIDC_ISSUER")  # empty: single sign-on is off
-BPM_OIDC_CLIENT_ID = env_str("BPM_OIDC_CLIENT_ID")
-BPM_OIDC_CLIENT_SECRET = env_str("BPM_OIDC_CLIENT_SECRET")
+BPM_OIDC_ISSUER = env.str("BPM_OIDC_ISSUER", default="")  # empty: single sign-on is off
+BPM_OIDC_CLIENT_ID = env.str("BPM_OIDC_CLIENT_ID", default="")
+BPM_OIDC_CLIENT_SECRET = env.str("BPM_OIDC_CLIENT_SECRET", default="")
 # How the client secret reaches the token endpoint: in the request body (client_secret_post)
 # or in an Authorization: Basic header (client_secret_basic, what Okta's apps default to).
-BPM_OIDC_TOKEN_AUTH_METHOD = env_str("BPM_OIDC_TOKEN_AUTH_METHOD") or "client_secret_post"
+BPM_OIDC_TOKEN_AUTH_METHOD = (
+    env.str("BPM_OIDC_TOKEN_AUTH_METHOD", default="") or "client_secret_post"
+)
 if BPM_OIDC_TOKEN_AUTH_METHOD not in ("client_secret_post", "client_secret_basic"):
     raise ImproperlyConfigured(
         "BPM_OIDC_TOKEN_AUTH_METHOD must be client_secret_post (the default) or "
         "client_secret_basic, as the identity provider's client is registered (docs/sso.md)."
     )
-BPM_OIDC_SCOPES = env_str("BPM_OIDC_SCOPES") or "openid email profile groups"
-BPM_OIDC_GROUPS_CLAIM = env_str("BPM_OIDC_GROUPS_CLAIM") or "groups"  # ID token, else userinfo
+BPM_OIDC_SCOPES = env.str("BPM_OIDC_SCOPES", default="") or "openid email profile groups"
+BPM_OIDC_GROUPS_CLAIM = (
+    env.str("BPM_OIDC_GROUPS_CLAIM", default="") or "groups"
+)  # ID token, else userinfo
 # The identity provider's groups that make a person a reviewer, an admin; and those mirrored
 # as expert groups of the same name ("*": all of them).
-BPM_OIDC_REVIEWER_GROUPS = env_list("BPM_OIDC_REVIEWER_GROUPS")
-BPM_OIDC_ADMIN_GROUPS = env_list("BPM_OIDC_ADMIN_GROUPS")
-BPM_OIDC_EXPERT_GROUPS = env_list("BPM_OIDC_EXPERT_GROUPS")
-BPM_OIDC_ONLY = env_bool("BPM_OIDC_ONLY", default=False)  # passwords for superusers alone
-BPM_OIDC_RECHECK_SECONDS = env_int("BPM_OIDC_RECHECK_SECONDS", 900)
-BPM_OIDC_NAME = env_str("BPM_OIDC_NAME") or "SSO"  # "Sign in with <name>"
-BPM_OIDC_ACCESS_CONTACT = env_str("BPM_OIDC_ACCESS_CONTACT")  # whom people without access ask
-BPM_OIDC_SIGN_ALGO = env_str("BPM_OIDC_SIGN_ALGO") or "RS256"
-BPM_OIDC_TIMEOUT_SECONDS = env_float("BPM_OIDC_TIMEOUT_SECONDS", 10.0)
+BPM_OIDC_REVIEWER_GROUPS = env.list("BPM_OIDC_REVIEWER_GROUPS", default=[])
+BPM_OIDC_ADMIN_GROUPS = env.list("BPM_OIDC_ADMIN_GROUPS", default=[])
+BPM_OIDC_EXPERT_GROUPS = env.list("BPM_OIDC_EXPERT_GROUPS", default=[])
+BPM_OIDC_ONLY = env.bool("BPM_OIDC_ONLY", default=False)  # passwords for superusers alone
+BPM_OIDC_RECHECK_SECONDS = env.int("BPM_OIDC_RECHECK_SECONDS", default=900)
+BPM_OIDC_NAME = env.str("BPM_OIDC_NAME", default="") or "SSO"  # "Sign in with <name>"
+BPM_OIDC_ACCESS_CONTACT = env.str(
+    "BPM_OIDC_ACCESS_CONTACT", default=""
+)  # whom people without access ask
+BPM_OIDC_SIGN_ALGO = env.str("BPM_OIDC_SIGN_ALGO", default="") or "RS256"
+BPM_OIDC_TIMEOUT_SECONDS = env.float("BPM_OIDC_TIMEOUT_SECONDS", default=10.0)
 if BPM_OIDC_ISSUER and not (
     BPM_OIDC_CLIENT_ID and (BPM_OIDC_REVIEWER_GROUPS or BPM_OIDC_ADMIN_GROUPS)
 ):
@@ -321,18 +345,18 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = BPM_MAX_BODY_BYTES
 # --- Observability ---------------------------------------------------------------
 # GET /metrics (ops/metrics.py) answers a Bearer BPM_METRICS_TOKEN, or these client
 # addresses (IPs or CIDRs; X-Forwarded-For only per BPM_NUM_PROXIES).
-BPM_METRICS_TOKEN = env_str("BPM_METRICS_TOKEN")
-BPM_METRICS_ALLOW = env_list("BPM_METRICS_ALLOW", "127.0.0.1,::1")
+BPM_METRICS_TOKEN = env.str("BPM_METRICS_TOKEN", default="")
+BPM_METRICS_ALLOW = env.list("BPM_METRICS_ALLOW", default=["127.0.0.1", "::1"])
 # "json" (one object per line) or "plain"; JSON by default when DEBUG is off.
-LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain" if DEBUG else "json")
 if LOG_FORMAT not in ("json", "plain"):
     raise ImproperlyConfigured("LOG_FORMAT must be json or plain.")
 
 # --- Redis: Celery's broker and the cache -----------------------------------------
-REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = env.str("REDIS_URL", default="")
 # With DEBUG off and no REDIS_URL the servers refuse to start unless this says the
-# embedded (filesystem) broker is meant: see config/startup.py.
-BPM_EMBEDDED_BROKER = env_bool("BPM_EMBEDDED_BROKER", default=False)
+# embedded (filesystem) broker is meant: see infra/startup.py.
+BPM_EMBEDDED_BROKER = env.bool("BPM_EMBEDDED_BROKER", default=False)
 
 # --- Rate limits ---------------------------------------------------------------
 # Counters live in the cache: Redis when REDIS_URL is set (shared by every process),
@@ -351,20 +375,26 @@ CACHES = {
 }
 # DRF rate strings ("600/min"); "off" disables one. The status path (GET .../status) has no
 # request rate: it is the cheap path; its waits are capped by BPM_MAX_WAITS_PER_TOKEN.
-BPM_THROTTLE_TOKEN_RATE = env_str("BPM_THROTTLE_TOKEN_RATE", "1200/min")  # per token or login
-BPM_THROTTLE_ANON_RATE = env_str("BPM_THROTTLE_ANON_RATE", "120/min")  # per address, no token
+BPM_THROTTLE_TOKEN_RATE = env.str(
+    "BPM_THROTTLE_TOKEN_RATE", default="1200/min"
+)  # per token or login
+BPM_THROTTLE_ANON_RATE = env.str(
+    "BPM_THROTTLE_ANON_RATE", default="120/min"
+)  # per address, no token
 # Verified event deliveries, per source (refused ones count per address, as anonymous calls).
-BPM_THROTTLE_EVENT_SOURCE_RATE = env_str("BPM_THROTTLE_EVENT_SOURCE_RATE", "1200/min")
-BPM_AUTH_FAILURES_PER_MINUTE = env_int("BPM_AUTH_FAILURES_PER_MINUTE", 20)  # bad tokens/address
-BPM_NUM_PROXIES = env_int("BPM_NUM_PROXIES", 0)  # trusted proxies adding X-Forwarded-For
+BPM_THROTTLE_EVENT_SOURCE_RATE = env.str("BPM_THROTTLE_EVENT_SOURCE_RATE", default="1200/min")
+BPM_AUTH_FAILURES_PER_MINUTE = env.int(
+    "BPM_AUTH_FAILURES_PER_MINUTE", default=20
+)  # bad tokens/address
+BPM_NUM_PROXIES = env.int("BPM_NUM_PROXIES", default=0)  # trusted proxies adding X-Forwarded-For
 # Password checks (console sign-in, password change): at most this many attempts per address,
 # whatever the username, counted before any password is hashed (429 past it); and at most
 # BPM_LOGIN_CONCURRENCY hashing at once in each web process (503 past it). A hash costs
 # ~0.5-2 s of CPU: a flood must not take the threads and cores the API answers with.
-BPM_LOGIN_ATTEMPT_RATE = env_str("BPM_LOGIN_ATTEMPT_RATE", "10/min")
-BPM_LOGIN_CONCURRENCY = max(1, env_int("BPM_LOGIN_CONCURRENCY", 2))
-AXES_FAILURE_LIMIT = env_int("BPM_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = env_float("BPM_LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
+BPM_LOGIN_ATTEMPT_RATE = env.str("BPM_LOGIN_ATTEMPT_RATE", default="10/min")
+BPM_LOGIN_CONCURRENCY = max(1, env.int("BPM_LOGIN_CONCURRENCY", default=2))
+AXES_FAILURE_LIMIT = env.int("BPM_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("BPM_LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked_out.html"
@@ -451,14 +481,14 @@ else:
         # worker notices a stop request only between looks, so Ctrl-C ends it sooner.
         "polling_interval": 0.1,
     }
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Pool processes of a worker. Deliveries wait on the network: with one process, one slow
 # receiver's attempt would hold every other target's delivery back (however few attempts
 # its target may have in flight), so never fewer than 4 by default.
-CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", max(4, os.cpu_count() or 1))
+CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=max(4, os.cpu_count() or 1))
 CELERY_TASK_IGNORE_RESULT = True
 # Two queues (core.tasknames): the evaluation of external events on `triggers`, everything
 # else on `celery`. The Procfile's `worker` consumes `celery`, its `triggers` worker
@@ -474,7 +504,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # What a committed transaction hands to the workers is published by a thread of the
 # process, so no request waits on the broker (infra/publishing.py); on (the unit tests),
 # at once by the request instead.
-BPM_PUBLISH_INLINE = env_bool("BPM_PUBLISH_INLINE", default=False)
+BPM_PUBLISH_INLINE = env.bool("BPM_PUBLISH_INLINE", default=False)
 # No task runs for ever (prefork pool): past the soft limit it raises SoftTimeLimitExceeded
 # (an outbox row stays pending for its sweep, an event counts a failed attempt), past the
 # hard one its process is replaced. Deliveries time out sooner (10 s per HTTP request).
@@ -503,7 +533,11 @@ CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = logging_settings(
     log_format=LOG_FORMAT,
-    timestamps=env_bool("LOG_TIMESTAMPS", True),  # devtools/supervisor.py (make run) stamps lines
-    level=env_str("LOG_LEVEL", "INFO"),
-    task_level=env_str("LOG_LEVEL_TASKS", "WARNING"),  # INFO: a line per task run and scheduled
+    timestamps=env.bool(
+        "LOG_TIMESTAMPS", default=True
+    ),  # devtools/supervisor.py (make run) stamps lines
+    level=env.str("LOG_LEVEL", default="INFO"),
+    task_level=env.str(
+        "LOG_LEVEL_TASKS", default="WARNING"
+    ),  # INFO: a line per task run and scheduled
 )

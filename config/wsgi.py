@@ -8,6 +8,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 application = get_wsgi_application()
 
-from config.startup import require_production_settings  # noqa: E402 - after Django setup
+from infra.startup import require_production_settings  # noqa: E402 - after Django setup
 
 require_production_settings(serves_http=True)

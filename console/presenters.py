@@ -15,6 +15,7 @@ from audit.models import Event, EventType
 from breakpoints.answers import AnswerForm, form_fields, label_of
 from breakpoints.forms import FORM_KEY, PROPOSAL_KEY, edited
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.outcome import outcome_of
 from breakpoints.payload import options_of
 from breakpoints.selectors import decided_via_text
 from breakpoints.voting import VOTING_STRATEGIES
@@ -77,9 +78,9 @@ def finish_of(bp: Breakpoint, now: datetime, feedback: Iterable[Feedback] = ()) 
         return None
     verb, field = FINISH[Status(bp.status)]
     at = getattr(bp, field) or bp.updated_at
-    by = ", ".join(as_list(result_of(bp).get("respondedBy")))  # a list when seats voted
-    via = decided_via_text(feedback) if bp.status == Status.RELEASED else ""
-    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=by, via=via)
+    outcome = outcome_of(bp.status, bp.result)
+    via = decided_via_text(feedback) if outcome.released else ""
+    return Finish(verb=verb, at=at, ago=rendering.age(at, now), by=outcome.by, via=via)
 
 
 @dataclass(frozen=True)

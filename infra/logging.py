@@ -2,7 +2,7 @@
 known the agent or user, the token prefix and the breakpoint id; JSON lines in production.
 
 The context comes from the request being served (LogContextMiddleware) or, in a Celery
-worker, from the headers of the task message (config/celery.py), so a task's lines carry
+worker, from the headers of the task message (infra/celery_signals.py), so a task's lines carry
 the request id of the request that enqueued it.
 """
 

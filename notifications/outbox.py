@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from core import tasknames
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared, insert
 from core.timestamps import timestamp
+from infra.db.prepared import Prepared, insert
 from infra.logging import adopted_context
 from infra.publishing import publish, publish_soon, publish_together
 from notifications.fanout import Routed, Target, channel_targets, shown_targets
@@ -51,7 +51,7 @@ def cancel_pending(deliveries: QuerySet[Delivery]) -> int:
     )
 
 
-# The subscriptions every change reads: compiled once (core.prepared), read again only after
+# The subscriptions every change reads: compiled once (infra.db.prepared), read again only after
 # the configuration changed (policies.configuration).
 _ACTIVE_WEBHOOKS: Copied[list[Webhook]] = Copied(
     Prepared(lambda: Webhook.objects.current().filter(active=True))

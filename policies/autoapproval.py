@@ -36,7 +36,7 @@ from core.limits import (
     MIN_AUTO_APPROVE_AFTER_N,
     NO_AUTO_APPROVE_THRESHOLD,
 )
-from core.prepared import Prepared
+from infra.db.prepared import Prepared
 from policies.answers import NEEDS_ANSWER_REASON
 from policies.configuration import Copied
 from policies.foureyes import FOUR_EYES_REASON, under_four_eyes
@@ -206,7 +206,7 @@ def rule_list_all() -> QuerySet[AutoApprovalRule]:
     return AutoApprovalRule.objects.order_by("created_at", "id")
 
 
-# rule_list_all(), as every create reads it: compiled once (core.prepared), read again only
+# rule_list_all(), as every create reads it: compiled once (infra.db.prepared), read again only
 # after the configuration changed (policies.configuration).
 _EVERY_RULE: Copied[list[AutoApprovalRule]] = Copied(Prepared(rule_list_all))
 

@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, migrations
 
-from core.prepared import Prepared, read_cursor
+from infra.db.prepared import Prepared, read_cursor
 from policies.models.generation import ConfigurationGeneration
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from core import limits
 from core.actors import Actor, require_admin
 from core.channels import channel_provider, channel_providers, short_text
 from core.exceptions import Conflict, InvalidInput, NotFound
-from core.prepared import Prepared
+from infra.db.prepared import Prepared
 from policies.configuration import Copied
 from policies.foureyes import timeout_approve_problem
 from policies.models import NotificationRoute
@@ -190,7 +190,7 @@ def route_remove(*, actor: Actor, route_id: int) -> None:
         raise NotFound(f"No route with id {route_id}.")
 
 
-# Read on every create: its SQL compiled once (core.prepared), its rows read again only after
+# Read on every create: its SQL compiled once (infra.db.prepared), its rows read again only after
 # the configuration changed (policies.configuration).
 _ENABLED_ROUTES: Copied[list[NotificationRoute]] = Copied(
     Prepared(lambda: NotificationRoute.objects.filter(enabled=True))

@@ -264,3 +264,59 @@ def test_what_may_import_presentation_is_presentation():
     contract = next(c for c in _contracts() if c["id"] == "domain-not-presentation")
     unprotected = set(contract["allowed_importers"]) - set(contract["protected_modules"])
     assert unprotected == {"config"}
+
+
+def test_a_database_driver_in_the_kernel_breaks_its_contract(tmp_path):
+    """The core-no-database-driver contract: a copy of the packages with core importing
+    psycopg fails `lint-imports`, naming that import."""
+    result = lint_imports_with_planted(tmp_path, {"core/planted.py": "import psycopg  # noqa\n"})
+    assert result.returncode != 0
+    assert "core is not allowed to import psycopg" in result.stdout
+    assert "core.planted -> psycopg" in result.stdout
+
+
+# What the kernel may take from django.db: the ORM's choices (core.choices' TextChoices).
+KERNEL_DJANGO_DB_NAMES = {"models"}
+
+
+def test_the_kernel_reaches_no_database():
+    """core imports neither sqlite3 nor django.db's connections, transactions or backends
+    (import-linter's graph holds neither the standard library nor Django's submodules, so
+    these are read from the sources): SQL machinery lives in infra.db."""
+    offenders = []
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                offenders += [
+                    f"{where} import {alias.name}"
+                    for alias in node.names
+                    if alias.name.split(".")[0] == "sqlite3" or alias.name.startswith("django.db")
+                ]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = {alias.name for alias in node.names}
+                if node.module == "sqlite3" or (
+                    node.module.startswith("django.db")
+                    and (node.module != "django.db" or names - KERNEL_DJANGO_DB_NAMES)
+                ):
+                    offenders.append(
+                        f"{where} from {node.module} import {', '.join(sorted(names))}"
+                    )
+    assert not offenders, "core reaches the database (move it to infra.db):\n" + "\n".join(
+        offenders
+    )
+
+
+def test_an_app_imported_by_the_wiring_breaks_its_contracts(tmp_path):
+    """config is wiring: the Celery app importing an app module, or the URLs importing a
+    model, fails `lint-imports`, naming the import."""
+    result = lint_imports_with_planted(
+        tmp_path,
+        {
+            "config/celery.py": "from breakpoints import selectors  # noqa\n",
+            "config/urls.py": "from breakpoints.models import Breakpoint  # noqa\nurlpatterns = []\n",
+        },
+    )
+    assert result.returncode != 0
+    assert "config.celery -> breakpoints.selectors" in result.stdout
+    assert "config.urls is not allowed to import breakpoints.models" in result.stdout

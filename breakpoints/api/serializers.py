@@ -1,5 +1,7 @@
 """API input and output shapes (camelCase, as in the contract)."""
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -178,6 +180,29 @@ class VotesField(serializers.JSONField):
     pass
 
 
+@extend_schema_field(ExpertSerializer(many=True))
+class ExpertsField(serializers.ListField):
+    """A breakpoint's seats, resolved (representation.experts_json; a list view's `seats`
+    in the serializer's context save the queries)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, data: list[str]) -> list[dict[str, Any]]:
+        return representation.experts_json(data, self.context.get("seats"))
+
+
+@extend_schema_field(OpenApiTypes.URI)
+class ConsoleUrlField(serializers.CharField):
+    """A breakpoint's page in the reviewer console, from its id (representation.console_url)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="pk", read_only=True, **kwargs)
+
+    def to_representation(self, value: str) -> str:
+        return representation.console_url(value)
+
+
 # --- output --------------------------------------------------------------------
 
 
@@ -210,7 +235,7 @@ class BreakpointSerializer(serializers.ModelSerializer):
     result = ResultField(allow_null=True)
     autoApproval = AutoApprovalField(source="auto_approval", allow_null=True)
     strategy = serializers.ChoiceField(choices=Strategy.choices)
-    experts = serializers.SerializerMethodField(
+    experts = ExpertsField(
         help_text="The seats (payload.expert names) it is routed to; empty when unrouted."
     )
     votes = VotesField(
@@ -231,7 +256,7 @@ class BreakpointSerializer(serializers.ModelSerializer):
         '"title", "payload"} as stored, computed at creation (the payload never changes). '
         "Null for breakpoints finished before digests existed.",
     )
-    consoleUrl = serializers.SerializerMethodField(
+    consoleUrl = ConsoleUrlField(
         help_text="The breakpoint's page in the reviewer console (absolute, from "
         "BPM_PUBLIC_URL): where a person answers it. Every channel's message links to it.",
     )
@@ -247,31 +272,15 @@ class BreakpointSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Breakpoint
-        fields = [
-            "breakpointId", "status", "agentId", "runId", "title", "key", "question",
-            "payload", "tags", "ttlSeconds", "expiresAt", "createdAt", "updatedAt",
-            "releasedAt", "expiredAt", "cancelledAt", "feedback", "result", "autoApproval",
-            "strategy", "experts", "votes", "requestedBy", "payloadDigest", "consoleUrl",
-            "expectedDecision", "warnings",
-        ]  # fmt: skip
+        # The representation's fields (one list, breakpoints.representation.FIELDS), and
+        # the create answer's warnings.
+        fields = [*representation.FIELDS, "warnings"]
         read_only_fields = fields
 
     def to_representation(self, instance: Breakpoint) -> dict:
         """breakpoints.representation writes it (webhooks send the same); the fields
         above document it. A list view passes `seats` (routing.resolve of the page)."""
         return representation.breakpoint_json(instance, seats=self.context.get("seats"))
-
-    # The two SerializerMethodFields' methods. The answer never calls them (to_representation
-    # above writes every field); drf-spectacular reads their types for the schema, and
-    # tests/breakpoints/test_representation.py runs the declared fields, these included, as
-    # the reference breakpoint_json must equal. Removing them breaks both.
-    @extend_schema_field(OpenApiTypes.URI)
-    def get_consoleUrl(self, bp: Breakpoint) -> str:
-        return representation.console_url(bp.pk)
-
-    @extend_schema_field(ExpertSerializer(many=True))
-    def get_experts(self, bp: Breakpoint) -> list[dict]:
-        return representation.experts_json(bp.experts, self.context.get("seats"))
 
 
 POLL_AFTER_HELP = (

@@ -23,8 +23,8 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
-from core.prepared import insert
-from core.together import inserts_held
+from infra.db.prepared import insert
+from infra.db.together import inserts_held
 from policies import answers, autoapproval, configuration, foureyes, shadow
 from policies.routes import TIMEOUT_KEYS, route_defaults, routes_matching
 
@@ -186,7 +186,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         bp.auto_approval = verdict.as_dict()
         feedback_cached(bp, [])  # a new one has none: no query for it
         # bp.save(force_insert=True), its event and its outbox rows: one statement, built
-        # once (core.prepared, core.together)
+        # once (infra.db.prepared, infra.db.together)
         with inserts_held():
             insert([bp])
             record(

@@ -31,7 +31,7 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
-from core.prepared import update_where
+from infra.db.prepared import update_where
 from policies import autoapproval, configuration, foureyes, shadow
 from policies.models import AutoApprovalRule
 

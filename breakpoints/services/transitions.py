@@ -4,7 +4,7 @@ A transition moves the status with a conditional UPDATE (so two concurrent relea
 cannot both win, on any database) and records the audit event, with the webhook outbox
 rows, in the caller's transaction. Within `recorded_together()` (a decision's feedback
 and release) the UPDATE, the events and the outbox rows of the block are written together
-when it ends, in one statement on PostgreSQL (core.together).
+when it ends, in one statement on PostgreSQL (infra.db.together).
 """
 
 from collections.abc import Iterator
@@ -24,8 +24,8 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via
 from core.exceptions import InvalidState, NotFound
-from core.prepared import Prepared
-from core.together import insert_and_read, inserts_held, update_held
+from infra.db.prepared import Prepared
+from infra.db.together import insert_and_read, inserts_held, update_held
 from notifications.models import WebhookEventType
 from notifications.services import deliveries_enqueue, deliveries_enqueue_many
 from policies import configuration
@@ -68,14 +68,14 @@ def record(bp: Breakpoint, *, type: str, actor: Actor, metadata: dict[str, Any])
 def recorded_together() -> Iterator[None]:
     """record() within the block keeps its events and outbox rows and writes them, in
     order, when the block ends without an error (in the caller's transaction: nothing is
-    written when it raises), in one statement on PostgreSQL (core.together.inserts_held),
+    written when it raises), in one statement on PostgreSQL (infra.db.together.inserts_held),
     with a move()'s UPDATE, which goes first.
     For writes whose records depend on none of the block's (a decision's feedback and
     release: nothing reads their events meanwhile, neither announces,
     notifications.fanout)."""
     events: list[Event] = []
     kept: list[_Recorded] = []
-    with inserts_held():  # and a move()'s UPDATE, held there (core.together.update_held)
+    with inserts_held():  # and a move()'s UPDATE, held there (infra.db.together.update_held)
         token = _together.set((events, kept))
         try:
             yield
@@ -106,13 +106,13 @@ def feedback_cached(bp: Breakpoint, feedback: list[Feedback] | None) -> None:
 
 def feedback_write_and_read(bp: Breakpoint, feedback: Feedback) -> Feedback:
     """Write bp's new `feedback` and read bp's feedback, this one included, into its cache
-    (feedback_cached), in one statement (core.together.insert_and_read): once for the
+    (feedback_cached), in one statement (infra.db.together.insert_and_read): once for the
     outbox bodies of a write that adds to it."""
     feedback_cached(bp, insert_and_read([feedback], _FEEDBACK_OF, bp.pk))
     return feedback
 
 
-# The row locked for a write, compiled once (core.prepared): any breakpoint, or an agent's own.
+# The row locked for a write, compiled once (infra.db.prepared): any breakpoint, or an agent's own.
 _LOCKED = Prepared(lambda pk: Breakpoint.objects.select_for_update().filter(pk=pk), parameters=1)
 _LOCKED_OF_AGENT = Prepared(
     lambda pk, agent_id: Breakpoint.objects.select_for_update().filter(pk=pk, agent_id=agent_id),
@@ -181,7 +181,7 @@ def move(
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})
     # Conditional UPDATE: correct even where SELECT ... FOR UPDATE is a no-op (SQLite).
-    # Its statement built once per set of columns (core.prepared); within
+    # Its statement built once per set of columns (infra.db.prepared); within
     # recorded_together(), sent with the block's events and outbox rows (a row locked
     # FOR UPDATE cannot have moved meanwhile, and if it had, the block would raise).
     update_held(

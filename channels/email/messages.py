@@ -26,13 +26,13 @@ from django.utils import timezone
 
 from audit.models import EventType
 from breakpoints.models import Breakpoint
+from breakpoints.outcome import Outcome, outcome_of
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
 from breakpoints.services import release_refusal
 from channels.email.links import decision_urls
 from core import fileformats
 from core.actors import Actor
-from core.choices import Status
 from core.naming import display_name
 from notifications.base import Sent
 from notifications.models import Delivery
@@ -232,34 +232,23 @@ def excerpt(item: Any, budget: RenderBudget | None = None) -> dict[str, Any]:
 def outcome_context(data: dict[str, Any]) -> dict[str, Any]:
     """What the released/expired/cancelled templates show."""
     breakpoint_id = str(data.get("breakpointId") or "")
-    status = str(data.get("status") or "")
-    result = _dict(data.get("result"))
-    via = decided_via(breakpoint_id) if status == Status.RELEASED else ""
+    outcome = outcome_of(data.get("status"), data.get("result"))
+    via = decided_via(breakpoint_id) if outcome.released else ""
     return {
         "title": _title(data),
-        "verdict": verdict_word(status, result),
-        "summary": outcome_text(status, result, via),
+        "verdict": outcome.verdict,
+        "summary": outcome_text(outcome, via),
         "console_url": console_url(breakpoint_id),
     }
 
 
-def verdict_word(status: str, result: dict[str, Any]) -> str:
-    if status == Status.RELEASED:
-        return "Approved" if result.get("approved") is True else "Rejected"
-    return Status(status).label if status in Status.values else status.capitalize()
-
-
-def outcome_text(status: str, result: Any, via: str = "") -> str:
+def outcome_text(outcome: Outcome, via: str = "") -> str:
     """One line for people: "Approved by alice via slack: looks good" / "Expired: …"."""
-    result = result if isinstance(result, dict) else {}
-    feedback = " ".join(str(result.get("feedback") or "").split())
-    if status != Status.RELEASED:
-        return feedback or verdict_word(status, result)
-    by = result.get("respondedBy")
-    by = ", ".join(str(name) for name in by) if isinstance(by, list) else str(by or "")
-    head = verdict_word(status, result)
-    if isinstance(result.get("option"), str) and result["option"]:
-        head += f" ({result['option']})"
-    head += f" by {by}" if by else ""
+    feedback = " ".join(outcome.feedback.split())
+    if not outcome.released:
+        return feedback or outcome.verdict
+    head = outcome.verdict
+    head += f" ({outcome.option})" if outcome.option else ""
+    head += f" by {outcome.by}" if outcome.by else ""
     head += f" via {via}" if via else ""
     return f"{head}: {feedback}" if feedback else head

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_http_methods
 from audit.services import refusal_record
 from breakpoints.answers import AnswerForm, answer_form
 from breakpoints.models import Breakpoint
+from breakpoints.outcome import outcome_of
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
 from breakpoints.services import feedback_add, release_refusal
@@ -192,7 +193,7 @@ def link_decide(
 def _summary(bp: Breakpoint) -> str:
     if bp.is_waiting:
         return "Your vote is recorded; the breakpoint waits for the other experts."
-    return outcome_text(bp.status, bp.result, decided_via(bp.pk))
+    return outcome_text(outcome_of(bp.status, bp.result), decided_via(bp.pk))
 
 
 def _refuse_post(request: HttpRequest, link: Link, reason: str, message: str) -> None:
@@ -289,7 +290,7 @@ def _decided(request: HttpRequest, bp: Breakpoint) -> HttpResponse:
     if bp.is_waiting:
         detail = "Expired: nobody decided before its time ran out."
     else:
-        detail = outcome_text(bp.status, bp.result, decided_via(bp.pk))
+        detail = outcome_text(outcome_of(bp.status, bp.result), decided_via(bp.pk))
     return _message(request, "decided", detail=f"Already decided: {detail}", bp=bp)
 
 

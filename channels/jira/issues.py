@@ -27,6 +27,7 @@ from django.conf import settings
 from audit.models import EventType
 from breakpoints.forms import has_form
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.outcome import Outcome, outcome_of
 from breakpoints.representation import console_url
 from channels.jira.changelog import CHANGELOG_QUERY, IssueRecord, issue_record
 from core.choices import Channel, Status, Via
@@ -244,13 +245,13 @@ def _close(client: httpx.Client, delivery: Delivery, key: str) -> Sent:
     if delivery.reply.get("transition"):
         return Sent(reply={"key": key})  # a resend of a finished outcome: nothing left to do
     data = delivery.body["data"]
-    result = data.get("result") or {}
-    approved = delivery.event_type == EventType.RELEASED and result.get("approved") is True
+    outcome = outcome_of(data.get("status"), data.get("result"))
+    approved = delivery.event_type == EventType.RELEASED and outcome.approved
     name = settings.JIRA_DONE_TRANSITION if approved else settings.JIRA_WONT_DO_TRANSITION
     progress: dict[str, Any] = {"key": key}
     try:
         if not delivery.reply.get("commented"):
-            text = _outcome_text(delivery.event_type, approved, result)
+            text = _outcome_text(delivery.event_type, approved, outcome)
             _call(client, "POST", _issue_path(key, "/comment"), json={"body": text})
         progress["commented"] = True
         status = _transition(client, key, name)
@@ -394,18 +395,15 @@ def _excerpts(payload: dict[str, Any]) -> list[str]:
     return parts
 
 
-def _outcome_text(event_type: str, approved: bool, result: dict[str, Any]) -> str:
+def _outcome_text(event_type: str, approved: bool, outcome: Outcome) -> str:
     if event_type == EventType.RELEASED:
         headline = "approved" if approved else "rejected"
     else:
         headline = str(event_type)
-    responders = result.get("respondedBy")
-    if isinstance(responders, list):
-        responders = ", ".join(str(r) for r in responders)
-    lines = [f"By: {_one_line(responders) or '-'}"]
-    if result.get("option"):
-        lines.append(f"Option: {_one_line(result['option'])}")
-    lines.append(f"Feedback: {_cut(str(result.get('feedback') or ''), QUESTION_MAX)}")
+    lines = [f"By: {_one_line(outcome.by) or '-'}"]
+    if outcome.option:
+        lines.append(f"Option: {_one_line(outcome.option)}")
+    lines.append(f"Feedback: {_cut(outcome.feedback, QUESTION_MAX)}")
     return f"The breakpoint was {headline} in the Breakpoint Manager.\n" + _block("\n".join(lines))
 
 

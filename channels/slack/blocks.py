@@ -10,6 +10,7 @@ from typing import Any
 
 from audit.models import EventType
 from breakpoints.forms import has_form
+from breakpoints.outcome import outcome_of
 from breakpoints.payload import payload_options
 from breakpoints.representation import console_url
 from channels.slack import modals
@@ -236,26 +237,19 @@ def announcement(
     return _fallback(LABELS.get(event_type, "Breakpoint: "), data), blocks
 
 
-def _who(responded_by: Any) -> str:
-    if isinstance(responded_by, list):
-        return ", ".join(escape(name) for name in responded_by) or "?"
-    return escape(responded_by or "?")
-
-
 def decision_line(data: dict[str, Any], event_type: str) -> str:
     """ ":white_check_mark: *Approved* by alice (option *Ship*)", and the feedback quoted."""
-    result = data.get("result") or {}
-    who = _who(result.get("respondedBy"))
+    outcome = outcome_of(data.get("status"), data.get("result"))
+    who = ", ".join(escape(name) for name in outcome.responders) or "?"
     if event_type == EventType.RELEASED:
-        approved = result.get("approved") is True
-        verdict = ":white_check_mark: *Approved*" if approved else ":x: *Rejected*"
-        option = result.get("option")
-        line = f"{verdict} by {who}" + (f" (option *{mrkdwn(option, 300)}*)" if option else "")
+        verdict = ":white_check_mark: *Approved*" if outcome.approved else ":x: *Rejected*"
+        option = f" (option *{mrkdwn(outcome.option, 300)}*)" if outcome.option else ""
+        line = f"{verdict} by {who}{option}"
     elif event_type == EventType.EXPIRED:
         line = f":hourglass: *Expired* ({who})"
     else:
         line = f":no_entry_sign: *Cancelled* by {who}"
-    feedback = str(result.get("feedback") or "").strip()
+    feedback = outcome.feedback.strip()
     if feedback:
         quoted = "\n".join(f"> {row}" for row in mrkdwn(feedback, 2400).splitlines())
         line += f"\n{quoted}"

@@ -34,7 +34,7 @@ def is_cut(connection: Any) -> bool:
 class DatabaseOperations(operations.DatabaseOperations):
     def last_executed_query(self, cursor: Any, sql: str, params: Any) -> str:
         """The statement with its values in place, as logged (DEBUG, CaptureQueriesContext)
-        also for a statement bound on the server (core.prepared): Django reads the text a
+        also for a statement bound on the server (infra.db.prepared): Django reads the text a
         client-side cursor sent, which such a cursor never writes."""
         if isinstance(cursor, ClientCursor) or params is None:
             return super().last_executed_query(cursor, sql, params)

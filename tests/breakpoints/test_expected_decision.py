@@ -328,7 +328,7 @@ def test_an_unreadable_aggregate_means_no_figures_not_a_failed_answer(agent_clie
 
 @pytest.mark.django_db(transaction=True)
 def test_the_aggregate_is_read_by_a_thread_that_already_holds_its_connection(monkeypatch):
-    """Its lock is taken with the connection in hand (core.locking): the threads waiting for
+    """Its lock is taken with the connection in hand (infra.db.locking): the threads waiting for
     it may each hold one of the pool's connections."""
     aggregate.forget()  # read again at the next use, as after CACHE_SECONDS
     noting = ConnectionNotingLock()

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
 from accounts.tokens import token_create_for_agent
-from config.env import env_origins
+from infra.environment import Env
 from tests.aio import run_asgi
 from tests.support.project import ROOT
 
@@ -210,7 +210,7 @@ def test_answers_from_django_through_asgi_carry_the_headers_once(
 def test_bpm_cors_origins_lists_origins(monkeypatch):
     monkeypatch.setenv("BPM_CORS_ORIGINS", f" {TOOL} ,{DEV_TOOL},")
 
-    assert env_origins("BPM_CORS_ORIGINS") == [TOOL, DEV_TOOL]
+    assert Env().origins("BPM_CORS_ORIGINS") == [TOOL, DEV_TOOL]
 
 
 @pytest.mark.parametrize(
@@ -221,7 +221,7 @@ def test_bpm_cors_origins_refuses_what_is_not_an_origin(monkeypatch, value):
     monkeypatch.setenv("BPM_CORS_ORIGINS", value)
 
     with pytest.raises(ImproperlyConfigured, match="BPM_CORS_ORIGINS"):
-        env_origins("BPM_CORS_ORIGINS")
+        Env().origins("BPM_CORS_ORIGINS")
 
 
 def test_the_settings_read_bpm_cors_origins_from_the_environment():

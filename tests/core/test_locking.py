@@ -1,4 +1,4 @@
-"""core.locking: a lock around database work cannot deadlock a bounded connection pool.
+"""infra.db.locking: a lock around database work cannot deadlock a bounded connection pool.
 
 The pool here is a real psycopg_pool of one connection on the test database. One thread
 holds that connection and then wants the lock; another wants the lock and a connection.
@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 import pytest
 from django.db import DatabaseError, connections
 
-from core.locking import locked
+from infra.db.locking import locked
 from tests.support.system import wait_until
 from tests.support.threads import run_together
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from breakpoints.api.views import BreakpointViewSet
-from config import celery as celery_config
+from infra import celery_signals
 from infra.logging import JSONFormatter, RequestIDFilter, current_request_id, redact
 from notifications.models import Delivery, Webhook
 from notifications.tasks import deliver
@@ -110,16 +110,16 @@ def test_publishing_a_task_puts_the_request_context_in_its_headers():
     headers: dict = {}
     token = current_request_id.set("req-pub-1")
     try:
-        celery_config._publish_log_context(headers=headers)
+        celery_signals._publish_log_context(headers=headers)
     finally:
         current_request_id.reset(token)
-    assert headers[celery_config.LOG_CONTEXT_HEADER]["request_id"] == "req-pub-1"
+    assert headers[celery_signals.LOG_CONTEXT_HEADER]["request_id"] == "req-pub-1"
 
 
 def test_publishing_outside_a_request_adds_no_header():
     headers: dict = {}
-    celery_config._publish_log_context(headers=headers)
-    assert celery_config.LOG_CONTEXT_HEADER not in headers
+    celery_signals._publish_log_context(headers=headers)
+    assert celery_signals.LOG_CONTEXT_HEADER not in headers
 
 
 @pytest.mark.django_db
@@ -136,7 +136,7 @@ def test_a_task_run_with_the_header_logs_with_the_enqueuing_request_id(log_lines
     )
     context = {"request_id": "req-task-7", "agent": "agent-a", "breakpoint_id": bp.pk}
 
-    result = deliver.apply(args=[delivery.pk], headers={celery_config.LOG_CONTEXT_HEADER: context})
+    result = deliver.apply(args=[delivery.pk], headers={celery_signals.LOG_CONTEXT_HEADER: context})
 
     assert result.get() in ("retry", "failed")
     (line,) = [

@@ -1,4 +1,4 @@
-"""core.prepared: reads, inserts and updates whose SQL is built once give what the ORM gives."""
+"""infra.db.prepared: reads, inserts and updates whose SQL is built once give what the ORM gives."""
 
 import psycopg
 import pytest
@@ -9,8 +9,8 @@ from django.utils import timezone
 from audit.models import Event
 from breakpoints.models import Breakpoint
 from core.choices import Status
-from core.prepared import Prepared, insert, numbered, read_cursor, update_where
-from core.together import insert_and_read, insert_together, inserts_held, update_held
+from infra.db.prepared import Prepared, insert, numbered, read_cursor, update_where
+from infra.db.together import insert_and_read, insert_together, inserts_held, update_held
 from tests.factories import BreakpointFactory
 from tests.support.threads import ConnectionNotingLock, run_together
 
@@ -342,7 +342,7 @@ def test_on_postgresql_a_held_update_that_changed_nothing_calls_missed_after_the
 @pytest.mark.django_db(transaction=True)
 def test_a_first_compile_takes_its_lock_once_the_thread_holds_its_connection(monkeypatch):
     """Compiling may ask the server its version: with the lock held, a thread must not be
-    left waiting for the pool (core.locking)."""
+    left waiting for the pool (infra.db.locking)."""
     nobodys = Prepared(lambda: Breakpoint.objects.filter(agent_id="nobody"))
     noting = ConnectionNotingLock()
     monkeypatch.setattr(nobodys, "_lock", noting)

@@ -37,7 +37,7 @@ PROCFILE_WORKER = {"worker_concurrency": 2, "worker_chatter": True}
 WITHOUT_CHATTER = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
-# The test database is PostgreSQL under either name (config.env swaps Django's backend
+# The test database is PostgreSQL under either name (infra.environment swaps Django's backend
 # for infra.postgres, its subclass).
 POSTGRESQL_ENGINES = {"django.db.backends.postgresql", "infra.postgres"}
 

@@ -73,7 +73,7 @@ def run_indexed(count: int, work: Callable[[int], object]) -> list[object]:
 
 class ConnectionNotingLock:
     """A real lock that notes, each time a thread takes it, whether that thread already held
-    its database connection to `using` (core.locking: it must, beside a bounded pool)."""
+    its database connection to `using` (infra.db.locking: it must, beside a bounded pool)."""
 
     def __init__(self, using: str = "default"):
         self.using = using

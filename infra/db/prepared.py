@@ -25,7 +25,7 @@ again on the same connection is prepared there once (psycopg's prepare_threshold
 database parses and plans it once per connection instead of once per request.
 
 A read can also be sent inside a larger statement (`Prepared.statement`, then `results` of
-its rows), and a write's statements can go as one (core.together).
+its rows), and a write's statements can go as one (infra.db.together).
 """
 
 import functools
@@ -43,7 +43,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Field, Model, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
-from core.locking import locked
+from infra.db.locking import locked
 
 M = TypeVar("M", bound=Model)
 
@@ -259,7 +259,7 @@ def prepared_cursor(connection: Any) -> CursorWrapper:
 class _PreparingCursor(psycopg.RawCursor):
     """psycopg's Cursor (values bound on the server), each statement prepared: psycopg keeps
     a connection's prepared statements, at most its prepared_max, the oldest dropped; none
-    while the connection's prepare_threshold is None (Django's default; config.env sets
+    while the connection's prepare_threshold is None (Django's default; infra.environment sets
     one).
 
     The statements come with Django's %s placeholders; each is numbered ($1, $2...) once
@@ -293,7 +293,7 @@ class _PreparingCursor(psycopg.RawCursor):
 _PLACEHOLDERS = re.compile(r"%(.?)", re.DOTALL)
 
 
-@functools.lru_cache(maxsize=1024)  # the statements of this module and core.together
+@functools.lru_cache(maxsize=1024)  # the statements of this module and infra.db.together
 def numbered(query: str) -> str:
     """A statement with Django's positional placeholders (%s, and %% for a percent sign)
     in PostgreSQL's numbered form ($1, $2...), as psycopg would send it; any other use of
@@ -337,17 +337,17 @@ _inserts: dict[tuple[type[Model], int, bool, str, str], InsertStatement] = {}
 
 @dataclass(frozen=True)
 class HeldUpdate:
-    """An update_statement() held for core.together's one statement."""
+    """An update_statement() held for infra.db.together's one statement."""
 
     sql: str
     params: list[Any]
     missed: Callable[[], None]  # called when it changed no row
 
 
-# A write held for core.together's one statement: the new rows of one model, or an UPDATE.
+# A write held for infra.db.together's one statement: the new rows of one model, or an UPDATE.
 Held = Sequence[Model] | HeldUpdate
 
-# Within core.together.inserts_held(): the writes held for its one statement, in order, per
+# Within infra.db.together.inserts_held(): the writes held for its one statement, in order, per
 # database alias (insert() adds to it instead of writing).
 held_inserts: ContextVar[dict[str, list[Held]] | None] = ContextVar("inserts_held", default=None)
 
@@ -355,7 +355,7 @@ held_inserts: ContextVar[dict[str, list[Held]] | None] = ContextVar("inserts_hel
 def insert(rows: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> Sequence[M]:
     """Write `rows` (new instances of one model) in one INSERT, as bulk_create and save()
     would: an automatic primary key and the generated columns set from RETURNING. No
-    signals are sent (these models have no receivers). Within core.together.inserts_held(),
+    signals are sent (these models have no receivers). Within infra.db.together.inserts_held(),
     on PostgreSQL, the rows are written at the end of that block."""
     if not rows:
         return rows
@@ -448,7 +448,7 @@ _updates: dict[tuple[type[Model], tuple[str, ...], tuple[str, ...], str, str], s
 def update_statement(
     model: type[Model], values: dict[str, Any], *, where: dict[str, Any], using: str
 ) -> tuple[str, list[Any]]:
-    """update_where()'s statement and its parameters (core.together sends it with others)."""
+    """update_where()'s statement and its parameters (infra.db.together sends it with others)."""
     connection = connections[using]
     opts = model._meta
     set_fields = [opts.get_field(name) for name in values]

@@ -4,12 +4,12 @@ between the view's thread and the database, and at ten per write they set its pa
 
 - `insert_together(*groups)`: the new rows of several models (a breakpoint, its event, its
   outbox rows) in ONE INSERT statement, as data-modifying WITH queries;
-- `inserts_held()`: every core.prepared.insert() (and `update_held()`) within the block,
+- `inserts_held()`: every infra.db.prepared.insert() (and `update_held()`) within the block,
   written that way when the block ends;
 - `insert_and_read(rows, read, *values)`: rows inserted, and a read of their table, in one.
 
 PostgreSQL only; elsewhere (the embedded SQLite default) each statement is sent alone, with
-the same result. The statements are built once per shape, as core.prepared builds its own.
+the same result. The statements are built once per shape, as infra.db.prepared builds its own.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
-from core.prepared import (
+from infra.db.prepared import (
     Held,
     HeldUpdate,
     InsertStatement,
@@ -40,7 +40,7 @@ M = TypeVar("M", bound=Model)
 
 @contextmanager
 def inserts_held() -> Iterator[None]:
-    """core.prepared.insert() and update_held() within the block are held, and every held
+    """infra.db.prepared.insert() and update_held() within the block are held, and every held
     write is sent when the block ends without an error, in order, in ONE statement on
     PostgreSQL (write_together): a write's new rows (a breakpoint, its event, its outbox
     rows) in one round trip. When the block raises, nothing held is written. For blocks that
@@ -68,7 +68,7 @@ def update_held(
     missed: Callable[[], None],
     using: str = DEFAULT_DB_ALIAS,
 ) -> None:
-    """core.prepared.update_where()'s UPDATE, and `missed()` (which raises) if it changed no
+    """infra.db.prepared.update_where()'s UPDATE, and `missed()` (which raises) if it changed no
     row. Within inserts_held() on PostgreSQL, the UPDATE goes in the block's one statement and
     `missed()` is called when the block ends: for an UPDATE that cannot miss but is checked
     anyway (a row the transaction has locked, compared with what it read)."""

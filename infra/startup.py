@@ -1,8 +1,8 @@
 """Checks the serving processes run before they start: a production setting that would
 fail quietly later (webhooks never delivered, every request a 400) stops them at once.
 
-The web entry points (config/asgi.py, config/wsgi.py) and the Celery worker and beat call
-`require_production_settings`; management commands and the test suite do not, so an
+The web entry points (config/asgi.py, config/wsgi.py) and the Celery worker and beat
+(infra.celery_signals) call `require_production_settings`; management commands and the test suite do not, so an
 operator can still migrate or inspect with a partial environment.
 """
 
@@ -32,6 +32,7 @@ def production_problems(*, serves_http: bool) -> list[str]:
 
 
 def require_production_settings(*, serves_http: bool) -> None:
+    """Raise ImproperlyConfigured listing every production_problems(), if any."""
     problems = production_problems(serves_http=serves_http)
     if problems:
         raise ImproperlyConfigured("Refusing to start:\n- " + "\n- ".join(problems))
