@@ -71,6 +71,10 @@ class MemoChannel(ChannelProvider):
         return Sent(status_code=200, reply={"memo": len(self.sent)})
 
 
+class LongMemoChannel(MemoChannel):
+    kind = "memo-for-the-whole-team"  # 23 characters: more than Delivery.channel holds
+
+
 @pytest.fixture
 def memo(settings):
     """The memo channel listed after the project's own; what it sent starts empty."""
@@ -115,6 +119,15 @@ def test_a_kind_no_channel_has_is_no_via_nor_delivery_channel():
     for field in (Feedback._meta.get_field("via"), Delivery._meta.get_field("channel")):
         with pytest.raises(ValidationError):
             field.validate("memo", None)
+
+
+def test_a_kind_longer_than_the_fields_hold_fails_the_system_check(settings):
+    settings.BPM_CHANNELS = [
+        *django_settings.BPM_CHANNELS,
+        "tests.channels.test_registry.LongMemoChannel",
+    ]
+    fields = (Feedback._meta.get_field("via"), Delivery._meta.get_field("channel"))
+    assert [error.id for field in fields for error in field.check()] == ["fields.E009"] * 2
 
 
 def test_a_listed_channel_is_a_kind_routes_accept(memo, admin):
