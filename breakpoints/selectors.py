@@ -180,7 +180,7 @@ def _feedback_read(rows: list[dict[str, Any]]) -> None:
 
 
 def decision_channels(feedback: Iterable[Feedback]) -> list[str]:
-    """Where a decision came from: the channel (core.choices.Via) of each response that
+    """Where a decision came from: the `via` (core.choices.via_choices) of each response that
     made it (the release, or every seat's vote), in the order given, each once. The last
     is the deciding response's: the `via` its receipt names."""
     return list(

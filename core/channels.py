@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.utils.module_loading import import_string
+from django.utils.text import capfirst
 
 from core import limits
 from core.storable import storable_text
@@ -45,7 +46,10 @@ class ChannelProvider:
     A subclass sets the class attributes and implements the methods that raise here.
     """
 
-    kind: ClassVar[str]  # the spec's and the Delivery's `channel` ("slack")
+    # The spec's kind, the Delivery's `channel` and the Feedback's `via` ("slack"): at
+    # most 16 characters (those fields' max_length; `manage.py check` says so).
+    kind: ClassVar[str]
+    label: ClassVar[str]  # how pages and messages name it ("via Slack", "via email")
     spec_keys: ClassVar[tuple[str, ...]]  # the keys its specs may have besides "kind"
     example_specs: ClassVar[tuple[Spec, ...]]  # shown in the console's help text
     # What "to": "experts" means on it, in the console's help text ("an email"); "" if
@@ -104,3 +108,8 @@ def _loaded(paths: tuple[str, ...]) -> dict[str, ChannelProvider]:
 def channel_provider(kind: Any) -> ChannelProvider | None:
     """The channel of that kind, or None (not a channel, or no longer listed)."""
     return channel_providers().get(kind) if isinstance(kind, str) else None
+
+
+def channel_choices() -> list[tuple[str, str]]:
+    """The channels as a model field's choices: (kind, label as a form shows it: "Slack")."""
+    return [(kind, capfirst(channel.label)) for kind, channel in channel_providers().items()]

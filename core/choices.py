@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from core.channels import channel_choices, channel_provider
+
 
 class Status(models.TextChoices):
     WAITING = "waiting", "Waiting"
@@ -48,36 +50,33 @@ class OnTimeout(models.TextChoices):
     ESCALATE = "escalate"  # route also to escalateTo and wait one more TTL, then expire
 
 
-class Channel(models.TextChoices):
-    """Where a notification goes: every one is a row of the same outbox."""
-
-    WEBHOOK = "webhook"
-    SLACK = "slack"
-    EMAIL = "email"
-    JIRA = "jira"
-
-
 class Via(models.TextChoices):
-    """Where a reviewer's feedback came from."""
+    """Where a reviewer's feedback came from, besides the channels: feedback given on a
+    channel (core.channels) records its kind ("slack"), and is named by its label."""
 
     API = "api"
     CONSOLE = "console"
-    SLACK = "slack"
-    EMAIL = "email"
-    JIRA = "jira"
     TRIGGER = "trigger"  # a trigger rule acting on an external event
 
 
-# Where feedback came from, as pages and messages say it ("via Slack"); old rows: "".
+def via_choices() -> list[tuple[str, str]]:
+    """Feedback.via's choices: the API, the console, each listed channel, a trigger."""
+    api, console, trigger = Via.choices
+    return [api, console, *channel_choices(), trigger]
+
+
+# Where feedback came from, as pages and messages say it ("via the console").
 VIA_LABELS: dict[str, str] = {
     Via.API: "the API",
     Via.CONSOLE: "the console",
-    Via.SLACK: "Slack",
-    Via.EMAIL: "email",
-    Via.JIRA: "JIRA",
     Via.TRIGGER: "an event trigger",
 }
 
 
 def via_label(via: str) -> str:
-    return VIA_LABELS.get(via, "") if via else ""
+    """How pages and messages say where feedback came from ("via Slack"); "" for old rows
+    (no via) and for a channel no longer listed."""
+    if via in VIA_LABELS:
+        return VIA_LABELS[via]
+    channel = channel_provider(via)
+    return channel.label if channel is not None else ""

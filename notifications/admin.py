@@ -149,11 +149,13 @@ class WebhookDeliveryAdmin(AdminOnly, ReadOnly, admin.ModelAdmin):
         "last_code",
         "next_attempt",
     )
-    list_filter = ("status", "event_type")
+    # A channel's name (its label, from the registry) in the filter and on the detail page.
+    list_filter = ("status", "channel", "event_type")
     search_fields = ("=id", "=breakpoint__id")
     list_select_related = ("webhook",)
     readonly_fields = (
         "id",
+        "channel",
         "webhook",
         "breakpoint",
         "event_type",

@@ -25,14 +25,13 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 
 from audit.models import EventType
 from audit.services import event_record
-from core.choices import Channel
 from core.ijson import as_doubles
 from infra import net as guard
 from infra.net import redacted_url
 from notifications import outbox, targets
 from notifications import senders as channels
 from notifications.base import Sent
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import WEBHOOK, Delivery, DeliveryStatus
 from notifications.outbox import sendable
 
 WEBHOOK_ACTOR = "system:webhooks"
@@ -129,7 +128,7 @@ def delivery_attempt(delivery_id: str) -> AttemptOutcome:
     if delivery is None:
         return AttemptOutcome("skipped")
     started = time.monotonic()
-    if delivery.channel == Channel.WEBHOOK:
+    if delivery.channel == WEBHOOK:
         sent = _send_webhook(delivery)
     else:
         sent = _send_on_channel(delivery)
@@ -214,7 +213,7 @@ def _record_attempt(delivery: Delivery, sent: Sent, duration_ms: int) -> Attempt
             event_record(
                 breakpoint_id=delivery.breakpoint_id,
                 type=EventType.NOTIFICATION,
-                actor=WEBHOOK_ACTOR if delivery.channel == Channel.WEBHOOK else CHANNELS_ACTOR,
+                actor=WEBHOOK_ACTOR if delivery.channel == WEBHOOK else CHANNELS_ACTOR,
                 metadata=metadata,
             )
     return outcome
@@ -243,7 +242,7 @@ def delivery_turn(delivery_id: str) -> AttemptOutcome:
 
 def _destination(delivery: Delivery) -> dict[str, Any]:
     """Where it went, for the audit trail: never a URL's credentials."""
-    if delivery.channel == Channel.WEBHOOK:
+    if delivery.channel == WEBHOOK:
         return {"webhookId": delivery.webhook_id, "url": redacted_url(delivery.subscriber.url)}
     target = {key: value for key, value in delivery.target.items() if key != "user"}
     return {"channel": delivery.channel, "target": target}

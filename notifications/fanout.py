@@ -18,8 +18,7 @@ from typing import Any, Protocol
 from accounts import experts as routing
 from audit.models import EventType
 from core.channels import channel_provider, channel_providers
-from core.choices import Channel
-from notifications.models import Delivery
+from notifications.models import WEBHOOK, Delivery
 from policies.routes import routes_matching
 
 Target = tuple[str, dict[str, Any]]  # (channel, target)
@@ -101,7 +100,7 @@ def shown_targets(breakpoint_ids: list[str]) -> dict[str, list[Target]]:
         return {}
     rows = (
         Delivery.objects.filter(breakpoint_id__in=breakpoint_ids, event_type__in=ANNOUNCING)
-        .exclude(channel=Channel.WEBHOOK)
+        .exclude(channel=WEBHOOK)
         .order_by("created_at")
         .values_list("breakpoint_id", "channel", "target")
     )

@@ -7,9 +7,12 @@ from django.db import models
 from django.db.models import Q
 
 from core import limits
-from core.channels import channel_provider
-from core.choices import Channel
+from core.channels import channel_choices, channel_provider
 from infra.net import redacted_url
+
+# Delivery.channel of a webhook subscriber's delivery; every other value is the kind of a
+# channel of core.channels.
+WEBHOOK = "webhook"
 
 
 def new_delivery_id() -> str:
@@ -93,6 +96,11 @@ class RowsJSONField(models.JSONField):
         return "%s"
 
 
+def delivery_channels() -> list[tuple[str, str]]:
+    """Delivery.channel's choices: a webhook, or one of the listed channels."""
+    return [(WEBHOOK, "Webhook"), *channel_choices()]
+
+
 class Delivery(models.Model):
     """One notification on one channel (a webhook subscriber, or a target on one of the
     channels of core.channels), written in the transaction of the change.
@@ -103,7 +111,7 @@ class Delivery(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
-    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEBHOOK)
+    channel = models.CharField(max_length=16, choices=delivery_channels, default=WEBHOOK)
     # The subscriber of a webhook delivery; other channels name their target instead.
     webhook = models.ForeignKey(
         Webhook, on_delete=models.CASCADE, related_name="deliveries", null=True, blank=True
@@ -152,7 +160,7 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        to = self.webhook_id if self.channel == Channel.WEBHOOK else self.channel
+        to = self.webhook_id if self.channel == WEBHOOK else self.channel
         return f"{self.event_type} → {to} ({self.status})"
 
     @property
@@ -164,7 +172,7 @@ class Delivery(models.Model):
 
     def destination(self) -> str:
         """Where it goes, for people: the webhook's URL without credentials, or the target."""
-        if self.channel == Channel.WEBHOOK:
+        if self.channel == WEBHOOK:
             return redacted_url(self.subscriber.url)
         channel = channel_provider(self.channel)
         shown = channel.target_label(self.target) if channel is not None else ""

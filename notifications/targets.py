@@ -21,14 +21,13 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from core.choices import Channel
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import WEBHOOK, Delivery, DeliveryStatus
 from notifications.outbox import sendable
 
 
 def same_target(delivery: Delivery) -> Q:
     """Deliveries to the target of `delivery`: its subscription, or its channel."""
-    if delivery.channel == Channel.WEBHOOK:
+    if delivery.channel == WEBHOOK:
         return Q(webhook_id=delivery.webhook_id)
     return Q(webhook_id__isnull=True, channel=delivery.channel)
 

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import models
 
-from core.choices import Via
+from core.choices import via_choices
 
 
 class Feedback(models.Model):
@@ -20,7 +20,7 @@ class Feedback(models.Model):
     approved = models.BooleanField(null=True, blank=True)
     option = models.CharField(max_length=500, null=True, blank=True)
     via = models.CharField(
-        max_length=16, choices=Via.choices, blank=True, help_text="Where it was given."
+        max_length=16, choices=via_choices, blank=True, help_text="Where it was given."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

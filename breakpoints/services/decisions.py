@@ -280,7 +280,7 @@ def feedback_add(
     vote, and the breakpoint is released once the votes decide it. A seat votes once, and
     a person fills one seat; an approving vote must approve the values earlier approving
     votes approved (else 409), so the values released are every approving seat's.
-    `via` records where it was given (api, console, slack, email, jira, trigger).
+    `via` records where it was given (api, console, trigger, or a channel's kind: slack).
     The person it was requested by may not release it when self-review is prevented
     (require_other_reviewer), whatever the channel. A permission or state refusal is
     recorded (services.refusals), once, whatever the channel. `within`: more the caller

@@ -7,9 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.urls import path
 
-from channels.email import messages, views
+from channels.email import EMAIL, messages, views
 from core.channels import EXPERTS, ChannelProvider, ChannelTarget, Spec, email_address
-from core.choices import Channel
 from core.limits import MAX_CHANNEL_FIELD_LENGTH, MAX_EMAIL_RECIPIENTS
 from notifications.base import Sent
 from notifications.models import Delivery
@@ -29,7 +28,8 @@ class EmailChannel(ChannelProvider):
     """A mail to a list of addresses, or to each routed expert; with no matching route,
     the routed experts are mailed (BPM_NOTIFY_EMAIL permitting)."""
 
-    kind = Channel.EMAIL
+    kind = EMAIL
+    label = "email"
     spec_keys = ("to",)
     example_specs = ({"kind": "email", "to": ["ops@example.com"]}, {"kind": "email", "to": EXPERTS})
     experts_phrase = "an email"

@@ -29,6 +29,7 @@ from breakpoints.outcome import outcome_of
 from breakpoints.representation import console_url
 from breakpoints.selectors import decided_via
 from breakpoints.services import feedback_add, release_refusal
+from channels.email import EMAIL
 from channels.email.links import (
     APPROVE,
     REJECT,
@@ -43,7 +44,6 @@ from channels.email.messages import outcome_text, time_left
 from channels.models import DecisionLinkUse
 from core import limits
 from core.actors import Actor
-from core.choices import Via
 from core.exceptions import Forbidden, InvalidInput, InvalidState
 from web.rendering import html as rendering
 
@@ -184,7 +184,7 @@ def link_decide(
         release=True,
         approved=approved,
         values=values,
-        via=Via.EMAIL,
+        via=EMAIL,
         within=use,
     )
     return bp
@@ -210,7 +210,7 @@ def _refuse(link: Link, user: Any, reason: str, message: str) -> None:
     who = user.get_username() if user is not None else f"user-{link.user_id}"
     refusal_record(
         breakpoint_id=link.breakpoint_id,
-        via=Via.EMAIL,
+        via=EMAIL,
         who=who,
         reason=reason,
         message=message,
@@ -221,7 +221,7 @@ def _refuse(link: Link, user: Any, reason: str, message: str) -> None:
 def _log_invalid(request: HttpRequest, token: str, problem: str) -> None:
     """Nothing in a token we did not sign can be trusted: one WARNING line, no event."""
     record = {
-        "via": Via.EMAIL,
+        "via": EMAIL,
         "reason": "bad_signature",
         "problem": problem,
         "method": request.method,
@@ -231,7 +231,7 @@ def _log_invalid(request: HttpRequest, token: str, problem: str) -> None:
     audit_log.warning(
         "Email decision link refused: %s",
         json.dumps(record, sort_keys=True),
-        extra={"via": Via.EMAIL, "reason": "bad_signature", "client": record["client"]},
+        extra={"via": EMAIL, "reason": "bad_signature", "client": record["client"]},
     )
 
 

@@ -8,9 +8,8 @@ from django.conf import settings
 from django.urls import path
 
 from audit.models import EventType
-from channels.jira import issues, views
+from channels.jira import JIRA, issues, views
 from core.channels import ChannelProvider, ChannelTarget, Spec, short_text
-from core.choices import Channel
 from core.limits import MAX_CHANNEL_FIELD_LENGTH
 from notifications.base import Sent
 from notifications.models import Delivery
@@ -21,7 +20,8 @@ class JiraChannel(ChannelProvider):
     """An issue per breakpoint in a JIRA project, opened on creation; every feedback is
     commented on it."""
 
-    kind = Channel.JIRA
+    kind = JIRA
+    label = "JIRA"
     spec_keys = ("project",)
     example_specs = ({"kind": "jira", "project": "OPS"},)
     hears = frozenset({EventType.FEEDBACK})

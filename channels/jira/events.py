@@ -29,11 +29,12 @@ from audit.models import EventType
 from audit.services import refusal_record
 from breakpoints.models import Feedback
 from breakpoints.services import feedback_add
+from channels.jira import JIRA
 from channels.jira.changelog import JiraUser, jira_user
 from channels.jira.issues import ISSUE_LABEL_PREFIX, JiraError, issue_record_get
 from core import limits
 from core.actors import Actor
-from core.choices import Channel, Status, Via
+from core.choices import Status
 from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
 from core.storable import storable_text
 from notifications.models import Delivery
@@ -196,7 +197,7 @@ def breakpoint_for_issue(key: str, labels: tuple[str, ...]) -> str | None:
     index); the recorded key decides, so a label alone never points anywhere.
     """
     created = Delivery.objects.filter(
-        channel=Channel.JIRA, event_type=EventType.CREATED, reply__key=key
+        channel=JIRA, event_type=EventType.CREATED, reply__key=key
     ).order_by()
     ids = [label.removeprefix(ISSUE_LABEL_PREFIX) for label in labels]
     ids = [pk for pk, label in zip(ids, labels, strict=True) if pk != label][:5]
@@ -221,7 +222,7 @@ def _reviewer(email: str) -> tuple[Any, str]:
 def _already(breakpoint_id: str, user: Any, approved: bool) -> bool:
     """This user gave this very decision from JIRA already (JIRA sent it twice)."""
     return Feedback.objects.filter(
-        breakpoint_id=breakpoint_id, author_user=user, via=Via.JIRA, approved=approved
+        breakpoint_id=breakpoint_id, author_user=user, via=JIRA, approved=approved
     ).exists()
 
 
@@ -252,7 +253,7 @@ def decide(change: StatusChange) -> Handled:
             comment=comment or f"{verb} in JIRA {change.issue_key}",
             release=True,
             approved=change.approved,
-            via=Via.JIRA,
+            via=JIRA,
         )
     except NotFound:
         return Handled("ignored", "the breakpoint is gone", breakpoint_id)
@@ -288,7 +289,7 @@ def _refused(
     with transaction.atomic():
         refusal_record(
             breakpoint_id=breakpoint_id,
-            via=Via.JIRA,
+            via=JIRA,
             who=who.who,
             reason=reason,
             message=message,
@@ -309,7 +310,7 @@ def _undo_in_jira(
     created = (
         Delivery.objects.filter(
             breakpoint_id=breakpoint_id,
-            channel=Channel.JIRA,
+            channel=JIRA,
             event_type=EventType.CREATED,
             reply__key=change.issue_key,
         )
@@ -321,7 +322,7 @@ def _undo_in_jira(
         not project
         or Delivery.objects.filter(
             breakpoint_id=breakpoint_id,
-            channel=Channel.JIRA,
+            channel=JIRA,
             event_type=EventType.REFUSED,
             body__data__issueKey=change.issue_key,
             body__data__changelogId=change.changelog_id,
@@ -339,7 +340,7 @@ def _undo_in_jira(
     }
     delivery_enqueue_to(
         breakpoint_id=breakpoint_id,
-        target=(Channel.JIRA, {"project": project}),
+        target=(JIRA, {"project": project}),
         event_type=EventType.REFUSED,
         data=data,
     )

@@ -29,8 +29,9 @@ from breakpoints.forms import has_form
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.outcome import Outcome, outcome_of
 from breakpoints.representation import console_url
+from channels.jira import JIRA
 from channels.jira.changelog import CHANGELOG_QUERY, IssueRecord, issue_record
-from core.choices import Channel, Status, Via
+from core.choices import Status
 from core.fileformats import file_format
 from core.naming import display_name
 from notifications.base import Sent
@@ -210,7 +211,7 @@ def _issue_key(delivery: Delivery, project: str) -> str:
     created = (
         Delivery.objects.filter(
             breakpoint_id=delivery.breakpoint_id,
-            channel=Channel.JIRA,
+            channel=JIRA,
             event_type=EventType.CREATED,
             target__project=project,
         )
@@ -233,7 +234,7 @@ def _comment_feedback(client: httpx.Client, delivery: Delivery, key: str) -> Sen
     if not comment.strip():
         return Sent(reply={"key": key, "skipped": "no comment to post"})
     feedback_id = str(latest.get("id") or "")
-    if feedback_id.isdigit() and Feedback.objects.filter(pk=feedback_id, via=Via.JIRA).exists():
+    if feedback_id.isdigit() and Feedback.objects.filter(pk=feedback_id, via=JIRA).exists():
         return Sent(reply={"key": key, "skipped": "given in JIRA"})  # JIRA shows it already
     body = "Feedback in the Breakpoint Manager:\n" + _block(f"{latest.get('author')}: {comment}")
     status, _ = _call(client, "POST", _issue_path(key, "/comment"), json={"body": body})

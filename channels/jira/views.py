@@ -34,6 +34,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from channels.jira import JIRA
 from channels.jira import events as jira_events
 
 SECRET_HEADER = "X-Bpm-Webhook-Secret"
@@ -63,7 +64,7 @@ def view(request: HttpRequest) -> HttpResponse:
         audit_log.warning(
             "JIRA webhook refused: missing or wrong secret (from %s)",
             request.META.get("REMOTE_ADDR", "?"),
-            extra={"channel": "jira", "reason": "bad secret"},
+            extra={"channel": JIRA, "reason": "bad secret"},
         )
         return _answer(401, "refused", "Missing or wrong webhook secret.")
     try:

@@ -24,12 +24,12 @@ from audit.services import refusal_record
 from breakpoints.models import Breakpoint
 from breakpoints.payload import options_of
 from breakpoints.services import feedback_add, release_check
+from channels.slack import SLACK, modals
 from channels.slack import blocks as slack_blocks
-from channels.slack import modals
 from channels.slack.messages import NETWORK_ERRORS, web_client
 from core import limits
 from core.actors import Actor
-from core.choices import Status, Via
+from core.choices import Status
 from core.exceptions import DomainError, Forbidden, InvalidInput
 from core.storable import storable_text
 
@@ -127,7 +127,7 @@ def reviewer_for(client: WebClient, interaction: Interaction) -> Any:
     except Forbidden as exc:
         refusal_record(
             breakpoint_id=interaction.breakpoint_id,
-            via=Via.SLACK,
+            via=SLACK,
             who=interaction.user_id,
             reason=exc.code,
             message=exc.message,
@@ -199,14 +199,14 @@ def _decide(
         approved=approved,
         option=option,
         values=values,
-        via=Via.SLACK,
+        via=SLACK,
     )
     return bp.status == Status.WAITING
 
 
 def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
     """The feedback modal, once the user may release it at all (asked again on submit)."""
-    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=Via.SLACK)
+    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=SLACK)
     metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}
     view = slack_blocks.reject_modal(
         {"title": bp.title, "key": bp.key, "question": bp.question, "breakpointId": bp.pk},
@@ -217,7 +217,7 @@ def _open_reject(client: WebClient, clicked: Interaction, user: Any, bp: Breakpo
 
 def _open_edit(client: WebClient, clicked: Interaction, user: Any, bp: Breakpoint) -> None:
     """The "Edit and approve" modal of a form that fits one (asked again on submit)."""
-    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=Via.SLACK)
+    release_check(breakpoint_id=bp.pk, actor=_actor(clicked, user), via=SLACK)
     if modals.editable_fields(bp.payload) is None:
         raise InvalidInput("This form cannot be edited in Slack: edit it in the console.")
     metadata = {"bp": bp.pk, "channel": clicked.channel, "ts": clicked.message_ts}

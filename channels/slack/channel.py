@@ -7,9 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.urls import path
 
-from channels.slack import messages, views
+from channels.slack import SLACK, messages, views
 from core.channels import EXPERTS, ChannelProvider, ChannelTarget, Spec, short_text
-from core.choices import Channel
 from core.limits import MAX_CHANNEL_FIELD_LENGTH
 from notifications.base import Sent
 from notifications.models import Delivery
@@ -19,7 +18,8 @@ from web.api.schema import EXPERTS_VALUE, spec_shape, text_schema
 class SlackChannel(ChannelProvider):
     """A message in a Slack channel, or a DM to each routed expert (found by email)."""
 
-    kind = Channel.SLACK
+    kind = SLACK
+    label = "Slack"
     spec_keys = ("channel", "to")
     example_specs = ({"kind": "slack", "channel": "C0123"}, {"kind": "slack", "to": EXPERTS})
     experts_phrase = "a DM (Slack)"

@@ -23,8 +23,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from audit.models import EventType
+from channels.slack import SLACK
 from channels.slack import blocks as slack_blocks
-from core.choices import Channel
 from notifications.base import Sent
 from notifications.models import Delivery, DeliveryStatus
 
@@ -107,7 +107,7 @@ def network_reason(exc: BaseException) -> str:
 def _created_delivery(delivery: Delivery) -> Delivery | None:
     """The `created` delivery of this breakpoint to the same Slack target, if any."""
     rows = Delivery.objects.filter(
-        breakpoint_id=delivery.breakpoint_id, channel=Channel.SLACK, event_type=EventType.CREATED
+        breakpoint_id=delivery.breakpoint_id, channel=SLACK, event_type=EventType.CREATED
     ).only("status", "target", "reply")
     return next((row for row in rows if row.target == delivery.target), None)
 

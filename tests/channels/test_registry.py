@@ -1,8 +1,9 @@
 """The channel registry (core.channels): a channel is one object listed in BPM_CHANNELS.
 
 MemoChannel below exists in this file alone: added to the setting, routes take its specs,
-the API documents them, the console shows its example, the fanout gives it deliveries and
-the outbox sends them through it; no app module names it.
+the API documents them, the console shows its example, the fanout gives it deliveries, the
+outbox sends them through it and the console lists them under its label, and feedback given
+on it is said "via Memo"; no app module names it.
 """
 
 from collections.abc import Callable
@@ -10,25 +11,34 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.admin.utils import quote
+from django.core.exceptions import ValidationError
 
+from breakpoints.models import Feedback
+from breakpoints.selectors import decided_via
 from breakpoints.services import feedback_add
 from core.actors import Actor
 from core.channels import ChannelProvider, ChannelTarget, Spec, channel_providers, short_text
+from core.choices import via_choices
 from core.exceptions import InvalidInput
 from notifications.base import Sent
 from notifications.models import Delivery
 from policies.routes import route_add
 from tests.channels.test_slack_support import attempt
 from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.console import review_url
 
 MEMO = "tests.channels.test_registry.MemoChannel"
 INBOX = {"kind": "memo", "inbox": "ops"}
+DELIVERIES_URL = "/admin/notifications/delivery/"
+VIA_CHIP = '<span class="bpm-chip bpm-via">via Memo</span>'
 
 
 class MemoChannel(ChannelProvider):
     """A memo in a named inbox, or to each routed expert; it hears feedback too."""
 
     kind = "memo"
+    label = "Memo"
     spec_keys = ("inbox",)
     example_specs = ({"kind": "memo", "inbox": "ops"},)
     experts_phrase = "a memo"
@@ -61,6 +71,10 @@ class MemoChannel(ChannelProvider):
         return Sent(status_code=200, reply={"memo": len(self.sent)})
 
 
+class LongMemoChannel(MemoChannel):
+    kind = "memo-for-the-whole-team"  # 23 characters: more than Delivery.channel holds
+
+
 @pytest.fixture
 def memo(settings):
     """The memo channel listed after the project's own; what it sent starts empty."""
@@ -77,6 +91,43 @@ def admin(db):
 
 def test_the_project_lists_slack_email_and_jira_in_that_order():
     assert list(channel_providers()) == ["slack", "email", "jira"]
+
+
+def test_the_projects_channels_are_named_as_before():
+    assert [channel.label for channel in channel_providers().values()] == ["Slack", "email", "JIRA"]
+
+
+def test_feedback_keeps_the_values_it_had_and_their_names():
+    assert via_choices() == [
+        ("api", "Api"),
+        ("console", "Console"),
+        ("slack", "Slack"),
+        ("email", "Email"),
+        ("jira", "JIRA"),
+        ("trigger", "Trigger"),
+    ]
+
+
+def test_its_kind_is_a_via_and_a_delivery_channel_while_it_is_listed(memo):
+    via, channel = Feedback._meta.get_field("via"), Delivery._meta.get_field("channel")
+    assert ("memo", "Memo") in via.choices and ("memo", "Memo") in channel.choices
+    via.validate("memo", None)
+    channel.validate("memo", None)
+
+
+def test_a_kind_no_channel_has_is_no_via_nor_delivery_channel():
+    for field in (Feedback._meta.get_field("via"), Delivery._meta.get_field("channel")):
+        with pytest.raises(ValidationError):
+            field.validate("memo", None)
+
+
+def test_a_kind_longer_than_the_fields_hold_fails_the_system_check(settings):
+    settings.BPM_CHANNELS = [
+        *django_settings.BPM_CHANNELS,
+        "tests.channels.test_registry.LongMemoChannel",
+    ]
+    fields = (Feedback._meta.get_field("via"), Delivery._meta.get_field("channel"))
+    assert [error.id for field in fields for error in field.check()] == ["fields.E009"] * 2
 
 
 def test_a_listed_channel_is_a_kind_routes_accept(memo, admin):
@@ -171,3 +222,46 @@ def test_an_unconfigured_channel_is_skipped(memo, admin, make_breakpoint):
     route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
     bp = make_breakpoint()
     assert not Delivery.objects.filter(breakpoint=bp).exists()
+
+
+def test_the_console_lists_its_deliveries_under_its_label(
+    memo, admin, make_breakpoint, admin_browser
+):
+    route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
+    [delivery] = Delivery.objects.filter(breakpoint=make_breakpoint())
+
+    listing = admin_browser.get(DELIVERIES_URL, {"channel__exact": "memo"})
+
+    changelist = listing.context["cl"]
+    assert list(changelist.result_list) == [delivery]
+    assert "memo: ops" in listing.content.decode()
+    [by_channel] = [spec for spec in changelist.filter_specs if spec.field_path == "channel"]
+    shown = [(choice["display"], choice["selected"]) for choice in by_channel.choices(changelist)]
+    assert shown == [
+        ("All", False),
+        ("Webhook", False),
+        ("Slack", False),
+        ("Email", False),
+        ("JIRA", False),
+        ("Memo", True),
+    ]
+    detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/").content.decode()
+    assert '<div class="readonly">Memo</div>' in detail
+
+
+def test_feedback_given_on_it_is_said_via_its_label(memo, make_breakpoint, reviewer_browser):
+    bp = make_breakpoint()
+    mona = Actor.for_user(ReviewerFactory(username="mona"))
+    feedback_add(actor=mona, breakpoint_id=bp.pk, comment="Read in my memo.", via="memo")
+    feedback_add(
+        actor=mona, breakpoint_id=bp.pk, comment="Go.", release=True, approved=True, via="memo"
+    )
+
+    assert list(Feedback.objects.filter(breakpoint=bp).values_list("via", flat=True)) == [
+        "memo",
+        "memo",
+    ]
+    assert decided_via(bp.pk) == "Memo"
+    page = reviewer_browser.get(review_url(bp.pk)).content.decode()
+    assert '<span class="bpm-head__via">via Memo</span>' in page
+    assert page.count(VIA_CHIP) == 2

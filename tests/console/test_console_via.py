@@ -11,7 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from breakpoints.models import Feedback
 from breakpoints.selectors import decision_channels
 from breakpoints.services import breakpoint_cancel, feedback_add
+from channels.email import EMAIL
 from channels.email.messages import outcome_context
+from channels.jira import JIRA
+from channels.slack import SLACK
 from core.actors import Actor
 from core.choices import Via
 from tests.factories import ReviewerFactory
@@ -48,9 +51,9 @@ def decide(bp, user, via: str, **fields):
 @pytest.mark.parametrize(
     ("via", "said"),
     [
-        (Via.SLACK, "via Slack"),
-        (Via.EMAIL, "via email"),
-        (Via.JIRA, "via JIRA"),
+        (SLACK, "via Slack"),
+        (EMAIL, "via email"),
+        (JIRA, "via JIRA"),
         (Via.API, "via the API"),
         (Via.CONSOLE, "via the console"),
     ],
@@ -93,8 +96,8 @@ def test_each_entry_shows_its_own_channel_and_only_the_decision_counts(
     reviewer_browser, make_breakpoint, alice
 ):
     bp = make_breakpoint()
-    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(alice), comment="Looking", via=Via.JIRA)
-    decide(bp, alice, Via.SLACK, approved=False)
+    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(alice), comment="Looking", via=JIRA)
+    decide(bp, alice, SLACK, approved=False)
 
     response = reviewer_browser.get(review_url(bp.pk))
 
@@ -104,7 +107,7 @@ def test_each_entry_shows_its_own_channel_and_only_the_decision_counts(
 
 def test_old_rows_without_a_channel_show_none(reviewer_browser, make_breakpoint, alice):
     bp = make_breakpoint()
-    decide(bp, alice, Via.SLACK)
+    decide(bp, alice, SLACK)
     Feedback.objects.filter(breakpoint=bp).update(via="")
 
     response = reviewer_browser.get(review_url(bp.pk))
@@ -125,7 +128,7 @@ def test_seats_voting_through_two_channels_say_both(
         }  # fmt: skip
     )
     decide(bp, three_experts["tech-lead"], Via.CONSOLE)
-    decide(bp, three_experts["ops-lead"], Via.SLACK)
+    decide(bp, three_experts["ops-lead"], SLACK)
 
     response = reviewer_browser.get(review_url(bp.pk))
 
@@ -141,7 +144,7 @@ def test_the_page_the_mail_and_the_receipt_agree_on_where_it_came_from(
     payload = {"question": "Go?", "expert": ["tech-lead", "ops-lead"], "strategy": "collect-all"}
     bp = make_breakpoint(payload=payload)
     decide(bp, three_experts["tech-lead"], Via.CONSOLE)
-    _, decided = decide(bp, three_experts["ops-lead"], Via.SLACK)
+    _, decided = decide(bp, three_experts["ops-lead"], SLACK)
 
     mail = outcome_context({"breakpointId": bp.pk, "status": "released", "result": decided.result})
 
@@ -150,7 +153,7 @@ def test_the_page_the_mail_and_the_receipt_agree_on_where_it_came_from(
     )
     assert "by tina, oscar via the console and Slack" in mail["summary"]
     channels = decision_channels(Feedback.objects.filter(breakpoint=bp))
-    assert channels == [Via.CONSOLE, Via.SLACK]
+    assert channels == [Via.CONSOLE, SLACK]
     unsealed(decided.result, via=channels[-1])
 
 
@@ -165,14 +168,14 @@ def test_an_auto_approval_or_a_cancel_has_no_channel(reviewer_browser, make_brea
 
 def test_the_channels_cost_no_query_per_entry(reviewer_browser, make_breakpoint, alice):
     bp = make_breakpoint()
-    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(alice), comment="one", via=Via.EMAIL)
-    decide(bp, alice, Via.SLACK)
+    feedback_add(breakpoint_id=bp.pk, actor=Actor.for_user(alice), comment="one", via=EMAIL)
+    decide(bp, alice, SLACK)
     with CaptureQueriesContext(connection) as few:
         reviewer_browser.get(review_url(bp.pk))
     other = make_breakpoint()
-    for n, via in enumerate([Via.EMAIL, Via.JIRA, Via.API, Via.CONSOLE] * 5):
+    for n, via in enumerate([EMAIL, JIRA, Via.API, Via.CONSOLE] * 5):
         feedback_add(breakpoint_id=other.pk, actor=Actor.for_user(alice), comment=f"n{n}", via=via)
-    decide(other, alice, Via.SLACK)
+    decide(other, alice, SLACK)
 
     with CaptureQueriesContext(connection) as many:
         response = reviewer_browser.get(review_url(other.pk))
