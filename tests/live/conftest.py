@@ -18,7 +18,14 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import TransactionTestCase
 
-from tests.support.system import PROJECT_DIR, RedisServer, System, missing_requirement
+from tests.support.system import (
+    PROJECT_DIR,
+    RedisServer,
+    System,
+    missing_requirement,
+    running_system,
+    start_system,
+)
 
 # How many times a test's flush is tried when PostgreSQL breaks a deadlock against it.
 FLUSH_ATTEMPTS = 3
@@ -88,35 +95,6 @@ def static_root(tmp_path_factory) -> Path:
     return root
 
 
-def start_system(
-    redis_server: RedisServer,
-    tmp_path: Path,
-    static_root: Path,
-    *,
-    beat: bool = True,
-    env: dict[str, str] | None = None,
-    worker_concurrency: int = 1,
-    worker_chatter: bool = False,
-    web_open_files: int | None = None,
-    worker_queues: str | None = None,
-) -> System:
-    """A System on `redis_server`, its logs in `tmp_path`, started (web, worker, beat)."""
-    system = System(
-        redis_server,
-        tmp_path,
-        {"STATIC_ROOT": str(static_root), **(env or {})},
-        worker_concurrency=worker_concurrency,
-        worker_chatter=worker_chatter,
-        web_open_files=web_open_files,
-        worker_queues=worker_queues,
-    )
-    try:
-        return system.start(beat=beat)
-    except BaseException:
-        system.stop()
-        raise
-
-
 @pytest.fixture
 def make_system(
     transactional_db, redis_server, tmp_path, static_root
@@ -146,18 +124,7 @@ def module_system_options() -> dict[str, Any]:
 def module_system(
     django_db_setup, tmp_path_factory, static_root, module_system_options, _integration_requirements
 ) -> Iterator[System]:
-    """One system for all the tests of a module, on a Redis of its own (so that a test's own
-    `make_system` beside it shares nothing but the database). For tests that only read or
-    create their own data: each test's rows are flushed after it, the processes stay."""
-    redis = RedisServer(tmp_path_factory.mktemp("redis"))
-    redis.start()
-    try:
-        system = start_system(
-            redis, tmp_path_factory.mktemp("system"), static_root, **module_system_options
-        )
-        try:
-            yield system
-        finally:
-            system.stop()
-    finally:
-        redis.process.stop()
+    """One system for all the tests of a module. For tests that only read or create their
+    own data: each test's rows are flushed after it, the processes stay."""
+    with running_system(tmp_path_factory, static_root, **module_system_options) as system:
+        yield system

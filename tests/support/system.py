@@ -3,7 +3,8 @@ with a uvicorn worker), a Celery worker and beat, on the test database.
 
 `System` starts and stops them; `Process` is one subprocess in its own process group with
 its output in a log file; `RedisServer` is a dedicated redis-server that a test may stop,
-kill and restart. The fixtures that start them are in tests/live/conftest.py.
+kill and restart; `start_system` and `running_system` start one for a test. The fixtures that
+hand them out are in tests/live/conftest.py (and tests/live/clients/conftest.py).
 """
 
 import os
@@ -13,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -444,3 +446,51 @@ class System:
             process.terminate()
         for process in reversed(self.processes):
             process.stop()
+
+
+# --- starting one for tests ------------------------------------------------------------
+
+
+def start_system(
+    redis_server: RedisServer,
+    tmp_path: Path,
+    static_root: Path,
+    *,
+    beat: bool = True,
+    env: dict[str, str] | None = None,
+    worker_concurrency: int = 1,
+    worker_chatter: bool = False,
+    web_open_files: int | None = None,
+    worker_queues: str | None = None,
+) -> System:
+    """A System on `redis_server`, its logs in `tmp_path`, started (web, worker, beat)."""
+    system = System(
+        redis_server,
+        tmp_path,
+        {"STATIC_ROOT": str(static_root), **(env or {})},
+        worker_concurrency=worker_concurrency,
+        worker_chatter=worker_chatter,
+        web_open_files=web_open_files,
+        worker_queues=worker_queues,
+    )
+    try:
+        return system.start(beat=beat)
+    except BaseException:
+        system.stop()
+        raise
+
+
+@contextmanager
+def running_system(tmp_path_factory, static_root: Path, **options) -> Iterator[System]:
+    """A system on a Redis of its own (so that a test's own `make_system` beside it shares
+    nothing but the database), stopped with its Redis at the end."""
+    redis = RedisServer(tmp_path_factory.mktemp("redis"))
+    redis.start()
+    try:
+        system = start_system(redis, tmp_path_factory.mktemp("system"), static_root, **options)
+        try:
+            yield system
+        finally:
+            system.stop()
+    finally:
+        redis.process.stop()
