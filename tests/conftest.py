@@ -219,7 +219,7 @@ def _plain_static_storage(settings):
 @pytest.fixture
 def make_receiver():
     """Start real webhook receivers on 127.0.0.1: make_receiver(**options); closed after."""
-    from tests.webhook_receiver import WebhookReceiver
+    from tests.support.webhook_receiver import WebhookReceiver
 
     started = []
 

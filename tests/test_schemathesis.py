@@ -27,7 +27,7 @@ from breakpoints import forms
 from breakpoints.services import breakpoint_create, feedback_add
 from core.actors import Actor
 from policies import autoapproval
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 from triggers.models import EventSource
 
 # Not config.wsgi: importing it runs the production startup checks (ALLOWED_HOSTS, broker).

@@ -21,7 +21,7 @@ from breakpoints.models import Breakpoint, DecisionTimeStat
 from breakpoints.tasks import refresh_decision_times
 from core.actors import Actor
 from policies.autoapproval import rule_create
-from tests.aio import run_asgi
+from tests.support.aio import run_asgi
 from tests.support.threads import ConnectionNotingLock, run_together
 
 SEATS = ["tech-lead", "ops-lead"]

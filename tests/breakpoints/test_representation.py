@@ -28,7 +28,7 @@ from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feed
 from core.actors import Actor
 from notifications import services as webhooks
 from notifications.models import Delivery
-from tests.factories import BreakpointFactory
+from tests.support.factories import BreakpointFactory
 
 ROUTED = ["tech-lead", "ops-lead", "reviewer-bob", "owner", "nobody-at-all"]
 

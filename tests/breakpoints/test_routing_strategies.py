@@ -14,8 +14,8 @@ from breakpoints.services import feedback_add, release_refusal
 from breakpoints.voting import votes_outcome
 from core.actors import Actor
 from core.exceptions import Forbidden, InvalidState
-from tests.factories import UserFactory
 from tests.support.api import assert_error
+from tests.support.factories import UserFactory
 
 THREE = ["tech-lead", "ops-lead", "security-lead"]
 

@@ -34,8 +34,8 @@ from core.actors import Actor
 from notifications import outbox
 from notifications import services as webhooks
 from notifications.models import Delivery, Webhook
-from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
+from tests.support.factories import BreakpointFactory
 from tests.support.receipts import suite_jwks, unsealed
 from tests.support.records import backdate_expiry
 from tests.support.threads import run_together

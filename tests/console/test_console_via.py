@@ -14,8 +14,8 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from channels.email.messages import outcome_context
 from core.actors import Actor
 from core.choices import Via
-from tests.factories import ReviewerFactory
 from tests.support.console import action_url, review_url
+from tests.support.factories import ReviewerFactory
 from tests.support.receipts import unsealed
 
 FINISH = re.compile(r'<span class="bpm-head__finish">(.*?)</span>\s*</div>', re.S)

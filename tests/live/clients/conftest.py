@@ -22,7 +22,7 @@ import pytest
 from bpm_client import Client
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 from tests.support.system import System, missing_requirement
 
 BPM = str(Path(sys.executable).parent / "bpm")
