@@ -206,7 +206,7 @@ BPM_TRIGGER_MAX_EVENT_BYTES = env.int("BPM_TRIGGER_MAX_EVENT_BYTES", default=102
 # Events of one source waiting for evaluation (stored, not yet evaluated) past which the
 # source's endpoint answers 429 with Retry-After (triggers.services.ingest).
 BPM_TRIGGER_MAX_PENDING_EVENTS = env.int("BPM_TRIGGER_MAX_PENDING_EVENTS", default=1000)
-# Checking a proposal or a release's values against an agent's form (breakpoints.forms):
+# Checking a proposal or a release's values against an agent's form (breakpoints.payload.form_schema):
 # steps (a keyword applied to a value) and seconds one check may spend; past either, 400.
 BPM_FORM_VALIDATION_STEPS = env.int("BPM_FORM_VALIDATION_STEPS", default=50_000)
 BPM_FORM_VALIDATION_SECONDS = env.float("BPM_FORM_VALIDATION_SECONDS", default=0.5)

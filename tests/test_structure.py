@@ -47,7 +47,7 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
-        "from breakpoints.replay import rule_replay",
+        "from breakpoints.rule_replay import rule_replay",
     ): "registers the replay of a rule over the history that policies.replay asks for (policies may not import breakpoints); "
     + READY,
     (

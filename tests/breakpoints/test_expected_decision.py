@@ -16,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
-from breakpoints.expected_decision import MIN_SAMPLES, aggregate
 from breakpoints.models import Breakpoint, DecisionTimeStat
+from breakpoints.representation.expected_decision import MIN_SAMPLES, aggregate
 from breakpoints.tasks import refresh_decision_times
 from core.actors import Actor
 from policies.autoapproval import rule_create

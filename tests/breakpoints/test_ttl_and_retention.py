@@ -16,7 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import results, tasks, wakeups
+from breakpoints import tasks, wakeups
+from breakpoints.answers import results
 from breakpoints.api.serializers import BreakpointSerializer
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (

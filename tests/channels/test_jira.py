@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from breakpoints.representation import console_url
+from breakpoints.representation.contract import console_url
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
 from core.actors import Actor
 from policies.routes import route_add

@@ -5,7 +5,7 @@ from django.db import transaction
 from django.test import Client
 
 from audit.models import Event
-from breakpoints.representation import breakpoint_json, console_url
+from breakpoints.representation.contract import breakpoint_json, console_url
 from breakpoints.services import breakpoint_cancel
 from channels.slack.blocks import MORE
 from core.actors import Actor
