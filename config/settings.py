@@ -36,6 +36,9 @@ ALLOWED_HOSTS = env.list(
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
+    # The console first: its templates (console/templates/admin/) override the admin's own
+    # (admin/base_site.html, admin/login.html), found in the apps in this order.
+    "console",
     "console.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -58,7 +61,6 @@ INSTALLED_APPS = [
     "channels",
     "triggers",
     "sso",
-    "console",
 ]
 
 MIDDLEWARE = [
