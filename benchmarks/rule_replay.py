@@ -84,7 +84,7 @@ def window():
 
     from django.utils import timezone
 
-    from breakpoints.replay import finished_since
+    from breakpoints.rule_replay import finished_since
 
     return finished_since(timezone.now() - timedelta(days=90))
 
@@ -126,7 +126,7 @@ def plan_print() -> None:
     """The access paths of the replay's main aggregate, as it runs (EXPLAIN ANALYZE)."""
     from django.db import connection
 
-    from breakpoints.replay import aggregate_memory, shape_groups
+    from breakpoints.rule_replay import aggregate_memory, shape_groups
 
     # The most a replay groups by: a rule or the always-break-on list names tags and experts.
     columns = ("key", "tags_text", "experts_text", "prevent_self_review", "needs_person")

@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bpm_bench \\
         python benchmarks/slow_receiver.py --count 30 --delay 1.5
 
-Two receivers on 127.0.0.1 (tests/webhook_receiver.py): A holds every answer --delay
+Two receivers on 127.0.0.1 (tests/support/webhook_receiver.py): A holds every answer --delay
 seconds, B answers at once. Both subscribe to `created`; --count breakpoints are created
 in this process, and a real Celery worker (the production default pool unless
 --worker-concurrency) delivers through a redis-server of its own. The script prints each
@@ -99,7 +99,7 @@ def measure(count: int, delay: float) -> tuple[list[float], list[float]]:
     from breakpoints.services import breakpoint_create
     from core.actors import Actor
     from notifications import services as webhooks
-    from tests.webhook_receiver import WebhookReceiver
+    from tests.support.webhook_receiver import WebhookReceiver
 
     with WebhookReceiver(hold_first=10**9, hold_seconds=delay) as slow, WebhookReceiver() as fast:
         subscriptions = [

@@ -9,7 +9,7 @@ class BreakpointsConfig(AppConfig):
         # Here, not at the top: this module is imported while the app registry is filled,
         # before any model may be imported (tests/test_structure.py allows exactly these).
         from audit.services import rule_event_record
-        from breakpoints.replay import rule_replay
+        from breakpoints.rule_replay import rule_replay
         from breakpoints.selectors import consecutive_approvals
         from policies.autoapproval import decision_history_register
         from policies.replay import replay_register

@@ -11,9 +11,9 @@ from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
 from accounts import experts as routing
-from breakpoints.jsonlists import filter_has_all_tags, filter_json_list
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import BreakpointQuerySet
+from breakpoints.models.jsonlists import filter_has_all_tags, filter_json_list
 from core.actors import is_reviewer
 from core.choices import Status
 from core.limits import (

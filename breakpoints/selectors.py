@@ -27,10 +27,10 @@ from django.db.models import (
 )
 
 from audit.models import Event, EventType
-from breakpoints import representation
-from breakpoints.expected_decision import percentile, seats_of
 from breakpoints.models import Breakpoint, DecisionBasis, Feedback
 from breakpoints.models.breakpoint import BreakpointQuerySet
+from breakpoints.representation import contract
+from breakpoints.representation.expected_decision import percentile, seats_of
 from core.actors import AgentPrincipal
 from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
@@ -77,7 +77,7 @@ RAW_JSON_COLUMNS = ("payload", "tags", "result", "auto_approval", "votes")
 _RAW_ALIAS = "raw_json_"
 # jsonb writes a double of 1e16 or more without its exponent (1e21 as 1000000000000000000000),
 # which a client reads as an integer past the exact ones: the rare payload holding one is
-# parsed, and breakpoints.representation gives such a number back as the double it is (what
+# parsed, and breakpoints.representation.contract gives such a number back as the double it is (what
 # its payloadDigest was computed over). PostgreSQL finds them by walking the jsonb's values,
 # not its text (a context file is one value). SQLite keeps the exponent Python wrote.
 _LONG_NUMBERS = "payload_long_numbers_"
@@ -98,7 +98,7 @@ class HasLongNumbers(Func):
 
 # The other columns the representation shows (those it does not, such as the nudges'
 # schedule and the idempotency key, are not read).
-_PLAIN_COLUMNS = tuple(name for name in representation.ATTRIBUTES if name not in RAW_JSON_COLUMNS)
+_PLAIN_COLUMNS = tuple(name for name in contract.ATTRIBUTES if name not in RAW_JSON_COLUMNS)
 
 
 def breakpoint_page_keys(user: Any) -> QuerySet[Breakpoint, dict[str, Any]]:
@@ -148,7 +148,7 @@ def _page_rows(vendor: str) -> BreakpointQuerySet:
 
 def listed_rows(page: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """A page of breakpoint_page_list as rows keyed like the model's attributes (what
-    breakpoints.representation.breakpoint_row_json reads): the raw JSON columns as RawJSON
+    breakpoints.representation.contract.breakpoint_row_json reads): the raw JSON columns as RawJSON
     (None for SQL NULL) and `feedback`, oldest first, as rows of Feedback's columns."""
     rows = list(page)
     if rows and "listed_feedback" not in rows[0]:

@@ -36,6 +36,9 @@ ALLOWED_HOSTS = env.list(
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
+    # The console first: its templates (console/templates/admin/) override the admin's own
+    # (admin/base_site.html, admin/login.html), found in the apps in this order.
+    "console",
     "console.apps.ConsoleAdminConfig",  # django.contrib.admin, with the console site
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -58,7 +61,6 @@ INSTALLED_APPS = [
     "channels",
     "triggers",
     "sso",
-    "console",
 ]
 
 MIDDLEWARE = [
@@ -206,7 +208,7 @@ BPM_TRIGGER_MAX_EVENT_BYTES = env.int("BPM_TRIGGER_MAX_EVENT_BYTES", default=102
 # Events of one source waiting for evaluation (stored, not yet evaluated) past which the
 # source's endpoint answers 429 with Retry-After (triggers.services.ingest).
 BPM_TRIGGER_MAX_PENDING_EVENTS = env.int("BPM_TRIGGER_MAX_PENDING_EVENTS", default=1000)
-# Checking a proposal or a release's values against an agent's form (breakpoints.forms):
+# Checking a proposal or a release's values against an agent's form (breakpoints.payload.form_schema):
 # steps (a keyword applied to a value) and seconds one check may spend; past either, 400.
 BPM_FORM_VALIDATION_STEPS = env.int("BPM_FORM_VALIDATION_STEPS", default=50_000)
 BPM_FORM_VALIDATION_SECONDS = env.float("BPM_FORM_VALIDATION_SECONDS", default=0.5)

@@ -34,9 +34,9 @@ from django.utils.translation import gettext
 from accounts import experts as routing
 from breakpoints import services
 from breakpoints.filters import filter_routed_to
-from breakpoints.jsonlists import filter_has_all_tags
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.models.breakpoint import QUEUE_ORDER, BreakpointQuerySet
+from breakpoints.models.jsonlists import filter_has_all_tags
 from breakpoints.services import breakpoint_expire
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer

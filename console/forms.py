@@ -4,7 +4,7 @@ from typing import Any, cast
 
 from django import forms
 
-from breakpoints.payload import Option
+from breakpoints.payload.validation import Option
 from core.limits import MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
 
 APPROVE = "approve"

@@ -12,13 +12,13 @@ from django.utils.safestring import SafeString
 
 from accounts import experts as routing
 from audit.models import Event, EventType
-from breakpoints.answers import AnswerForm, form_fields, label_of
-from breakpoints.forms import FORM_KEY, PROPOSAL_KEY, edited
+from breakpoints.answers.answer_form import AnswerForm, form_fields, label_of
+from breakpoints.answers.outcome import outcome_of
+from breakpoints.answers.voting import VOTING_STRATEGIES
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.outcome import outcome_of
-from breakpoints.payload import options_of
+from breakpoints.payload.form_schema import FORM_KEY, PROPOSAL_KEY, edited
+from breakpoints.payload.validation import options_of
 from breakpoints.selectors import decided_via_text
-from breakpoints.voting import VOTING_STRATEGIES
 from console.seats import seats_panel
 from core.choices import Status, via_label
 from web.rendering import html as rendering

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from accounts import experts as routing
+from breakpoints.answers.voting import majority
 from breakpoints.models import Breakpoint
-from breakpoints.voting import majority
 from core.choices import Strategy
 
 STRATEGY_HELP: dict[str, str] = {

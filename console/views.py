@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from accounts import experts as routing
 from breakpoints import selectors, services
-from breakpoints.answers import AnswerForm, answer_form
+from breakpoints.answers.answer_form import AnswerForm, answer_form
 from breakpoints.models import Breakpoint
-from breakpoints.payload import options_of
+from breakpoints.payload.validation import options_of
 from console import presenters
 from console.forms import CommentForm, DecisionForm, ReasonForm
 from core.actors import Actor

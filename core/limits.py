@@ -45,7 +45,7 @@ MAX_AUTO_APPROVE_AFTER_N = 1_000
 
 # A form the agent declares (payload.form, a JSON Schema) and the values answering it
 # (payload.proposal, a release's values): small, shallow, and cheap to check, so one
-# agent's schema cannot slow the service for the others (breakpoints.forms).
+# agent's schema cannot slow the service for the others (breakpoints.payload.form_schema).
 MAX_FORM_BYTES = 64 * 1024  # the schema as compact JSON
 MAX_FORM_DEPTH = 32
 MAX_VALUES_BYTES = 64 * 1024  # a proposal, or a release's values, as compact JSON
@@ -57,7 +57,7 @@ MAX_FORM_PATTERN_LENGTH = 200
 MAX_PATTERN_SUBJECT_LENGTH = 1_000
 MAX_FORM_PROBLEMS = 50  # problems reported in one answer
 # Schemas a form may apply along one path of an answer MAX_VALUES_DEPTH deep, counted when
-# it is declared ($ref, allOf, anyOf, oneOf multiply: breakpoints.form_expansion); each
+# it is declared ($ref, allOf, anyOf, oneOf multiply: breakpoints.payload.form_expansion); each
 # check also spends a budget (BPM_FORM_VALIDATION_STEPS, BPM_FORM_VALIDATION_SECONDS).
 MAX_FORM_EXPANSION = 10_000
 

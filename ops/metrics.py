@@ -10,7 +10,7 @@ Three kinds of series:
   same whichever process answers the scrape. Among them, the expected decision time over
   all human decisions (the aggregate behind expectedDecision).
 - Expected vs actual decision time, recorded by the decision service on each human
-  release (breakpoints.expected_decision): a histogram of the time it took, and one of that
+  release (breakpoints.representation.expected_decision): a histogram of the time it took, and one of that
   time over the p50 it was expected to take, by basis (key, experts, all, none).
 
 Under gunicorn, set PROMETHEUS_MULTIPROC_DIR to an empty directory writable by the web

@@ -3,7 +3,7 @@
 An agent may declare a form (payload.form) and propose values (payload.proposal); an
 automatic approval approves the proposal as it is. A breakpoint whose form requires
 fields and that proposes none has nothing to approve as it is: a person fills it in,
-always (breakpoints.forms.needs_answer decides which breakpoints these are):
+always (breakpoints.payload.form_schema.needs_answer decides which breakpoints these are):
 - no automatic approval of any kind releases it (auto-approve rules, autoApproveAfterN,
   an onTimeout policy of `approve`): autoapproval.evaluate and
   autoapproval.forbidding_reason are told `needs_answer`;

@@ -5,7 +5,7 @@ An admin (or a management command, or CI through `bpm rules simulate`) gives a r
 the breakpoints app reads the finished breakpoints created in it and evaluates each with
 the rule added to the rules that exist now, by the production precedence
 (policies.autoapproval.precedence). This module checks who asks and what they sent; the
-reading is registered by the breakpoints app (breakpoints.replay), so this app does not
+reading is registered by the breakpoints app (breakpoints.rule_replay), so this app does not
 import it. docs/routing-and-auto-approval.md defines every figure of the answer.
 """
 
@@ -89,7 +89,7 @@ _reader: HistoryReplay | None = None
 
 def replay_register(reader: HistoryReplay) -> None:
     """The replay over the breakpoints' history: registered by the breakpoints app when
-    ready (breakpoints.replay.rule_replay), as the decision history is."""
+    ready (breakpoints.rule_replay.rule_replay), as the decision history is."""
     global _reader
     _reader = reader
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from breakpoints.expected_decision import aggregate
+from breakpoints.representation.expected_decision import aggregate
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
 from tests.support.receipts import TEST_KEYS_SETTING
@@ -219,7 +219,7 @@ def _plain_static_storage(settings):
 @pytest.fixture
 def make_receiver():
     """Start real webhook receivers on 127.0.0.1: make_receiver(**options); closed after."""
-    from tests.webhook_receiver import WebhookReceiver
+    from tests.support.webhook_receiver import WebhookReceiver
 
     started = []
 

@@ -30,11 +30,11 @@ from notifications.models import Delivery
 from policies.autoapproval import rule_create
 from policies.models import AutoApprovalRule, NotificationRoute
 from policies.routes import route_add
-from tests.aio import run_asgi
 from tests.conftest import bearer_client
-from tests.factories import UserFactory
+from tests.support.aio import run_asgi
 from tests.support.api import assert_error
-from tests.token_forms import well_formed_token
+from tests.support.factories import UserFactory
+from tests.support.token_forms import well_formed_token
 from triggers.models import EventSource, ExternalEvent, TriggerRule
 from triggers.services import rule_add, source_add
 

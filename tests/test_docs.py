@@ -302,3 +302,26 @@ def test_the_layout_names_each_module_of_the_shared_packages(package):
         or (path.is_dir() and (path / "__init__.py").exists())
     )
     assert not [name for name in modules if not re.search(rf"\b{name}\b", entry)]
+
+
+def test_the_layout_names_each_package_of_every_app():
+    """A package inside an app (breakpoints/payload/, accounts/admin/...) is named in its
+    app's Layout entry: a reader finds it there before opening the folder."""
+    entries = layout_entries()
+    unnamed = [
+        f"{package}/{path.name}"
+        for package in APP_PACKAGES
+        for path in sorted((ROOT / package).iterdir())
+        if path.is_dir() and (path / "__init__.py").exists() and path.name != "migrations"
+        if not re.search(rf"\b{path.name}\b", entries[package].lower())
+    ]
+    assert not unnamed, f"docs/development.md's Layout does not name: {unnamed}"
+
+
+def test_the_layout_names_each_folder_of_the_tests():
+    """tests/ mirrors the code: each of its folders is named in the Layout's tests/ entry."""
+    entry = layout_entries()["tests"]
+    folders = [
+        path.name for path in sorted((ROOT / "tests").iterdir()) if (path / "__init__.py").exists()
+    ]
+    assert not [name for name in folders if not re.search(rf"\b{name}/", entry)]

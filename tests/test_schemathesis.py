@@ -23,11 +23,11 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from breakpoints import forms
+from breakpoints.payload import form_schema
 from breakpoints.services import breakpoint_create, feedback_add
 from core.actors import Actor
 from policies import autoapproval
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 from triggers.models import EventSource
 
 # Not config.wsgi: importing it runs the production startup checks (ALLOWED_HOSTS, broker).
@@ -175,7 +175,7 @@ def _keep_rules_in_words(case) -> None:
         if body["payload"].get("autoApproveAfterN") == 0:
             body["payload"]["autoApproveAfterN"] = 1
         if body["payload"].get("autoApproveAfterN") is not None:
-            # It counts decisions per key: the question must be named (breakpoints.payload).
+            # It counts decisions per key: the question must be named (breakpoints.payload.validation).
             body["payload"]["breakpointId"] = "fuzz.named-question"
     if case.path == "/api/rules" and body.get("mode") == "shadow":
         body["action"] = "auto-approve"  # only an auto-approve rule has a shadow mode
@@ -411,7 +411,7 @@ def _nested(depth: int, text: str) -> dict:
 def _post_form(client: APIClient, form: dict, proposal: dict) -> None:
     """Create with `form` and `proposal`: 201, or a 400 in the envelope; within budget."""
     body = {"payload": {"question": "Fuzz?", "form": form, "proposal": proposal}}
-    with forms.budgets_recorded() as budgets:
+    with form_schema.budgets_recorded() as budgets:
         response = client.post("/api/breakpoints", body, format="json")
     assert response.status_code in (201, 400), (response.status_code, form, response.content)
     if response.status_code == 400:

@@ -1,6 +1,7 @@
 """The architecture's rules, checked: small functions, imports at the top, the import layers
-(the import-linter contracts in pyproject.toml), and a warning that names a module past ~500
-lines (cohesion decides a module's size, not a number).
+(the import-linter contracts in pyproject.toml), a warning that names a module past ~500
+lines (cohesion decides a module's size, not a number), and tests that share helpers
+through tests/support only.
 
 No database and no imports of the project: the sources are parsed, not run.
 """
@@ -46,7 +47,7 @@ LOCAL_IMPORTS_ALLOWED = {
     (
         "breakpoints/apps.py",
         "BreakpointsConfig.ready",
-        "from breakpoints.replay import rule_replay",
+        "from breakpoints.rule_replay import rule_replay",
     ): "registers the replay of a rule over the history that policies.replay asks for (policies may not import breakpoints); "
     + READY,
     (
@@ -320,3 +321,50 @@ def test_an_app_imported_by_the_wiring_breaks_its_contracts(tmp_path):
     assert result.returncode != 0
     assert "config.celery -> breakpoints.selectors" in result.stdout
     assert "config.urls is not allowed to import breakpoints.models" in result.stdout
+
+
+def named_test_modules(module: str) -> list[str]:
+    """The test modules (test_*.py) an import of `module` reaches: the module itself, or
+    those a `from module import ...` names."""
+    return [part for part in module.split(".") if part.startswith("test_")]
+
+
+def imported_test_modules(path: Path) -> list[str]:
+    """Each import in a file that reaches a test module, as written."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if named_test_modules(alias.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests"):
+            modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            if any(named_test_modules(module) for module in modules):
+                found.append(f"from {node.module} import {', '.join(a.name for a in node.names)}")
+    return found
+
+
+def test_no_test_module_imports_another():
+    """A helper two test files share lives in tests/support (or, a fixture of one folder, in
+    its conftest.py): importing a test module would collect nothing new but tie the two
+    files together, and leave the helper where no one looks for it."""
+    offenders = [
+        f"{name(path)}: {statement}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if "node_modules" not in path.parts
+        for statement in imported_test_modules(path)
+    ]
+    assert not offenders, "move the shared helper to tests/support:\n" + "\n".join(offenders)
+
+
+def test_an_import_of_a_test_module_is_found_in_each_form(tmp_path):
+    planted = tmp_path / "test_planted.py"
+    planted.write_text(
+        "from tests.channels.test_jira import created_issue\n"
+        "from tests.triggers import test_ci_gate\n"
+        "import tests.ops.test_metrics\n"
+        "from tests.support.jira import created_issue as issue\n"
+    )
+    assert imported_test_modules(planted) == [
+        "from tests.channels.test_jira import created_issue",
+        "from tests.triggers import test_ci_gate",
+        "tests.ops.test_metrics",
+    ]

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from breakpoints.jsonlists import filter_has_all_tags
 from breakpoints.models import Breakpoint
+from breakpoints.models.jsonlists import filter_has_all_tags
 from core.limits import MAX_SELECTED_BREAKPOINTS
 from policies.patterns import Pattern, parse_pattern
 from triggers.expressions import Budget, check_template, render

@@ -1,9 +1,9 @@
 """The OpenAPI schema of the create request's `payload` (babysitter's ctx.breakpoint()).
 
-Documentation only: breakpoints.payload validates; every bound comes from limits.
+Documentation only: breakpoints.payload.validation validates; every bound comes from limits.
 """
 
-from breakpoints.payload import KEY_PATTERN
+from breakpoints.payload.validation import KEY_PATTERN
 from core import limits
 from core.choices import FileFormat, OnTimeout, Strategy
 from policies.api.schema import AUTO_APPROVE_AFTER_N_SCHEMA, ESCALATE_TO_DESCRIPTION
@@ -19,7 +19,7 @@ def text_schema(max_length: int) -> dict:
 
 
 # Rules that tie one key to another are said in words (and enforced with a 400 by
-# breakpoints.payload), never as anyOf/oneOf/not: code generators cannot express those
+# breakpoints.payload.validation), never as anyOf/oneOf/not: code generators cannot express those
 # and drop or mangle the object's own properties (openapi-python-client did).
 
 FORMAT_DESCRIPTION = (
@@ -29,7 +29,7 @@ FORMAT_DESCRIPTION = (
     "stored as sent."
 )
 
-# The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload validates; any
+# The keys of babysitter's ctx.breakpoint() argument that breakpoints.payload.validation validates; any
 # other key is kept as sent.
 PAYLOAD_SCHEMA = {
     "type": "object",

@@ -7,9 +7,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.models import Event
-from breakpoints import representation
 from breakpoints.api.payload_schema import PAYLOAD_SCHEMA, text_schema
 from breakpoints.models import Breakpoint, DecisionBasis, Feedback
+from breakpoints.representation import contract
 from core import limits
 from core.choices import Status, Strategy
 from policies.api.serializers import AutoApprovalSerializer
@@ -30,7 +30,7 @@ from web.api.schema import NOT_BLANK
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
 class AnswerField(serializers.JSONField):
-    """An answer to a breakpoint's form: an object of values (breakpoints.forms)."""
+    """An answer to a breakpoint's form: an object of values (breakpoints.payload.form_schema)."""
 
 
 class ResponseVoteSerializer(serializers.Serializer):
@@ -182,25 +182,25 @@ class VotesField(serializers.JSONField):
 
 @extend_schema_field(ExpertSerializer(many=True))
 class ExpertsField(serializers.ListField):
-    """A breakpoint's seats, resolved (representation.experts_json; a list view's `seats`
+    """A breakpoint's seats, resolved (contract.experts_json; a list view's `seats`
     in the serializer's context save the queries)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(read_only=True, **kwargs)
 
     def to_representation(self, data: list[str]) -> list[dict[str, Any]]:
-        return representation.experts_json(data, self.context.get("seats"))
+        return contract.experts_json(data, self.context.get("seats"))
 
 
 @extend_schema_field(OpenApiTypes.URI)
 class ConsoleUrlField(serializers.CharField):
-    """A breakpoint's page in the reviewer console, from its id (representation.console_url)."""
+    """A breakpoint's page in the reviewer console, from its id (contract.console_url)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="pk", read_only=True, **kwargs)
 
     def to_representation(self, value: str) -> str:
-        return representation.console_url(value)
+        return contract.console_url(value)
 
 
 # --- output --------------------------------------------------------------------
@@ -215,7 +215,7 @@ class FeedbackSerializer(serializers.ModelSerializer):
         fields = ["id", "author", "comment", "createdAt"]
 
     def to_representation(self, instance: Feedback) -> dict:
-        return representation.feedback_json(instance)
+        return contract.feedback_json(instance)
 
 
 class BreakpointSerializer(serializers.ModelSerializer):
@@ -272,15 +272,15 @@ class BreakpointSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Breakpoint
-        # The representation's fields (one list, breakpoints.representation.FIELDS), and
+        # The representation's fields (one list, breakpoints.representation.contract.FIELDS), and
         # the create answer's warnings.
-        fields = [*representation.FIELDS, "warnings"]
+        fields = [*contract.FIELDS, "warnings"]
         read_only_fields = fields
 
     def to_representation(self, instance: Breakpoint) -> dict:
-        """breakpoints.representation writes it (webhooks send the same); the fields
+        """breakpoints.representation.contract writes it (webhooks send the same); the fields
         above document it. A list view passes `seats` (routing.resolve of the page)."""
-        return representation.breakpoint_json(instance, seats=self.context.get("seats"))
+        return contract.breakpoint_json(instance, seats=self.context.get("seats"))
 
 
 POLL_AFTER_HELP = (

@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from breakpoints import representation, selectors, services
+from breakpoints import selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
     BreakpointSerializer,
@@ -22,7 +22,8 @@ from breakpoints.api.serializers import (
     StatusSerializer,
 )
 from breakpoints.filters import BreakpointFilter
-from breakpoints.payload import payload_warnings
+from breakpoints.payload.validation import payload_warnings
+from breakpoints.representation import contract
 from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
@@ -74,7 +75,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(queryset)
         assert page is not None  # the cursor paginator always pages (page_size is set)
         rows = services.breakpoint_rows_page_read(request.user, page)
-        return self.get_paginated_response(representation.breakpoint_rows_json(rows))
+        return self.get_paginated_response(contract.breakpoint_rows_json(rows))
 
     @extend_schema(
         summary="Create a breakpoint",

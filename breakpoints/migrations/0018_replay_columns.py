@@ -1,4 +1,4 @@
-# person_decision and needs_person: what a rule's replay (breakpoints.replay, issue 38)
+# person_decision and needs_person: what a rule's replay (breakpoints.rule_replay, issue 38)
 # reads of a finished breakpoint besides its key, tags and experts, kept by the database;
 # the indexes that hold it are in 0019.
 #

@@ -1,4 +1,4 @@
-# The indexes a rule's replay reads alone (breakpoints.replay, issue 38): bp_replay, the
+# The indexes a rule's replay reads alone (breakpoints.rule_replay, issue 38): bp_replay, the
 # finished breakpoints by creation with what the precedence reads; bp_rejected, the
 # rejections newest first. On PostgreSQL a million breakpoints take seconds to index.
 

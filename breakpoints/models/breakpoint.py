@@ -9,8 +9,8 @@ from django.db.models import BooleanField, Case, ExpressionWrapper, F, IntegerFi
 from django.db.models.functions import Concat, Upper
 from django.utils import timezone
 
-from breakpoints.payload import key_is_explicit
-from breakpoints.results import TIMEOUT_POLICY_RESPONDER
+from breakpoints.answers.results import TIMEOUT_POLICY_RESPONDER
+from breakpoints.payload.validation import key_is_explicit
 from core import limits, naming
 from core.actors import AgentPrincipal, is_reviewer
 from core.choices import OnTimeout, Status, Strategy
@@ -35,7 +35,7 @@ QUEUE_ORDER = (
 
 
 FINISHED = (Status.RELEASED, Status.EXPIRED, Status.CANCELLED)
-# What the precedence reads of a breakpoint (breakpoints.replay).
+# What the precedence reads of a breakpoint (breakpoints.rule_replay).
 REPLAY_SHAPE = ["key", "tags", "experts", "prevent_self_review", "needs_person"]
 
 
@@ -158,7 +158,7 @@ class Breakpoint(models.Model):
     # computed at creation; the payload never changes after it.
     payload_digest = models.CharField(max_length=71, null=True, blank=True, editable=False)
 
-    # What a rule's replay (breakpoints.replay) reads besides key, tags and experts, kept by
+    # What a rule's replay (breakpoints.rule_replay) reads besides key, tags and experts, kept by
     # the database so that the window is read from the index bp_replay alone, not from the
     # wide rows: whether a person approved or rejected it (NULL: nobody decided), and whether
     # its form needed a person (the reason the verdict stored at creation gives).
@@ -224,7 +224,7 @@ class Breakpoint(models.Model):
                 )
                 for status in Status.values
             ),
-            # A rule's replay (breakpoints.replay) groups the finished breakpoints of a
+            # A rule's replay (breakpoints.rule_replay) groups the finished breakpoints of a
             # window by what the precedence reads, and walks one key's in order for
             # autoApproveAfterN: this index holds all of it (index-only scans).
             models.Index(

@@ -2,7 +2,7 @@
 
 A small aggregate of the last 90 days' human decisions, replaced whole by a beat task
 (services.decision_times_refresh) and read whole, into each process's memory, by
-breakpoints.expected_decision: an agent's status poll never queries it.
+breakpoints.representation.expected_decision: an agent's status poll never queries it.
 """
 
 from django.db import models

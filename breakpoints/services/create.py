@@ -12,10 +12,10 @@ from django.utils import timezone
 from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
-from breakpoints import forms
+from breakpoints.answers.results import VIA_RULE, result_auto_approved
 from breakpoints.models import Breakpoint
-from breakpoints.payload import resolve_fields
-from breakpoints.results import VIA_RULE, result_auto_approved
+from breakpoints.payload import form_schema
+from breakpoints.payload.validation import resolve_fields
 from breakpoints.services.nudges import timeout_columns
 from breakpoints.services.transitions import feedback_cached, move, record
 from core import limits
@@ -165,7 +165,7 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             defaults.get("preventSelfReview") or bp.payload.get("preventSelfReview")
         )
         _check_four_eyes_timeout(bp, policy, defaults)
-        needs_answer = forms.needs_answer(bp.payload)
+        needs_answer = form_schema.needs_answer(bp.payload)
         _check_answer_timeout(bp, policy, needs_answer=needs_answer)
         _check_four_eyes_requester(bp)
         verdict = autoapproval.evaluate(
@@ -247,7 +247,7 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
             responder=responder,
             reason=verdict.reason,
             at=timezone.now(),
-            values=forms.as_proposed(bp.payload),
+            values=form_schema.as_proposed(bp.payload),
         ),
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},

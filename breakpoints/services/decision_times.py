@@ -6,8 +6,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from breakpoints import selectors
-from breakpoints.expected_decision import MIN_SAMPLES, WINDOW_DAYS, aggregate, stats_of
 from breakpoints.models import DecisionTimeStat
+from breakpoints.representation.expected_decision import (
+    MIN_SAMPLES,
+    WINDOW_DAYS,
+    aggregate,
+    stats_of,
+)
 
 
 def decision_times_refresh(*, now: datetime | None = None) -> int:

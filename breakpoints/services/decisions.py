@@ -12,10 +12,12 @@ from django.utils import timezone
 from accounts import experts as routing
 from accounts.people import is_person_named
 from audit.models import EventType
-from breakpoints import expected_decision, forms
+from breakpoints.answers.results import result_released, result_voted, vote
+from breakpoints.answers.voting import VOTING_STRATEGIES, approval_disagreeing, votes_outcome
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.payload import options_of
-from breakpoints.results import result_released, result_voted, vote
+from breakpoints.payload import form_schema
+from breakpoints.payload.validation import options_of
+from breakpoints.representation import expected_decision
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusal_recorded, refusals_recorded
 from breakpoints.services.transitions import (
@@ -26,7 +28,6 @@ from breakpoints.services.transitions import (
     record,
     recorded_together,
 )
-from breakpoints.voting import VOTING_STRATEGIES, approval_disagreeing, votes_outcome
 from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
@@ -165,7 +166,7 @@ def _release(
 ) -> Release:
     """Work out a release without writing anything (raises if the actor may not release:
     the requester of a breakpoint that prevents self-review, a reviewer without a seat).
-    `values`: the answer to its form (forms.release_values), carried by the vote."""
+    `values`: the answer to its form (form_schema.release_values), carried by the vote."""
     require_other_reviewer(bp, actor)
     seat: routing.Seat | None = None
     seat_count = 0
@@ -242,7 +243,7 @@ def release_preview(
     """
     require_reviewer(actor)
     verdict = _check_release(bp, option, approved)
-    answer = forms.release_values(bp.payload, values=values, release=True, approved=verdict)
+    answer = form_schema.release_values(bp.payload, values=values, release=True, approved=verdict)
     return _release(
         bp,
         actor=actor,
@@ -269,7 +270,7 @@ def feedback_add(
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
 
     `values` answer the breakpoint's form (payload.form/proposal), checked here for every
-    channel (breakpoints.forms.release_values): an approval without them approves the
+    channel (breakpoints.payload.form_schema.release_values): an approval without them approves the
     proposal as it is; a rejection, a comment, or a breakpoint without a form takes none.
 
     The release approves unless `approved` is false or the chosen option carries the
@@ -325,7 +326,7 @@ def _feedback_add(
     decide = partial(
         _decide, breakpoint_id, actor, comment, release, approved, option, via, values, within
     )
-    with forms.checks_remembered():
+    with form_schema.checks_remembered():
         _values_checked_unlocked(breakpoint_id, values if release else None)
         try:
             feedback, bp = decide(overdue_refused=True)
@@ -342,13 +343,13 @@ def _feedback_add(
 def _values_checked_unlocked(breakpoint_id: str, values: Any) -> None:
     """A release's values checked against the breakpoint's form (which never changes)
     before its row is locked: a costly check holds no lock, and the locked decision finds
-    the answer (forms.checks_remembered) in the order of its own refusals."""
-    if values is None or forms.values_shape_problem(values) is not None:
+    the answer (form_schema.checks_remembered) in the order of its own refusals."""
+    if values is None or form_schema.values_shape_problem(values) is not None:
         return
     payload = Breakpoint.objects.filter(pk=breakpoint_id).values_list("payload", flat=True)
-    form = (payload.first() or {}).get(forms.FORM_KEY)
+    form = (payload.first() or {}).get(form_schema.FORM_KEY)
     if form is not None:
-        forms.values_problems(form, values)
+        form_schema.values_problems(form, values)
 
 
 class _Overdue(Exception):
@@ -383,7 +384,9 @@ def _decide(
             foureyes.require_person_to_approve(
                 via=via, approved=verdict, prevent_self_review=bp.prevent_self_review
             )
-        answer = forms.release_values(bp.payload, values=values, release=release, approved=verdict)
+        answer = form_schema.release_values(
+            bp.payload, values=values, release=release, approved=verdict
+        )
         outcome = None
         if release:
             outcome = _release(

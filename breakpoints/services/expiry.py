@@ -17,10 +17,7 @@ from prometheus_client import Counter
 
 from audit.models import EventType
 from audit.services import event_record_bulk
-from breakpoints import forms
-from breakpoints.models import Breakpoint
-from breakpoints.representation import represented
-from breakpoints.results import (
+from breakpoints.answers.results import (
     TIMEOUT_POLICY_RESPONDER,
     VIA_SYSTEM,
     result_expired,
@@ -29,6 +26,9 @@ from breakpoints.results import (
     result_timeout_policy,
     result_timeout_refused,
 )
+from breakpoints.models import Breakpoint
+from breakpoints.payload import form_schema
+from breakpoints.representation.contract import represented
 from breakpoints.services.nudges import escalate_locked
 from breakpoints.services.refusals import refusals_recorded
 from breakpoints.services.transitions import lock, move
@@ -125,7 +125,7 @@ def _time_out_locked(bp: Breakpoint) -> Breakpoint:
             tags=bp.tags,
             experts=bp.experts,
             prevent_self_review=bp.prevent_self_review,
-            needs_answer=forms.needs_answer(bp.payload),
+            needs_answer=form_schema.needs_answer(bp.payload),
         )
         if approved
         else None
@@ -154,7 +154,7 @@ def _time_out_locked(bp: Breakpoint) -> Breakpoint:
             ttl_seconds=bp.ttl_seconds,
             at=timezone.now(),
             votes=bp.votes,
-            values=forms.as_proposed(bp.payload),
+            values=form_schema.as_proposed(bp.payload),
         ),
         event_type=EventType.RELEASED,
         metadata={"approved": approved, "timeoutPolicy": policy},

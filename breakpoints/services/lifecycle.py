@@ -12,8 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventType
+from breakpoints.answers.results import result_cancelled
 from breakpoints.models import Breakpoint
-from breakpoints.results import result_cancelled
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from breakpoints.services.refusals import refusals_recorded
 from breakpoints.services.transitions import lock, move

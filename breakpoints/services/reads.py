@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from breakpoints import selectors
-from breakpoints.expected_decision import aggregate
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import is_overdue
+from breakpoints.representation.expected_decision import aggregate
 from breakpoints.services.expiry import breakpoint_expire_if_due
 from core.exceptions import NotFound
 

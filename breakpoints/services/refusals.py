@@ -17,8 +17,8 @@ from django.db import transaction
 
 from audit.models import Event, EventType
 from audit.services import refusal_record
+from breakpoints.answers.results import VIA_SYSTEM
 from breakpoints.models import Breakpoint
-from breakpoints.results import VIA_SYSTEM
 from core.actors import Actor, is_system
 from core.choices import Via
 from core.exceptions import DomainError, Forbidden, InvalidState

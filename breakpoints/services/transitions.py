@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from audit.models import Event
 from audit.services import event_new, events_write
+from breakpoints.answers.results import VIA_SYSTEM, result_sealed
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.representation import breakpoint_json
-from breakpoints.results import VIA_SYSTEM, result_sealed
+from breakpoints.representation.contract import breakpoint_json
 from breakpoints.wakeups import announce
 from core.actors import Actor, is_system
 from core.choices import ALLOWED_TRANSITIONS, Status, Via

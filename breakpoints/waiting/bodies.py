@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from breakpoints.expected_decision import expected_decision
+from breakpoints.representation.expected_decision import expected_decision
 from core.choices import Status
 from core.timestamps import timestamp
 

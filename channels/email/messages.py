@@ -25,9 +25,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from audit.models import EventType
+from breakpoints.answers.outcome import Outcome, outcome_of
 from breakpoints.models import Breakpoint
-from breakpoints.outcome import Outcome, outcome_of
-from breakpoints.representation import console_url
+from breakpoints.representation.contract import console_url
 from breakpoints.selectors import decided_via
 from breakpoints.services import release_refusal
 from channels.email.links import decision_urls

@@ -23,10 +23,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from audit.services import refusal_record
-from breakpoints.answers import AnswerForm, answer_form
+from breakpoints.answers.answer_form import AnswerForm, answer_form
+from breakpoints.answers.outcome import outcome_of
 from breakpoints.models import Breakpoint
-from breakpoints.outcome import outcome_of
-from breakpoints.representation import console_url
+from breakpoints.representation.contract import console_url
 from breakpoints.selectors import decided_via
 from breakpoints.services import feedback_add, release_refusal
 from channels.email import EMAIL

@@ -25,10 +25,10 @@ import httpx
 from django.conf import settings
 
 from audit.models import EventType
-from breakpoints.forms import has_form
+from breakpoints.answers.outcome import Outcome, outcome_of
 from breakpoints.models import Breakpoint, Feedback
-from breakpoints.outcome import Outcome, outcome_of
-from breakpoints.representation import console_url
+from breakpoints.payload.form_schema import has_form
+from breakpoints.representation.contract import console_url
 from channels.jira import JIRA
 from channels.jira.changelog import CHANGELOG_QUERY, IssueRecord, issue_record
 from core.choices import Status

@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from accounts.people import TWINS_REFUSAL, NoSinglePerson, person_with_email
 from audit.services import refusal_record
 from breakpoints.models import Breakpoint
-from breakpoints.payload import options_of
+from breakpoints.payload.validation import options_of
 from breakpoints.services import feedback_add, release_check
 from channels.slack import SLACK, modals
 from channels.slack import blocks as slack_blocks

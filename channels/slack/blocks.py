@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from audit.models import EventType
-from breakpoints.forms import has_form
-from breakpoints.outcome import outcome_of
-from breakpoints.payload import payload_options
-from breakpoints.representation import console_url
+from breakpoints.answers.outcome import outcome_of
+from breakpoints.payload.form_schema import has_form
+from breakpoints.payload.validation import payload_options
+from breakpoints.representation.contract import console_url
 from channels.slack import modals
 from core import fileformats
 from core.naming import display_name

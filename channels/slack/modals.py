@@ -1,7 +1,7 @@
 """The "Edit and approve" modal: a breakpoint's form as Slack input blocks, and the values
 a submission carries.
 
-Only simple fields fit a modal (breakpoints.answers.field_kind): text, a choice of texts,
+Only simple fields fit a modal (breakpoints.answers.answer_form.field_kind): text, a choice of texts,
 an integer or a number, a checkbox. A form with anything else (a list, an object, a proposal
 without a form), or too many fields, is not rendered: the message offers "Approve as
 proposed" and the console instead. Each field is an input block `bpm_value_<index>`, so the
@@ -11,8 +11,8 @@ service's problems (keyed by JSON pointer) are answered as `response_action: err
 from collections.abc import Mapping
 from typing import Any
 
-from breakpoints.answers import field_kind, form_fields, label_of
-from breakpoints.forms import FORM_KEY, PROPOSAL_KEY
+from breakpoints.answers.answer_form import field_kind, form_fields, label_of
+from breakpoints.payload.form_schema import FORM_KEY, PROPOSAL_KEY
 
 EDIT_MODAL, VALUE_ACTION, BLOCK_PREFIX = "bpm_edit", "value", "bpm_value_"
 SIMPLE_KINDS = frozenset({"text", "choice", "integer", "number", "boolean"})

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from accounts.experts import resolve
 from accounts.people import ADMIN_APPS, NoSinglePerson, person_with_email, role_groups_sync
-from tests.factories import AdminFactory, UserFactory
+from tests.support.factories import AdminFactory, UserFactory
 
 
 def test_after_migrate_reviewers_may_only_view(db):

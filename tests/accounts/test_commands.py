@@ -1,31 +1,17 @@
 """Admin management commands: tokens and reviewer accounts (the TTL sweep's is in
 tests/breakpoints/test_ttl_and_retention.py)."""
 
-import io
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from accounts.models import ApiToken
 from accounts.tokens import hash_token
 from tests.conftest import bearer_client
-from tests.factories import ReviewerFactory, UserFactory
+from tests.support.commands import last_line, run
+from tests.support.factories import ReviewerFactory, UserFactory
 
 STRONG_PASSWORD = "violet-Harbor-47-quietly"
-
-
-def run(*args, stdin: str | None = None, monkeypatch=None) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    if stdin is not None:
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    call_command(*args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
-
-
-def last_line(text: str) -> str:
-    lines = text.rstrip("\n").split("\n")
-    return lines[-1]
 
 
 # --- create_agent_token ------------------------------------------------------------------------

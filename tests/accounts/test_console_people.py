@@ -10,8 +10,8 @@ from django.urls import reverse
 from accounts.people import person_set_role
 from core.actors import Actor
 from core.exceptions import Forbidden
-from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.support.console import session_client
+from tests.support.factories import AdminFactory, ReviewerFactory, UserFactory
 
 User = get_user_model()
 

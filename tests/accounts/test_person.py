@@ -6,7 +6,7 @@ import pytest
 
 from accounts.people import is_person_named, person_usernames, same_person
 from core.actors import AgentPrincipal
-from tests.factories import ReviewerFactory, UserFactory
+from tests.support.factories import ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -19,10 +19,10 @@ from breakpoints.services import (
 from core.actors import Actor
 from core.digests import content_digest
 from policies.routes import route_add
-from tests.accounts.test_commands import last_line, run
 from tests.conftest import bearer_client
-from tests.factories import ReviewerFactory
 from tests.support.api import assert_error
+from tests.support.commands import last_line, run
+from tests.support.factories import ReviewerFactory
 
 URL = "/api/breakpoints"
 ASK = {"question": "Deploy?", "title": "Deploy"}

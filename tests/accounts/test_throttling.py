@@ -6,7 +6,6 @@ at its address sent; a malformed one costs no query and is not counted.
 """
 
 import time
-import uuid
 from types import SimpleNamespace
 
 import httpx
@@ -16,25 +15,13 @@ from django.db.backends.utils import CursorWrapper
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from infra import ratelimits
 from infra.ratelimits import WINDOW_SECONDS
-from tests.aio import run_asgi
 from tests.conftest import bearer_client
-from tests.token_forms import well_formed_token, with_bad_checksum
+from tests.support.aio import run_asgi
+from tests.support.token_forms import well_formed_token, with_bad_checksum
+
+pytest_plugins = ["tests.support.throttling"]  # counters: local memory, and Redis
 
 LIST = "/api/breakpoints"
-
-
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
-def counters(request, settings) -> None:
-    """The counters' cache: this process's memory; Redis (REDIS_URL) when it is configured
-    (the Redis variant is deselected without it: tests/conftest.py)."""
-    if request.param == "redis":
-        settings.CACHES = {
-            "default": {
-                "BACKEND": "django.core.cache.backends.redis.RedisCache",
-                "LOCATION": settings.REDIS_URL,
-                "KEY_PREFIX": f"test-{uuid.uuid4().hex}",  # a bucket no other run shares
-            }
-        }
 
 
 @pytest.fixture(autouse=True)

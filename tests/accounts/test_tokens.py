@@ -20,8 +20,8 @@ from accounts.tokens import (
 from core.choices import TokenKind
 from core.exceptions import InvalidInput, NotFound
 from tests.conftest import bearer_client
-from tests.factories import ReviewerFactory
-from tests.token_forms import BASE62, legacy_token, well_formed_token, with_bad_checksum
+from tests.support.factories import ReviewerFactory
+from tests.support.token_forms import BASE62, legacy_token, well_formed_token, with_bad_checksum
 
 LIST = "/api/breakpoints"
 
@@ -314,7 +314,7 @@ def test_session_write_with_csrf_token_is_accepted(reviewer, make_breakpoint):
 
 
 def test_session_of_a_user_without_role_is_403(db):
-    from tests.factories import UserFactory
+    from tests.support.factories import UserFactory
 
     client = session_client(UserFactory(username="plain"))
 

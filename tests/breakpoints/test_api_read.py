@@ -10,7 +10,7 @@ from django.utils import timezone
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoint_cancel, feedback_add
 from core.actors import Actor
-from tests.factories import BreakpointFactory
+from tests.support.factories import BreakpointFactory
 
 LIST = "/api/breakpoints"
 

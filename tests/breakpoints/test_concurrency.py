@@ -11,7 +11,7 @@ from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoints_expire_due
 from tests.conftest import bearer_client
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 from tests.support.threads import run_indexed
 
 THREADS = 8

@@ -16,12 +16,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
-from breakpoints.expected_decision import MIN_SAMPLES, aggregate
 from breakpoints.models import Breakpoint, DecisionTimeStat
+from breakpoints.representation.expected_decision import MIN_SAMPLES, aggregate
 from breakpoints.tasks import refresh_decision_times
 from core.actors import Actor
 from policies.autoapproval import rule_create
-from tests.aio import run_asgi
+from tests.support.aio import run_asgi
 from tests.support.threads import ConnectionNotingLock, run_together
 
 SEATS = ["tech-lead", "ops-lead"]

@@ -4,15 +4,15 @@ Patterns are RE2's (linear time): `^a{0,99}` six times against 100 `a` and a `b`
 web worker for ~28 s under Python's backtracking `re`, in a form's `pattern`, in a
 `propertyNames` pattern and in a reviewer's values. A `$defs` node applying itself K
 times at each level (`allOf` of `$ref`) made checking a 16-deep proposal exponential:
-such a form is refused when declared (breakpoints.form_expansion), and every check spends
+such a form is refused when declared (breakpoints.payload.form_expansion), and every check spends
 a budget (BPM_FORM_VALIDATION_STEPS) and stops past it with a 400 naming where. Through
 the API, on the real database; no timed assertion (the outcomes tell RE2 from `re`).
 """
 
 import pytest
 
-from breakpoints import forms
 from breakpoints.models import Breakpoint
+from breakpoints.payload import form_schema
 from tests.support.api import assert_error
 
 URL = "/api/breakpoints"
@@ -171,7 +171,7 @@ def test_a_check_past_its_step_budget_is_a_400_naming_where(agent_client, settin
     settings.BPM_FORM_VALIDATION_SECONDS = 3600  # the steps stop it, not the clock
     form = doubling_chain(8)
 
-    with forms.budgets_recorded() as budgets:
+    with form_schema.budgets_recorded() as budgets:
         response = create(agent_client, form=form, proposal={"list": list(range(50))})
 
     error = assert_error(response, 400)
@@ -185,7 +185,7 @@ def test_a_check_past_its_step_budget_is_a_400_naming_where(agent_client, settin
 
 def test_a_check_past_its_time_budget_is_a_400(agent_client, settings, monkeypatch):
     ticks = iter(range(10**6))
-    monkeypatch.setattr(forms, "clock", lambda: float(next(ticks)))
+    monkeypatch.setattr(form_schema, "clock", lambda: float(next(ticks)))
     settings.BPM_FORM_VALIDATION_SECONDS = 3
 
     response = create(agent_client, form=doubling_chain(8), proposal={"list": list(range(50))})
@@ -198,7 +198,7 @@ def test_a_check_past_its_time_budget_is_a_400(agent_client, settings, monkeypat
 def test_a_releases_values_are_checked_once_before_the_row_is_locked(agent_client, reviewer_client):
     bp = create(agent_client, form=pattern_form("^a+$"), proposal={"x": "a"}).json()
 
-    with forms.budgets_recorded() as budgets:
+    with form_schema.budgets_recorded() as budgets:
         response = release(reviewer_client, bp["breakpointId"], values={"x": "aaa"})
 
     assert response.status_code == 201, response.content

@@ -2,14 +2,14 @@
 
 Servers built on the TypeScript MCP SDK publish draft-07 input schemas; a gateway or an
 agent copies one into payload.form as it is. The service reads it as 2020-12 once
-(breakpoints.form_dialects): `definitions` and their `$ref`, tuple `items`, `dependencies`.
+(breakpoints.payload.form_dialects): `definitions` and their `$ref`, tuple `items`, `dependencies`.
 The form is stored as sent. Through the API, on the real database.
 """
 
 import pytest
 
-from breakpoints.form_dialects import as_2020_12
 from breakpoints.models import Breakpoint
+from breakpoints.payload.form_dialects import as_2020_12
 from tests.support.api import assert_error
 
 URL = "/api/breakpoints"

@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from audit.models import Event
-from breakpoints import forms
 from breakpoints.models import Breakpoint
+from breakpoints.payload import form_schema
 from breakpoints.services import breakpoints_expire_due
 from core import limits
 from core.actors import Actor
@@ -152,7 +152,7 @@ def test_a_remote_ref_is_never_fetched_even_past_the_creation_checks():
     try:
         remote = f"http://127.0.0.1:{server.server_port}/schema.json"
         form = {"type": "object", "properties": {"x": {"$ref": remote}}}
-        problems = forms.values_problems(form, {"x": 1})
+        problems = form_schema.values_problems(form, {"x": 1})
     finally:
         server.shutdown()
         server.server_close()
@@ -164,11 +164,11 @@ def test_a_form_that_refers_to_itself_without_end_is_refused_and_answered_not_cr
     """Refused when declared; one stored before that was refused is answered, not crashed."""
     form = {"type": "object", "$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
 
-    assert forms.form_problems(form) == [
+    assert form_schema.form_problems(form) == [
         "/$defs/a: Applies itself without end ($ref, allOf, anyOf, oneOf... with no field in "
         "between): it could never check an answer."
     ]
-    assert "without end" in forms.values_problems(form, {})[""][0]
+    assert "without end" in form_schema.values_problems(form, {})[""][0]
 
 
 def test_a_proposal_that_does_not_answer_the_form_is_a_400_with_each_problem(agent_client):

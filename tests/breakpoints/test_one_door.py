@@ -30,29 +30,21 @@ from core.actors import ADMINS_GROUP, Actor
 from core.exceptions import Forbidden
 from policies.autoapproval import rule_create
 from policies.foureyes import AUTOMATIC_APPROVAL_REFUSAL
-from tests.channels import test_jira as jira_tests
-from tests.channels.test_jira import created_issue
-from tests.channels.test_jira_webhook import SECRET as JIRA_SECRET
-from tests.channels.test_jira_webhook import move
-from tests.channels.test_jira_webhook import post as post_jira
-from tests.channels.test_slack_support import announce, interact
-from tests.factories import ReviewerFactory, UserFactory
 from tests.support.api import assert_error
 from tests.support.console import messages, session_client
+from tests.support.factories import ReviewerFactory, UserFactory
+from tests.support.github_events import deliver, run_event
+from tests.support.jira import SECRET as JIRA_SECRET
+from tests.support.jira import created_issue, move
+from tests.support.jira import post as post_jira
 from tests.support.records import history, refusals
-from tests.triggers import test_ci_gate as ci_gate_tests
-from tests.triggers.test_ci_gate import deliver, run_event
+from tests.support.slack import announce, interact
 from triggers import actions as trigger_actions
 from triggers import services as triggers
 from triggers.models import TriggerRule
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
-
-# The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
-jira = jira_tests.jira
-audit_route = jira_tests.audit_route
-audited = jira_tests.audited
-github = ci_gate_tests.github
+# standin, people, slack_route; jira, audit_route, audited; github
+pytest_plugins = ["tests.support.slack", "tests.support.jira", "tests.support.github_events"]
 
 FEEDBACK_REFUSAL = "Only reviewers and admins can give feedback."
 CANCEL_REFUSAL = "Only the breakpoint's agent or an admin can cancel it."

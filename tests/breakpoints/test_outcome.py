@@ -1,6 +1,6 @@
-"""breakpoints.outcome: how a breakpoint ended, read once for every channel."""
+"""breakpoints.answers.outcome: how a breakpoint ended, read once for every channel."""
 
-from breakpoints.outcome import outcome_of
+from breakpoints.answers.outcome import outcome_of
 
 
 def test_a_release_is_approved_or_rejected_by_whoever_answered():

@@ -1,11 +1,11 @@
-"""breakpoints.payload: validation of the babysitter payload keys and derivation of the key."""
+"""breakpoints.payload.validation: the babysitter payload keys checked, and the key derived."""
 
 import itertools
 
 import pytest
 
 from breakpoints.api.payload_schema import PAYLOAD_SCHEMA
-from breakpoints.payload import (
+from breakpoints.payload.validation import (
     CONTEXT_KEYS,
     FALLBACK_KEY,
     FILE_KEYS,

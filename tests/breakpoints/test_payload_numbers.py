@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from breakpoints.models import Breakpoint
-from breakpoints.payload import validate_payload
+from breakpoints.payload.validation import validate_payload
 from breakpoints.selectors import breakpoint_page_list, listed_rows
 from core.exceptions import InvalidInput
 from core.ijson import as_doubles

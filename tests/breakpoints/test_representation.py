@@ -1,9 +1,9 @@
-"""breakpoints.representation writes exactly what the API answers, and webhooks send it.
+"""breakpoints.representation.contract writes exactly what the API answers, and webhooks send it.
 
 Each test reads a breakpoint over HTTP and compares the JSON, key for key and in order,
 with breakpoint_json of the row read back from the database, and with what DRF's own
 fields declared on BreakpointSerializer and FeedbackSerializer write for that row (the
-serializers' output before they delegated to breakpoints.representation): DRF is the
+serializers' output before they delegated to breakpoints.representation.contract): DRF is the
 reference for every value's format, times in UTC as the contract says.
 """
 
@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from breakpoints.api.serializers import BreakpointSerializer, FeedbackSerializer
 from breakpoints.models import Breakpoint
-from breakpoints.representation import (
+from breakpoints.representation.contract import (
     ATTRIBUTES,
     breakpoint_json,
     breakpoint_row_json,
@@ -28,7 +28,7 @@ from breakpoints.services import breakpoint_cancel, breakpoints_expire_due, feed
 from core.actors import Actor
 from notifications import services as webhooks
 from notifications.models import Delivery
-from tests.factories import BreakpointFactory
+from tests.support.factories import BreakpointFactory
 
 ROUTED = ["tech-lead", "ops-lead", "reviewer-bob", "owner", "nobody-at-all"]
 

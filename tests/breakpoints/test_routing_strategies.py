@@ -9,13 +9,13 @@ from django.test import override_settings
 
 from accounts.experts import seat_summary
 from audit.models import Event
+from breakpoints.answers.voting import votes_outcome
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add, release_refusal
-from breakpoints.voting import votes_outcome
 from core.actors import Actor
 from core.exceptions import Forbidden, InvalidState
-from tests.factories import UserFactory
 from tests.support.api import assert_error
+from tests.support.factories import UserFactory
 
 THREE = ["tech-lead", "ops-lead", "security-lead"]
 

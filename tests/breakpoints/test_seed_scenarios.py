@@ -5,7 +5,7 @@ import re
 from django.test import override_settings
 
 from breakpoints.models import Breakpoint
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 
 CREATE = "/api/breakpoints"
 

@@ -19,7 +19,7 @@ from breakpoints.services import (
 from core.actors import Actor
 from core.choices import ALLOWED_TRANSITIONS, FINAL_STATUSES, Status
 from core.exceptions import Forbidden, InvalidInput, InvalidState, NotFound
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 from tests.support.receipts import unsealed
 
 AGENT = Actor.for_agent("agent-a")

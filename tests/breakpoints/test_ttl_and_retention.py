@@ -16,7 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import Event
-from breakpoints import results, tasks, wakeups
+from breakpoints import tasks, wakeups
+from breakpoints.answers import results
 from breakpoints.api.serializers import BreakpointSerializer
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import (
@@ -34,8 +35,8 @@ from core.actors import Actor
 from notifications import outbox
 from notifications import services as webhooks
 from notifications.models import Delivery, Webhook
-from tests.factories import BreakpointFactory
 from tests.support.api import parse_time
+from tests.support.factories import BreakpointFactory
 from tests.support.receipts import suite_jwks, unsealed
 from tests.support.records import backdate_expiry
 from tests.support.threads import run_together

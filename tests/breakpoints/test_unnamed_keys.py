@@ -4,7 +4,7 @@ by every unnamed question): no approval count, no "Always approve", never shown 
 
 import pytest
 
-from breakpoints.representation import breakpoint_json
+from breakpoints.representation.contract import breakpoint_json
 from breakpoints.services import breakpoint_always_approve, feedback_add
 from channels.email import messages as email
 from channels.jira.issues import _summary

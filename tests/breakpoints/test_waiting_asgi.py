@@ -22,8 +22,8 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from breakpoints.waiting.hub import get_hub
 from config.asgi import application
 from core.actors import Actor
-from tests.aio import run_asgi, until
-from tests.factories import ReviewerFactory, UserFactory
+from tests.support.aio import run_asgi, until
+from tests.support.factories import ReviewerFactory, UserFactory
 from web import openfiles
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ from django.db import connection
 from breakpoints import wakeups
 from breakpoints.waiting.listener import connection_params, listen_forever
 from breakpoints.wakeups import CHANNEL
-from tests.aio import run_async, until
+from tests.support.aio import run_async, until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -7,12 +7,12 @@ from django.contrib.auth.models import Group
 from breakpoints.models import Feedback
 from core.actors import Actor
 from policies.routes import route_add
-from tests.channels.test_email import link_path, parts, send_all, text_links
-from tests.channels.test_slack_support import CHANNEL, attempt, interact, only
-from tests.factories import AdminFactory, ReviewerFactory
 from tests.standins.smtp import SmtpServer, use_smtp
+from tests.support.email import link_path, parts, send_all, text_links
+from tests.support.factories import AdminFactory, ReviewerFactory
+from tests.support.slack import CHANNEL, attempt, interact, only
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin
+pytest_plugins = ["tests.support.slack"]  # standin
 
 ROUTED = {"question": "Ship v2 to prod?", "title": "Ship v2", "expert": "tech-lead"}
 

@@ -7,8 +7,6 @@ database. The decision page behind the links is tested in test_email_decide.py.
 """
 
 import re
-from email.message import EmailMessage
-from urllib.parse import urlsplit
 
 from django.utils import timezone
 
@@ -21,62 +19,15 @@ from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.models import NotificationRoute
 from tests.standins.smtp import PUBLIC_URL
+from tests.support.email import email_deliveries, link_path, parts, routed, send_all, text_links
 from tests.support.records import make_due
 
-ROUTED = {"question": "Deploy <b>v2</b> to prod?", "title": "Deploy v2", "expert": "tech-lead"}
-
-
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def email_deliveries(bp, event_type: str = "created") -> list[Delivery]:
-    return list(
-        Delivery.objects.filter(breakpoint=bp, channel="email", event_type=event_type).order_by(
-            "created_at"
-        )
-    )
-
-
-def send_all(bp, event_type: str = "created") -> list[Delivery]:
-    """Attempt each email delivery of the event once; every one must be delivered."""
-    rows = email_deliveries(bp, event_type)
-    for row in rows:
-        assert delivery_attempt(row.pk).status == "delivered", row.pk
-    return rows
-
-
-def parts(message: EmailMessage) -> tuple[str, str]:
-    """The plain-text and HTML parts of a received mail."""
-    text = message.get_body(("plain",))
-    html = message.get_body(("html",))
-    assert text is not None and html is not None, message
-    return (
-        text.get_content().replace("\r\n", "\n"),
-        html.get_content().replace("\r\n", "\n"),
-    )
-
-
-def text_links(text: str) -> dict[str, str]:
-    found = dict(re.findall(r"^(Approve|Reject)… (\S+)$", text, re.MULTILINE))
-    return {verdict.lower(): url for verdict, url in found.items()}
 
 
 def html_links(html: str) -> dict[str, str]:
     found = re.findall(r'<a href="([^"]+)" data-bpm-link="(\w+)"', html)
     return {kind: href.replace("&amp;", "&") for href, kind in found}
-
-
-def link_path(url: str) -> str:
-    parts_ = urlsplit(url)
-    assert f"{parts_.scheme}://{parts_.netloc}" == PUBLIC_URL
-    return parts_.path
-
-
-def routed(make_breakpoint, expert_member, **payload):
-    """tina (group tech-lead) is the routed expert; no route: the default emails her."""
-    tina = expert_member("tina", "tech-lead")
-    bp = make_breakpoint(payload={**ROUTED, **payload})
-    return bp, tina
 
 
 # --- what is mailed --------------------------------------------------------------------------

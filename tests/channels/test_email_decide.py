@@ -26,7 +26,7 @@ from channels.email.links import Link
 from channels.email.views import LinkUsed, link_decide
 from channels.models import DecisionLinkUse
 from core.actors import REVIEWERS_GROUP
-from tests.channels.test_email import (
+from tests.support.email import (
     link_path,
     parts,
     routed,

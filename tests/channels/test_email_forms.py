@@ -5,7 +5,7 @@ problems shown on the fields, a rejection sending none."""
 import pytest
 
 from breakpoints.models import Breakpoint
-from tests.channels.test_email import link_path, parts, routed, send_all, text_links
+from tests.support.email import link_path, parts, routed, send_all, text_links
 from tests.support.forms import DEPLOY_FORM, DEPLOY_PROPOSAL
 
 FORM, PROPOSAL = DEPLOY_FORM, DEPLOY_PROPOSAL

@@ -3,7 +3,7 @@ offers Approve and Reject only to a person the service would let decide (release
 the question the decision page asks too), so the requester who holds the routed seat
 reads why another reviewer decides instead. Mailed through the real SMTP stand-in."""
 
-from tests.channels.test_email import ROUTED, parts, send_all, text_links
+from tests.support.email import ROUTED, parts, send_all, text_links
 
 SELF_REVIEW = "You requested this breakpoint (tina): another reviewer must decide it"
 

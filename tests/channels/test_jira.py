@@ -5,83 +5,21 @@ Deliveries are written by the services (a route with a jira channel) and attempt
 socket to the stand-in, or rows in the database.
 """
 
-import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from breakpoints.representation import console_url
+from breakpoints.representation.contract import console_url
 from breakpoints.services import breakpoint_cancel, breakpoint_expire, feedback_add
 from core.actors import Actor
-from notifications.models import Delivery
-from notifications.services import delivery_attempt
 from policies.routes import route_add
-from tests.standins.jira import JiraStandIn
+from tests.support.jira import TOKEN, attempt, blocks, created_issue, deliveries, only
 from tests.support.records import make_due
 
-TOKEN = "jira-test-token-s3cr3t"
+pytest_plugins = ["tests.support.jira"]  # jira, audit_route, audited
+
 ISSUE = r"/issue/[^/]+"
-
-
-@pytest.fixture
-def jira(settings):
-    standin = JiraStandIn(users={"bpm-bot": TOKEN}).start()
-    settings.JIRA_URL = standin.url
-    settings.JIRA_USER = "bpm-bot"
-    settings.JIRA_TOKEN = TOKEN
-    settings.BPM_PUBLIC_URL = "https://bpm.example.test"
-    yield standin
-    standin.stop()
-
-
-@pytest.fixture
-def audit_route(admin_user):
-    """Breakpoints tagged `audit` are audit-required: a JIRA issue in OPS each."""
-    return route_add(
-        actor=Actor.for_user(admin_user),
-        name="audit",
-        pattern="*(tags contains 'audit')",
-        channels=[{"kind": "jira", "project": "OPS"}],
-    )
-
-
-@pytest.fixture
-def audited(jira, audit_route, make_breakpoint):
-    """make an audit-required breakpoint: audited(**fields)."""
-
-    def make(**fields):
-        fields.setdefault("tags", ["audit"])
-        return make_breakpoint(**fields)
-
-    return make
-
-
-def deliveries(bp, event_type: str) -> list[Delivery]:
-    return list(Delivery.objects.filter(breakpoint=bp, channel="jira", event_type=event_type))
-
-
-def only(bp, event_type: str) -> Delivery:
-    rows = deliveries(bp, event_type)
-    assert len(rows) == 1, rows
-    return rows[0]
-
-
-def attempt(delivery: Delivery):
-    return delivery_attempt(delivery.pk)
-
-
-def created_issue(bp) -> str:
-    """Deliver the breakpoint's `created` delivery; the issue key it recorded."""
-    delivery = only(bp, "created")
-    assert attempt(delivery).status == "delivered"
-    delivery.refresh_from_db()
-    return delivery.reply["key"]
-
-
-def blocks(text: str) -> list[str]:
-    """The {noformat} blocks of a wiki text, as written between the markers."""
-    return re.findall(r"\{noformat\}\n(.*?)\n\{noformat\}", text, flags=re.DOTALL)
 
 
 # --- creation ------------------------------------------------------------------------------

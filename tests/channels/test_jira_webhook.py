@@ -7,7 +7,6 @@ A person moves the issue on the stand-in over real HTTP; the stand-in records th
 import json
 import logging
 
-import httpx
 import pytest
 
 from accounts.people import TWINS_REFUSAL
@@ -16,20 +15,23 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import feedback_add
 from core.actors import Actor
 from notifications.models import Delivery
-from tests.channels import test_jira as channel_tests
-from tests.channels.test_jira import attempt, blocks, created_issue, deliveries, only
-from tests.factories import ReviewerFactory, UserFactory
+from tests.support.factories import ReviewerFactory, UserFactory
+from tests.support.jira import (
+    SECRET,
+    URL,
+    attempt,
+    blocks,
+    created_issue,
+    deliveries,
+    move,
+    only,
+    post,
+)
 from tests.support.records import make_due, refusals
 
-# The channel tests' fixtures, shared (pytest finds fixtures among a module's attributes).
-jira = channel_tests.jira
-audit_route = channel_tests.audit_route
-audited = channel_tests.audited
+pytest_plugins = ["tests.support.jira"]  # jira, audit_route, audited
 
-URL = "/integrations/jira/webhook"
-SECRET = "jira-hook-s3cret"
 PEOPLE = {"alice@example.com": "alice-token", "mallory@elsewhere.test": "m-token"}
-TRANSITION_IDS = {"Approved": "11", "Rejected": "21", "Done": "31"}
 ISSUE_PATH = r"/issue/[^/]+"
 
 
@@ -45,25 +47,6 @@ def issue(hook, audited):
     """An audit-required breakpoint whose issue exists: (breakpoint, key)."""
     bp = audited()
     return bp, created_issue(bp)
-
-
-def move(jira, key: str, to: str, *, as_user: str = "alice@example.com", comment: str = ""):
-    """A person moves the issue in JIRA; the webhook payload JIRA sends for it."""
-    body: dict = {"transition": {"id": TRANSITION_IDS[to]}}
-    if comment:
-        body["update"] = {"comment": [{"add": {"body": comment}}]}
-    token = jira.users[as_user]
-    answer = httpx.post(
-        f"{jira.url}/rest/api/2/issue/{key}/transitions", json=body, auth=(as_user, token)
-    )
-    assert answer.status_code == 204, answer.text
-    return jira.webhooks[-1]
-
-
-def post(client, payload, *, secret: str | None = SECRET, raw: bytes | None = None, **headers):
-    url = URL if secret is None else f"{URL}?secret={secret}"
-    data = raw if raw is not None else json.dumps(payload)
-    return client.post(url, data=data, content_type="application/json", **headers)
 
 
 def assert_untouched(bp) -> None:

@@ -24,9 +24,9 @@ from core.exceptions import InvalidInput
 from notifications.base import Sent
 from notifications.models import Delivery
 from policies.routes import route_add
-from tests.channels.test_slack_support import attempt
-from tests.factories import AdminFactory, ReviewerFactory
 from tests.support.console import review_url
+from tests.support.factories import AdminFactory, ReviewerFactory
+from tests.support.slack import attempt
 
 MEMO = "tests.channels.test_registry.MemoChannel"
 INBOX = {"kind": "memo", "inbox": "ops"}

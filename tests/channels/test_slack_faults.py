@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from audit.models import Event
 from notifications.models import Delivery
-from tests.channels.test_slack_support import (
+from tests.support.slack import (
     BOT_TOKEN,
     CHANNEL,
     announce,
@@ -21,7 +21,7 @@ from tests.channels.test_slack_support import (
     only,
 )
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+pytest_plugins = ["tests.support.slack"]  # standin, people, slack_route
 
 PLAN = {"title": "Deploy", "question": "Ship it?"}
 

@@ -4,9 +4,9 @@ with the values as left, through the service (its problems answered on the field
 blocks); a form a modal cannot show offers "Approve as proposed" and the console."""
 
 from breakpoints.models import Breakpoint
-from tests.channels.test_slack_support import action_ids, all_text, announce, interact
+from tests.support.slack import action_ids, all_text, announce, interact
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+pytest_plugins = ["tests.support.slack"]  # standin, people, slack_route
 
 FORM = {
     "type": "object",

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from accounts.tokens import token_create_for_agent
 from audit.models import Event
 from breakpoints.models import Feedback
-from tests.channels.test_slack_support import (
+from tests.support.slack import (
     INTERACTIONS,
     action_ids,
     announce,
@@ -22,7 +22,7 @@ from tests.channels.test_slack_support import (
 
 PLAN = {"title": "Deploy", "question": "Ship it?"}
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+pytest_plugins = ["tests.support.slack"]  # standin, people, slack_route
 
 
 def click(client, standin, reply, action_id: str, user: str = "U0RITA"):

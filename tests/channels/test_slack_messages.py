@@ -5,13 +5,14 @@ from django.db import transaction
 from django.test import Client
 
 from audit.models import Event
-from breakpoints.representation import breakpoint_json, console_url
+from breakpoints.representation.contract import breakpoint_json, console_url
 from breakpoints.services import breakpoint_cancel
 from channels.slack.blocks import MORE
 from core.actors import Actor
 from notifications.outbox import deliveries_enqueue
 from policies.routes import route_add
-from tests.channels.test_slack_support import (
+from tests.support.console import action_url
+from tests.support.slack import (
     CHANNEL,
     PUBLIC_URL,
     action_ids,
@@ -21,7 +22,6 @@ from tests.channels.test_slack_support import (
     deliveries,
     only,
 )
-from tests.support.console import action_url
 
 FILES = [
     {"path": f"src/step_{i}.py", "format": "code", "language": "python", "content": body}
@@ -30,7 +30,7 @@ FILES = [
     )
 ]
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+pytest_plugins = ["tests.support.slack"]  # standin, people, slack_route
 
 
 def rich_payload(**extra) -> dict:

@@ -13,7 +13,8 @@ from django.contrib.auth.models import Group
 
 from audit.models import Event
 from breakpoints.models import Feedback
-from tests.channels.test_slack_support import (
+from tests.standins.slack import signed_interaction
+from tests.support.slack import (
     SIGNING_SECRET,
     announce,
     events,
@@ -21,11 +22,10 @@ from tests.channels.test_slack_support import (
     only,
     post_raw,
 )
-from tests.standins.slack import signed_interaction
 
 PLAN = {"title": "Deploy", "question": "Ship it?"}
 
-pytest_plugins = ["tests.channels.test_slack_support"]  # standin, people, slack_route
+pytest_plugins = ["tests.support.slack"]  # standin, people, slack_route
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Te
 from breakpoints.models import Breakpoint
 from breakpoints.services import feedback_add
 from core.actors import Actor
-from tests.aio import run_async
+from tests.support.aio import run_async
 from tests.support.receipts import OTHER_KEY, suite_jwks
 from tests.support.scripted import Answer, breakpoint_json
 

@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
-from tests.aio import run_async
+from tests.support.aio import run_async
 
 KEY = os.urandom(32)
 ARGUMENTS = {"table": "invoices", "where": "1=1"}

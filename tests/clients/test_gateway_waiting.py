@@ -7,7 +7,7 @@ import asyncio
 from bpm_client.gateway.waiting import Waiter
 from bpm_client.models import StatusEntry
 
-from tests.aio import run_async
+from tests.support.aio import run_async
 
 GUARD_SECONDS = 30  # against a hang, not a timing assertion
 

@@ -29,7 +29,7 @@ from breakpoints.services import feedback_add
 from core import receipt_keys, receipts
 from core.actors import Actor
 from core.digests import values_digest
-from tests.aio import run_async
+from tests.support.aio import run_async
 from tests.support.receipts import suite_jwks
 from tests.support.scripted import Answer, breakpoint_json
 

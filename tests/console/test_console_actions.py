@@ -9,8 +9,8 @@ from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
 from breakpoints.services import breakpoint_cancel, feedback_add
 from core.actors import Actor
-from tests.factories import BreakpointFactory, ReviewerFactory
 from tests.support.console import QUEUE_URL, action_url, messages, review_url, session_client
+from tests.support.factories import BreakpointFactory, ReviewerFactory
 from tests.support.receipts import unsealed
 
 

@@ -1,60 +1,18 @@
 """Whatever an agent sends, no script of its own ever runs in the console."""
 
-from html.parser import HTMLParser
-
 import pytest
 
 from breakpoints.services import feedback_add
 from core.actors import Actor
-from tests.support.console import QUEUE_URL, XSS, XSS_IMG, XSS_SCRIPT, action_url, review_url
-
-
-class _Page(HTMLParser):
-    """Collects what a browser would execute: script bodies, event-handler attributes, frames."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.scripts: list[str] = []
-        self.handlers: list[tuple[str, str]] = []
-        self.iframes: list[dict[str, str | None]] = []
-        self.images: list[dict[str, str | None]] = []
-        self._in_script = False
-
-    def handle_starttag(self, tag, attrs):
-        attributes = dict(attrs)
-        self.handlers += [(tag, name) for name, _ in attrs if name.lower().startswith("on")]
-        if tag == "script":
-            self._in_script = True
-            self.scripts.append(attributes.get("src") or "")
-        elif tag == "iframe":
-            self.iframes.append(attributes)
-        elif tag == "img":
-            self.images.append(attributes)
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._in_script = False
-
-    def handle_data(self, data):
-        if self._in_script:
-            self.scripts[-1] += data
-
-
-def assert_inert(html: str) -> _Page:
-    """No agent-controlled script element, handler attribute or image; frames sandboxed."""
-    assert "<script>alert(1)" not in html
-    page = _Page()
-    page.feed(html)
-    assert page.handlers == []
-    assert not [s for s in page.scripts if "alert" in s]
-    assert all(
-        src.startswith("/static/") or src.startswith("/admin/") for src in page.scripts if src
-    )
-    assert not [img for img in page.images if img.get("src") == "x"]
-    for frame in page.iframes:
-        assert frame.get("sandbox") == "", frame  # no allow-scripts, no allow-same-origin
-        assert "src" not in frame
-    return page
+from tests.support.console import (
+    QUEUE_URL,
+    XSS,
+    XSS_IMG,
+    XSS_SCRIPT,
+    action_url,
+    assert_inert,
+    review_url,
+)
 
 
 @pytest.fixture

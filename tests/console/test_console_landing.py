@@ -4,8 +4,8 @@ index is "All sections", no dead "View site" link, no nav sidebar, an inline fav
 from django.contrib import admin
 from django.test import Client
 
-from tests.factories import PASSWORD, UserFactory
 from tests.support.console import QUEUE_URL, SECTIONS_URL, session_client
+from tests.support.factories import PASSWORD, UserFactory
 
 WAITING_QUEUE = QUEUE_URL + "?status__exact=waiting"
 

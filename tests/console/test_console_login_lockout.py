@@ -4,7 +4,7 @@ import pytest
 from axes.models import AccessAttempt
 from django.test import Client
 
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 
 LOGIN = "/admin/login/"
 PASSWORD = "a-long-passphrase-42"

@@ -3,8 +3,8 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL
+from tests.support.factories import BreakpointFactory
 from web.console import pagination
 
 

@@ -5,7 +5,6 @@ from django.contrib.admin.utils import quote
 
 from accounts.models import ApiToken
 from breakpoints.models import Breakpoint
-from tests.factories import UserFactory
 from tests.support.console import (
     QUEUE_URL,
     SECTIONS_URL,
@@ -13,6 +12,7 @@ from tests.support.console import (
     review_url,
     session_client,
 )
+from tests.support.factories import UserFactory
 
 
 def test_reviewer_sees_the_queue_and_a_breakpoint(reviewer_browser, make_breakpoint):

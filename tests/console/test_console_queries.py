@@ -8,8 +8,8 @@ from audit.models import EventType
 from audit.services import event_record
 from breakpoints.services import feedback_add
 from core.actors import Actor
-from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL, SECTIONS_URL, review_url
+from tests.support.factories import BreakpointFactory
 
 # session, user, the user's groups (roles, cached per request), the page COUNT, the page
 # of rows, the waiting badge COUNT. Not the user's and groups' permissions: the app list

@@ -7,8 +7,8 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from breakpoints.models import Breakpoint
-from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL
+from tests.support.factories import BreakpointFactory
 
 
 def _titles(response) -> list[str]:

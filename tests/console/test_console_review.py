@@ -12,9 +12,8 @@ from audit.services import event_record
 from breakpoints.models import Breakpoint
 from breakpoints.services import breakpoint_expire, feedback_add
 from core.actors import Actor
-from tests.console.test_console_escaping import assert_inert
-from tests.factories import BreakpointFactory
-from tests.support.console import XSS, XSS_SCRIPT, review_url
+from tests.support.console import XSS, XSS_SCRIPT, assert_inert, review_url
+from tests.support.factories import BreakpointFactory
 
 
 def _head(client, bp) -> str:

@@ -8,7 +8,7 @@ from django.contrib.auth.hashers import MD5PasswordHasher
 from django.test import Client
 
 from console.signin import password_checks
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 
 LOGIN = "/admin/login/"
 PASSWORD_CHANGE = "/admin/password_change/"

@@ -17,8 +17,8 @@ from channels.jira import JIRA
 from channels.slack import SLACK
 from core.actors import Actor
 from core.choices import Via
-from tests.factories import ReviewerFactory
 from tests.support.console import action_url, review_url
+from tests.support.factories import ReviewerFactory
 from tests.support.receipts import unsealed
 
 FINISH = re.compile(r'<span class="bpm-head__finish">(.*?)</span>\s*</div>', re.S)

@@ -16,8 +16,8 @@ from django.utils.translation import gettext_lazy
 from breakpoints.models import Breakpoint
 from console.admin import _truncated, queue_rows
 from core.choices import Status
-from tests.factories import BreakpointFactory
 from tests.support.console import QUEUE_URL, review_url
+from tests.support.factories import BreakpointFactory
 from web.rendering import html as rendering
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from breakpoints.models import Breakpoint
 from core.jsonkeys import duplicate_key, may_hold_duplicates
-from tests.factories import ReviewerFactory
 from tests.support.api import assert_error
+from tests.support.factories import ReviewerFactory
 
 URL = "/api/breakpoints"
 

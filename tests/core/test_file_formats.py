@@ -15,8 +15,8 @@ from core.fileformats import (
     file_format,
     infer_format,
 )
-from tests.factories import ReviewerFactory
 from tests.support.console import review_url, session_client
+from tests.support.factories import ReviewerFactory
 from web.rendering.markup import render_context_file
 
 URL = "/api/breakpoints"

@@ -51,7 +51,7 @@ from tests.support.containers import (
     run_once,
 )
 from tests.support.net import free_port
-from tests.webhook_receiver import WebhookReceiver, expected_signature
+from tests.support.webhook_receiver import WebhookReceiver, expected_signature
 
 # Builds and runs the container image (minutes, podman): deselected unless
 # BPM_TEST_IMAGE=1 (.ci/run sets it in its phase `image`; tests/conftest.py).

@@ -10,8 +10,10 @@ import re
 import time
 from pathlib import Path
 
-from tests.live.test_make_run_ports import make, project, project_env, stop  # noqa: F401
+from tests.support.make_run import make, project_env, stop
 from tests.support.net import free_port
+
+pytest_plugins = ["tests.support.make_run"]  # project: a clean copy, one per module
 
 BOOT_TIMEOUT_SECONDS = 180  # a deadline for the first start, never an asserted duration
 SCREEN_LINES = 40
@@ -32,7 +34,7 @@ def output_once_serving(log: Path, process) -> str:
 
 
 def test_a_first_make_run_names_the_console_and_the_first_account_on_one_screen(
-    project,  # noqa: F811
+    project,
     tmp_path,
 ):
     assert not (project / "db.sqlite3").exists()  # a first run: every migration to apply

@@ -6,61 +6,23 @@ A clean copy of the project (SQLite, DEBUG=1, `.venv` linked to this checkout's,
 installed into: `-o .venv/.installed`) runs the Makefile's own targets.
 """
 
-import os
 import shutil
-import signal
 import socket
-import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.live.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env
+from tests.support.make_run import make, project_env, stop
+from tests.support.net import free_port
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+pytest_plugins = ["tests.support.make_run"]  # project: a clean copy, one per module
+
 # Deadlines for a process to end or answer, never asserted durations.
 EXIT_DEADLINE_SECONDS = 120
 BOOT_TIMEOUT_SECONDS = 90
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    app = tmp_path_factory.mktemp("make-run-ports") / "app"
-    shutil.copytree(REPO_ROOT, app, ignore=NOT_PROJECT_FILES)
-    (app / ".venv").symlink_to(REPO_ROOT / ".venv")
-    return app
-
-
-def make(project: Path, target: str, env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("w") as log_file:
-        return subprocess.Popen(
-            # -o: never reinstall into the shared virtualenv (its stamp may predate pyproject).
-            ["make", "--no-print-directory", "-o", ".venv/.installed", target],
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def project_env(project: Path, tmp_path: Path, port: int) -> dict[str, str]:
-    return {**fresh_env(tmp_path / "var"), "BPM_PORT": str(port), "PYTHONPATH": str(project)}
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 @pytest.mark.parametrize("target", ["run", "web"])

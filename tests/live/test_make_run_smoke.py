@@ -5,8 +5,6 @@ then the `web` line of Procfile.dev: the ASGI server) with no DATABASE_URL/REDIS
 never touches the outer test database.
 """
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,74 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.make_run import (
+    NOT_PROJECT_FILES,
+    REPO_ROOT,
+    fresh_env,
+    http,
+    manage,
+    procfile_web_command,
+)
 from tests.support.net import free_port
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NOT_PROJECT_FILES = shutil.ignore_patterns(
-    ".venv",
-    ".git",
-    "__pycache__",
-    "*.pyc",
-    "db.sqlite3",
-    "db.sqlite3-journal",
-    "var",
-    "staticfiles",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".hypothesis",
-    "*.egg-info",
-    "node_modules",
-    "artifacts",
-)
 BOOT_TIMEOUT_SECONDS = 60
-
-
-def fresh_env(var_dir: Path) -> dict[str, str]:
-    """A developer's shell on a fresh machine: DEBUG on, no database or broker configured."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("BPM_", "CELERY_", "DJANGO_"))
-        and key not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PYTHONPATH", "ALLOWED_HOSTS"}
-    }
-    env.update({"DEBUG": "1", "BPM_VAR_DIR": str(var_dir), "PYTHONDONTWRITEBYTECODE": "1"})
-    return env
-
-
-def manage(app: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=app,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stderr}"
-    return result
-
-
-def procfile_web_command() -> str:
-    """The `web:` line of Procfile.dev, exactly as `make run` starts it."""
-    for line in (REPO_ROOT / "Procfile.dev").read_text().splitlines():
-        if line.startswith("web:"):
-            return line.removeprefix("web:").strip()
-    raise AssertionError("Procfile.dev has no web line")
-
-
-def http(
-    method: str, url: str, body: dict | None = None, token: str | None = None, timeout: float = 10
-):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
 
 
 def wait_until_healthy(base: str, server: subprocess.Popen, log: Path) -> None:

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from devtools.supervisor import GRACE_SECONDS
-from tests.live.test_make_run_smoke import NOT_PROJECT_FILES, free_port, fresh_env, http, manage
+from tests.support.make_run import NOT_PROJECT_FILES, fresh_env, http, manage
+from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BOOT_TIMEOUT_SECONDS = 90

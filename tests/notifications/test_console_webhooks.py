@@ -12,7 +12,7 @@ from django.test import override_settings
 from notifications import services as webhooks
 from notifications.models import Delivery, DeliveryStatus, Webhook
 from tests.support.console import SECTIONS_URL, messages, review_url
-from tests.webhook_receiver import WebhookReceiver
+from tests.support.webhook_receiver import WebhookReceiver
 
 WEBHOOKS_URL = "/admin/notifications/webhook/"
 DELIVERIES_URL = "/admin/notifications/delivery/"

@@ -22,7 +22,7 @@ from core.actors import Actor
 from core.exceptions import InvalidInput
 from notifications.models import Delivery
 from policies.routes import NO_NULL, route_add
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 
 SLACK = {"kind": "slack", "channel": "C0123"}
 OPS_MAIL = {"kind": "email", "to": ["ops@example.com", "sre@example.com"]}

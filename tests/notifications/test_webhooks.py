@@ -29,7 +29,7 @@ from notifications.delivery import claim
 from notifications.models import Delivery, Webhook
 from tests.support.net import free_port
 from tests.support.records import make_due
-from tests.webhook_receiver import WebhookReceiver, expected_signature
+from tests.support.webhook_receiver import WebhookReceiver, expected_signature
 
 LOOPBACK = ["127.0.0.1"]
 

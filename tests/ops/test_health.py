@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from breakpoints.waiting.hub import get_hub
-from tests.aio import run_asgi
+from tests.support.aio import run_asgi
 
 
 def test_healthz_is_200_without_auth_or_database(client):

@@ -6,31 +6,15 @@ import httpx
 import pytest
 from django.utils import timezone
 from prometheus_client import REGISTRY
-from prometheus_client.parser import text_string_to_metric_families
 
 from accounts.tokens import token_create_for_agent
 from audit.models import Event, EventType
 from breakpoints.waiting.hub import stop_hub
 from notifications.models import Delivery, DeliveryStatus, Webhook
-from tests.aio import run_async
+from tests.support.aio import run_async
+from tests.support.metrics import scrape, value
 
 OUTSIDER = "203.0.113.9"
-
-
-def scrape(client, **extra) -> dict[tuple[str, tuple], float]:
-    """{(sample name, sorted labels): value} of a scrape that must succeed."""
-    response = client.get("/metrics", **extra)
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(response.content.decode())
-        for sample in family.samples
-    }
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return samples[(name, tuple(sorted(labels.items())))]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from policies import autoapproval, configuration
 from policies.autoapproval import always_break_on_add, always_break_on_remove, rule_create
 from policies.models import AlwaysBreakOnTag, AutoApprovalRule, NotificationRoute
 from policies.routes import route_add
-from tests.factories import AdminFactory
+from tests.support.factories import AdminFactory
 
 SYSTEM = Actor.system("test")
 WATCHED = [NotificationRoute, AutoApprovalRule, AlwaysBreakOnTag, Webhook]

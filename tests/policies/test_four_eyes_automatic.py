@@ -17,9 +17,9 @@ from policies import autoapproval
 from policies.foureyes import FOUR_EYES_REASON
 from policies.models import AutoApprovalRule
 from tests.conftest import bearer_client
-from tests.factories import AdminFactory, ReviewerFactory
 from tests.support.api import assert_error
 from tests.support.console import action_url, session_client
+from tests.support.factories import AdminFactory, ReviewerFactory
 
 URL = "/api/breakpoints"
 ROUTES = "/api/routes"

@@ -12,8 +12,8 @@ from core.actors import Actor
 from core.exceptions import InvalidInput
 from policies.models import NotificationRoute
 from policies.routes import route_add
-from tests.factories import AdminFactory
 from tests.support.api import assert_error
+from tests.support.factories import AdminFactory
 
 ROUTES = "/api/routes"
 SLACK = {"kind": "slack", "channel": "C0123"}

@@ -9,8 +9,8 @@ import pytest
 from core.actors import Actor
 from policies.models import NotificationRoute
 from policies.routes import route_add
-from tests.factories import AdminFactory
 from tests.support.console import SECTIONS_URL, XSS, messages
+from tests.support.factories import AdminFactory
 
 ROUTES_URL = "/admin/policies/notificationroute/"
 SLACK = {"kind": "slack", "channel": "C0123"}

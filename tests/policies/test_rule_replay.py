@@ -266,7 +266,7 @@ def test_decisions_nobody_made_and_forms_a_person_fills_are_told_apart(
 
 
 def test_the_list_is_capped_and_the_count_is_not(admin_client, history, monkeypatch):
-    monkeypatch.setattr("breakpoints.replay.LIST_CAP", 1)
+    monkeypatch.setattr("breakpoints.rule_replay.LIST_CAP", 1)
 
     body = simulate(admin_client, pattern="deploy.*").json()
 

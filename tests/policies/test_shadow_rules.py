@@ -19,9 +19,9 @@ from policies.foureyes import FOUR_EYES_REASON
 from policies.models import AutoApprovalRule, ShadowFire
 from policies.shadow import ShadowCounts, shadow_counts
 from tests.conftest import bearer_client
-from tests.ops.test_metrics import scrape, value
 from tests.support.api import assert_error
 from tests.support.console import messages, session_client
+from tests.support.metrics import scrape, value
 
 RULES = "/api/rules"
 CREATE = "/api/breakpoints"

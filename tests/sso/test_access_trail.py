@@ -5,7 +5,7 @@ from django.test import Client
 
 from audit.models import AccessEventType
 from audit.services import access_event_record
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 
 LIST = "/admin/audit/accessevent/"
 

@@ -4,7 +4,7 @@ role groups and mirrored expert groups added and removed, nothing else touched."
 from django.contrib.auth.models import Group, Permission
 
 from accounts.people import Role, person_groups_follow
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 
 
 def names(user) -> set[str]:

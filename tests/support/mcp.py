@@ -8,7 +8,7 @@ from bpm_client.mcp_server import build_server
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from tests.aio import run_async
+from tests.support.aio import run_async
 
 
 def mcp_call(

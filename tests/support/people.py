@@ -13,8 +13,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from core.actors import Actor
-from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.support.console import session_client
+from tests.support.factories import AdminFactory, ReviewerFactory, UserFactory
 
 # --- through the API ----------------------------------------------------------------------
 

@@ -1,8 +1,6 @@
 """The babysitter CI gate: a signed GitHub workflow_run event decides `wait-for-ci`."""
 
-import json
 import re
-import uuid
 
 import pytest
 from django.contrib.admin.utils import quote
@@ -10,18 +8,11 @@ from rest_framework.test import APIClient
 
 from audit.models import Event, EventType
 from core.actors import Actor
+from tests.support.github_events import deliver, run_event
 from triggers import services
 from triggers.models import EventStatus, ExternalEvent
-from triggers.verification import sign_github
 
-SECRET = "github-webhook-secret-0123456789"
-
-
-@pytest.fixture
-def github(admin_user):
-    return services.source_add(
-        actor=Actor.for_user(admin_user), name="github", kind="github", secret=SECRET
-    )
+pytest_plugins = ["tests.support.github_events"]  # the github source fixture
 
 
 @pytest.fixture
@@ -52,18 +43,6 @@ def ci_rules(github, admin_user):
     )
 
 
-def deliver(body: dict, *, secret: str = SECRET, delivery: str | None = None, event="workflow_run"):
-    raw = json.dumps(body).encode()
-    return APIClient().post(
-        "/api/events/github",
-        data=raw,
-        content_type="application/json",
-        HTTP_X_HUB_SIGNATURE_256=sign_github(secret, raw),
-        HTTP_X_GITHUB_DELIVERY=delivery or str(uuid.uuid4()),
-        HTTP_X_GITHUB_EVENT=event,
-    )
-
-
 def wait_for_ci(agent_client, run_id: str) -> str:
     response = agent_client.post(
         "/api/breakpoints",
@@ -72,13 +51,6 @@ def wait_for_ci(agent_client, run_id: str) -> str:
     )
     assert response.status_code == 201, response.content
     return response.json()["breakpointId"]
-
-
-def run_event(response) -> ExternalEvent:
-    assert response.status_code == 202, response.content
-    event_id = response.json()["eventId"]
-    assert services.event_evaluate(event_id) == "processed"
-    return ExternalEvent.objects.get(pk=event_id)
 
 
 def status_of(agent_client, breakpoint_id: str) -> dict:

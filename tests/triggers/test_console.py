@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from breakpoints.models import Breakpoint
 from core.actors import Actor
-from tests.factories import AdminFactory
 from tests.support.console import SECTIONS_URL, XSS, messages, review_url
+from tests.support.factories import AdminFactory
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent, TriggerRule
 

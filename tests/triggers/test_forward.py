@@ -5,11 +5,11 @@ import json
 from core.actors import Actor
 from notifications.models import Delivery
 from notifications.services import delivery_attempt, webhook_add
-from tests.triggers.test_ci_gate import deliver, run_event
-from tests.webhook_receiver import expected_signature
+from tests.support.github_events import deliver, run_event
+from tests.support.webhook_receiver import expected_signature
 from triggers import services
 
-pytest_plugins = ["tests.triggers.test_ci_gate"]  # the github source fixture
+pytest_plugins = ["tests.support.github_events"]  # the github source fixture
 
 PAYLOAD = {"workflow_run": {"head_sha": "abc123", "conclusion": "success"}}
 

@@ -21,7 +21,7 @@ import pytest
 from bpm_client import Client
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from tests.factories import AdminFactory, ReviewerFactory
+from tests.support.factories import AdminFactory, ReviewerFactory
 from tests.support.system import System, missing_requirement, running_system
 
 BPM = str(Path(sys.executable).parent / "bpm")

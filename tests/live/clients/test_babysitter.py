@@ -20,8 +20,8 @@ import pytest
 from bpm_client import Breakpoint, Client
 
 from accounts.tokens import token_create_for_user
-from tests.factories import ReviewerFactory
 from tests.live.clients.conftest import BPM
+from tests.support.factories import ReviewerFactory
 
 FIXTURE = Path(__file__).resolve().parent / "babysitter"
 BABYSITTER = FIXTURE / "node_modules" / ".bin" / "babysitter"

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -21,26 +20,10 @@ import pytest
 from bpm_client import Client
 
 from tests.live.clients.conftest import BPM, with_default_sigint
+from tests.support.cli import DEADLINE, Done, bpm
 from tests.support.net import free_port
 
-# Seconds a `bpm` subprocess may take before the test fails (a guard, not an assertion).
-DEADLINE = 60
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-@dataclass
-class Done:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def bpm(*args: str, env: dict[str, str], cwd: Path | None = None) -> Done:
-    """Run `bpm ARGS` to the end."""
-    finished = subprocess.run(
-        [BPM, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE
-    )
-    return Done(finished.returncode, finished.stdout, finished.stderr)
 
 
 class Running:

@@ -6,7 +6,7 @@ import re
 
 from bpm_client import Client
 
-from tests.live.clients.test_cli import bpm
+from tests.support.cli import bpm
 
 # (key, tags, approved, comment), made by agent-a and decided by alice, in this order.
 HISTORY = [

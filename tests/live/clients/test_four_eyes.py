@@ -10,9 +10,9 @@ import httpx
 from django.test import Client, override_settings
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from tests.factories import ReviewerFactory
 from tests.live.clients.conftest import LIVE_ENV
 from tests.support.console import action_url, review_url
+from tests.support.factories import ReviewerFactory
 
 # Plain HTTP here: the CSRF cookie may travel without TLS.
 INSECURE_COOKIES = {"CSRF_COOKIE_SECURE": "0"}

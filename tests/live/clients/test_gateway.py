@@ -10,12 +10,10 @@ import asyncio
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,50 +21,25 @@ import httpx
 import httpx2
 import pytest
 from bpm_client import Client
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
 
 from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
-from tests.support.mcp import HANG_GUARD_SECONDS, Progress, run
+from tests.support.gateway import (
+    CONFIG,
+    UPSTREAM,
+    Gate,
+    connect,
+    in_thread,
+    listing,
+    text_of,
+    waiting,
+    waiting_on,
+)
+from tests.support.mcp import HANG_GUARD_SECONDS, run
 from tests.support.net import free_port
 from tests.support.system import wait_until
-
-UPSTREAM = str(Path(__file__).with_name("gateway_upstream.py"))
-CONFIG = """
-[defaults]
-server = "billing-db"
-tags = ["mcp", "billing"]
-ttl = 600
-
-[[rules]]
-tools = ["delete_*", "drop_database"]
-action = "ask"
-when = "arguments.env != 'dev'"
-
-[[rules]]
-tools = ["shutdown"]
-action = "deny"
-
-[[rules]]
-tools = ["*"]
-action = "allow"
-"""
-
-
-@dataclass
-class Gate:
-    """A gateway's configuration, environment and the upstream's call log."""
-
-    config: Path
-    log: Path
-    env: dict[str, str]
-
-    def calls(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
 
 
 @pytest.fixture
@@ -76,49 +49,10 @@ def gate(tmp_path: Path, bpm_env: dict[str, str]) -> Gate:
     return Gate(config, log, {**bpm_env, "GATEWAY_TEST_LOG": str(log)})
 
 
-@asynccontextmanager
-async def connect(
-    command: str, args: list[str], env: dict[str, str]
-) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=command, args=args, env=env)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
 def through_gateway(gate: Gate, **env: str) -> Any:
     """The official MCP client's session with `bpm gateway --config ... -- python upstream`."""
     args = ["gateway", "--config", str(gate.config), "--", sys.executable, UPSTREAM]
     return connect(BPM, args, {**gate.env, **env})
-
-
-async def waiting(
-    session: ClientSession, tool: str, arguments: dict[str, Any]
-) -> tuple["asyncio.Task[CallToolResult]", Progress]:
-    """Start a gated call; return once its progress says it waits for a human."""
-    progress = Progress()
-    call = asyncio.create_task(session.call_tool(tool, arguments, progress_callback=progress))
-    reached = asyncio.create_task(progress.reached(1))
-    await asyncio.wait({call, reached}, return_when=asyncio.FIRST_COMPLETED)
-    reached.cancel()
-    assert not call.done(), f"the call returned before waiting: {call.result()}"
-    return call, progress
-
-
-def in_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
-    return asyncio.to_thread(function, *args, **kwargs)
-
-
-def text_of(result: CallToolResult) -> str:
-    return " ".join(block.text for block in result.content if isinstance(block, TextContent))
-
-
-def waiting_on(client: Client, tool: str) -> str:
-    """The id of the waiting breakpoint that asks about `tool`."""
-    (found,) = [
-        bp for bp in client.list(status="waiting") if bp.payload.get("mcp", {}).get("tool") == tool
-    ]
-    return found.breakpoint_id
 
 
 def test_the_tool_list_and_the_calls_that_need_nobody(gate: Gate, agent: Client):
@@ -329,11 +263,6 @@ def test_an_upstream_over_streamable_http(gate: Gate, agent: Client):
     assert [tool.name for tool in listed] == ["read_rows", "delete_rows", "drop_database"]
     assert not read.is_error and denied.is_error
     assert [call["tool"] for call in gate.calls()] == ["read_rows"]
-
-
-def listing(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 ANNOTATED = str(Path(__file__).with_name("gateway_annotated_upstream.py"))

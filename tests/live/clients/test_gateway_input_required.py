@@ -36,7 +36,7 @@ from pydantic import TypeAdapter
 
 from accounts.tokens import token_create_for_agent
 from tests.live.clients.conftest import BPM
-from tests.live.clients.test_gateway import (
+from tests.support.gateway import (
     CONFIG,
     UPSTREAM,
     Gate,

@@ -19,7 +19,7 @@ import pytest
 from bpm_client import Client
 
 from tests.live.clients.conftest import BPM
-from tests.live.clients.test_gateway import connect, in_thread, text_of, waiting, waiting_on
+from tests.support.gateway import connect, in_thread, text_of, waiting, waiting_on
 from tests.support.mcp import HANG_GUARD_SECONDS, run
 
 FIXTURE = Path(__file__).resolve().parent / "mcp_servers"

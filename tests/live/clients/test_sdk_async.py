@@ -13,7 +13,7 @@ import pytest
 from bpm_client import AsyncClient, Breakpoint, InvalidState, NotAuthenticated, NotFound
 
 from accounts.tokens import token_create_for_agent
-from tests.aio import run_async
+from tests.support.aio import run_async
 
 SAFETY_SECONDS = 60  # only a bound for the helpers' loops, never an assertion
 

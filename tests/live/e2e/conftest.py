@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.factories import PASSWORD, AdminFactory, ReviewerFactory
+from tests.support.api import Agent
+from tests.support.factories import PASSWORD, AdminFactory, ReviewerFactory
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -103,3 +104,11 @@ def screenshot():
         return path
 
     return save
+
+
+@pytest.fixture
+def agent(live_server):
+    """An agent with its own token, over HTTP to the live server; closed after the test."""
+    agent = Agent(live_server.url)
+    yield agent
+    agent.http.close()

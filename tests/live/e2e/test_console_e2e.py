@@ -2,45 +2,17 @@
 
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
-from accounts.tokens import token_create_for_agent
 from tests.live.e2e.conftest import needs_chromium
+from tests.support.api import Agent
 from tests.support.receipts import unsealed
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
 
 MARKDOWN = "# Rollout plan\n\nWe migrate **billing** in two steps.\n\n- add column\n- backfill\n"
 CODE = "def backfill(db):\n    for row in db.rows():\n        row.save()\n    return True\n"
-
-
-class Agent:
-    """The agent's side: its own token, plain HTTP against the live server."""
-
-    def __init__(self, base_url: str, agent_id: str = "agent-7"):
-        _, raw = token_create_for_agent(agent_id=agent_id)
-        self.http = httpx.Client(
-            base_url=base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=10
-        )
-
-    def post(self, **body) -> str:
-        response = self.http.post("/api/breakpoints", json=body)
-        assert response.status_code == 201, response.text
-        return response.json()["breakpointId"]
-
-    def status(self, breakpoint_id: str) -> dict:
-        response = self.http.get(f"/api/breakpoints/{breakpoint_id}/status")
-        assert response.status_code == 200, response.text
-        return response.json()
-
-
-@pytest.fixture
-def agent(live_server):
-    agent = Agent(live_server.url)
-    yield agent
-    agent.http.close()
 
 
 def _plan_review(agent: Agent) -> str:
@@ -230,7 +202,7 @@ def test_review_page_notices_a_release_made_elsewhere(
     """Another reviewer decides while this page is open: a notice, and no second release."""
     from breakpoints.services import feedback_add
     from core.actors import Actor
-    from tests.factories import ReviewerFactory
+    from tests.support.factories import ReviewerFactory
 
     breakpoint_id = agent.post(payload={"question": "Merge the hotfix?"})
     page = login(new_page(), e2e_reviewer)

@@ -7,16 +7,8 @@ from breakpoints.services import feedback_add
 from core.actors import Actor
 from policies.models import AutoApprovalRule
 from tests.live.e2e.conftest import needs_chromium
-from tests.live.e2e.test_console_e2e import Agent
 
 pytestmark = [pytest.mark.e2e, needs_chromium, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def agent(live_server):
-    agent = Agent(live_server.url)
-    yield agent
-    agent.http.close()
 
 
 def test_reviewer_always_approves_and_the_next_one_needs_nobody(

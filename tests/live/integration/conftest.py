@@ -24,7 +24,7 @@ from django.test import override_settings
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from notifications import services as webhooks
 from notifications.models import Webhook
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 from tests.support.system import System, missing_requirement
 
 

@@ -17,9 +17,9 @@ from django.db import connection
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
-from tests.aio import run_async
-from tests.factories import ReviewerFactory
-from tests.live.test_make_run_smoke import procfile_web_command
+from tests.support.aio import run_async
+from tests.support.factories import ReviewerFactory
+from tests.support.make_run import procfile_web_command
 from tests.support.net import free_port
 from tests.support.system import Process, database_url, wait_until
 

@@ -19,8 +19,8 @@ from django.test import Client, override_settings
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.models import Breakpoint
 from channels.email.links import APPROVE, Link, new_nonce
-from tests.factories import AdminFactory, ReviewerFactory
 from tests.live.integration.tcp_proxy import TcpProxy
+from tests.support.factories import AdminFactory, ReviewerFactory
 from tests.support.system import System, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,7 +5,7 @@ import re
 
 import httpx
 
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 
 FAILURE_LIMIT = 3
 

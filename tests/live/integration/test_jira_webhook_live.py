@@ -10,8 +10,8 @@ import pytest
 from breakpoints.models import Breakpoint
 from core.actors import Actor
 from policies.routes import route_add
-from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.standins.jira import JiraStandIn
+from tests.support.factories import AdminFactory, ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

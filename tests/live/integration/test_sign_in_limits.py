@@ -8,7 +8,7 @@ import httpx
 from axes.models import AccessAttempt
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 
 ATTEMPTS = 3
 PASSWORD = "a-long-passphrase-42"

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
-from tests.factories import ReviewerFactory
+from tests.support.factories import ReviewerFactory
 from tests.support.system import System
 
 SLOW_CONNECTIONS = 40  # from one address (127.0.0.1), five times BPM_WEB_THREADS

@@ -19,8 +19,8 @@ from django.db import connection, transaction
 
 from breakpoints.services import breakpoint_create, feedback_add
 from core.actors import Actor
-from tests.aio import run_async
-from tests.factories import ReviewerFactory
+from tests.support.aio import run_async
+from tests.support.factories import ReviewerFactory
 from tests.support.system import System
 
 WAIT_ENV = {

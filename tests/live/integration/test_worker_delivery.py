@@ -11,7 +11,7 @@ from breakpoints.models import Breakpoint
 from notifications.models import Delivery
 from tests.support.api import parse_time
 from tests.support.system import SWEEP_SECONDS
-from tests.webhook_receiver import expected_signature
+from tests.support.webhook_receiver import expected_signature
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

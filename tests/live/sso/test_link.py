@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sso.models import Identity
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 from tests.support.net import free_port
 
 

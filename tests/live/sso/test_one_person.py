@@ -10,8 +10,9 @@ from audit.models import AccessEvent
 from breakpoints.models import Breakpoint
 from sso.models import Identity
 from tests.conftest import bearer_client
-from tests.factories import ReviewerFactory, UserFactory
-from tests.live.sso.test_sign_in import action_url, user_of
+from tests.support.console import action_url
+from tests.support.factories import ReviewerFactory, UserFactory
+from tests.support.sso import user_of
 
 SELF_REVIEW = (
     "You requested this breakpoint (alice): another reviewer must decide it "

@@ -5,7 +5,7 @@ from django.test import Client
 
 from audit.models import AccessEvent
 from sso.discovery import forget_metadata
-from tests.factories import PASSWORD, ReviewerFactory, UserFactory
+from tests.support.factories import PASSWORD, ReviewerFactory, UserFactory
 from tests.support.net import free_port
 
 LOGIN = "/admin/login/"

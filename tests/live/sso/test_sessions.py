@@ -135,7 +135,7 @@ def test_sign_out_ends_the_session_here_and_at_the_provider(sso_on, new_browser)
 def test_a_password_session_signs_out_as_before(sso_on, db):
     from django.test import Client
 
-    from tests.factories import ReviewerFactory
+    from tests.support.factories import ReviewerFactory
 
     client = Client()
     client.force_login(ReviewerFactory(username="pat"))

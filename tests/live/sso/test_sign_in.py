@@ -12,20 +12,14 @@ from audit.models import AccessEvent
 from breakpoints.models import Breakpoint
 from sso.models import Identity
 from tests.conftest import bearer_client
+from tests.support.console import action_url
+from tests.support.sso import user_of
 
 QUEUE = "/admin/breakpoints/breakpoint/?status__exact=waiting"
 
 
 def review_url(breakpoint_id: str) -> str:
     return reverse("admin:breakpoints_breakpoint_change", args=[quote(breakpoint_id)])
-
-
-def action_url(name: str, breakpoint_id: str) -> str:
-    return reverse(f"admin:breakpoints_breakpoint_{name}", args=[quote(breakpoint_id)])
-
-
-def user_of(person):
-    return get_user_model().objects.get(pk=person.signed_in_user_id())
 
 
 def groups_of(user) -> set[str]:
@@ -237,7 +231,7 @@ def test_an_account_linked_to_its_subject_keeps_its_history(sso_on, new_browser)
 
     from django.core.management import call_command
 
-    from tests.factories import UserFactory
+    from tests.support.factories import UserFactory
 
     alice = UserFactory(username="alice", is_staff=False)
     call_command("sso_link", "alice", "a-17", stdout=StringIO())

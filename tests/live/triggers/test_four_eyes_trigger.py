@@ -19,8 +19,8 @@ from audit.models import Event, EventType
 from breakpoints.models import Breakpoint
 from core.actors import Actor
 from core.choices import Status
-from tests.factories import ReviewerFactory
 from tests.support.events import post_signed_event
+from tests.support.factories import ReviewerFactory
 from tests.support.system import System
 from triggers import services
 from triggers.models import EventSource, EventStatus, ExternalEvent

@@ -11,7 +11,7 @@ level: K**16 schemas for an answer nested 16 deep (K=4: about a day of checking)
 schemas applied along one path of an answer that deep (taking at each level the costliest
 field, so the count is an upper bound), and refuses a form past MAX_FORM_EXPANSION, or one
 that applies itself in place without end. The checking itself also spends a budget
-(breakpoints.forms.Budget): the count bounds the form, the budget bounds each check.
+(breakpoints.payload.form_schema.Budget): the count bounds the form, the budget bounds each check.
 """
 
 from collections.abc import Iterator, Mapping

@@ -1,5 +1,5 @@
 """A form's JSON Schema dialect: draft-07, 2019-09 and 2020-12 (or none declared) are taken,
-and read as 2020-12 once, here, for every check (breakpoints.forms).
+and read as 2020-12 once, here, for every check (breakpoints.payload.form_schema).
 
 Most MCP servers (those built on the TypeScript SDK) publish their input schemas as
 draft-07; an agent or a gateway copies one into payload.form as it is. What differs is

@@ -1,7 +1,7 @@
 """The BreakpointResult an agent receives, for every way a breakpoint ends.
 
 babysitter's shape: approved, response/feedback, option, respondedBy, allResponses; and
-the answer to a form (values, edited: breakpoints.forms). Each ending has one builder
+the answer to a form (values, edited: breakpoints.payload.form_schema). Each ending has one builder
 here; services pick the builder, never the keys.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from django.template.defaultfilters import pluralize
 
-from breakpoints.forms import edited
-from breakpoints.voting import approvers
+from breakpoints.answers.voting import approvers
+from breakpoints.payload.form_schema import edited
 from core import receipt_keys, receipts
 from core.digests import values_digest
 from core.timestamps import timestamp

@@ -13,10 +13,9 @@ import pytest
 from accounts.models import ApiToken
 from accounts.throttling import TokenRateThrottle
 from infra.ratelimits import rate_hit
-from tests.accounts import test_throttling
 from tests.support.threads import repeat_in_parallel
 
-counters = test_throttling.counters  # the same two caches: local memory, and Redis
+pytest_plugins = ["tests.support.throttling"]  # counters: local memory, and Redis
 
 PARALLEL = 32
 PERIOD = 60

@@ -13,7 +13,7 @@ from django.test import Client
 
 from accounts.tokens import token_create_for_agent
 from infra.environment import Env
-from tests.aio import run_asgi
+from tests.support.aio import run_asgi
 from tests.support.project import ROOT
 
 TOOL = "https://tool.example"

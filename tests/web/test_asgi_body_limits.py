@@ -12,7 +12,7 @@ from typing import Any
 
 from django.test import override_settings
 
-from tests.aio import run_async
+from tests.support.aio import run_async
 from web.asgi_body import BufferedBodyApp
 
 Headers = list[tuple[bytes, bytes]]

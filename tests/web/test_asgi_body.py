@@ -16,8 +16,8 @@ from django.test import override_settings
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
-from tests.aio import run_asgi, run_async
-from tests.factories import ReviewerFactory
+from tests.support.aio import run_asgi, run_async
+from tests.support.factories import ReviewerFactory
 from web.asgi_body import BufferedBodyApp
 
 CREATE = {"runId": "run-1", "tags": ["deploy"], "payload": {"question": "Ship it?"}}

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from breakpoints.forms import PROPOSAL_KEY, check_form_payload
+from breakpoints.payload.form_schema import PROPOSAL_KEY, check_form_payload
 from core.choices import FileFormat, Strategy
 from core.exceptions import InvalidInput
 from core.ijson import answer_number_problems, number_problems

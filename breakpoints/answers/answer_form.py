@@ -7,7 +7,7 @@ Each top-level property is one field: labelled with its `title` (else its name),
 number an input with the schema's bounds, an array of strings one item per line, text a
 text input (a text area when the proposed text has lines or is long); anything else (an
 object, a mixed array) a JSON editor. A proposal without a form is one JSON editor. The
-service validates the answer (breakpoints.forms); its problems, keyed by JSON pointer, are
+service validates the answer (breakpoints.payload.form_schema); its problems, keyed by JSON pointer, are
 shown on the fields. Labels and help text come from the agent: Django escapes them like
 any other text.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from django import forms
 
-from breakpoints.forms import FORM_KEY, PROPOSAL_KEY, has_form
+from breakpoints.payload.form_schema import FORM_KEY, PROPOSAL_KEY, has_form
 
 PREFIX = "value__"
 WHOLE = "values_json"  # the JSON editor of a proposal without a form

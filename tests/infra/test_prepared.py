@@ -11,7 +11,7 @@ from breakpoints.models import Breakpoint
 from core.choices import Status
 from infra.db.prepared import Prepared, insert, numbered, read_cursor, update_where
 from infra.db.together import insert_and_read, insert_together, inserts_held, update_held
-from tests.factories import BreakpointFactory
+from tests.support.factories import BreakpointFactory
 from tests.support.threads import ConnectionNotingLock, run_together
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tests.aio import run_async
+from tests.support.aio import run_async
 from web.asgi_wsgi import BODY, DjangoApp
 
 

@@ -15,7 +15,7 @@ from django.test import Client
 from psycopg_pool import PoolTimeout
 
 from accounts.tokens import token_create_for_agent
-from tests.factories import AdminFactory
+from tests.support.factories import AdminFactory
 from web import outage
 from web.errors import unavailable_response
 

@@ -1,4 +1,5 @@
-"""Shared by the Slack tests (no tests here): the stand-in, a route to it, signed posts.
+"""The Slack channel's tests, shared: the stand-in, a route to it, signed posts (fixtures:
+register with `pytest_plugins = ["tests.support.slack"]`).
 
 Every Slack call of the app is real HTTP from slack-sdk's WebClient to the stand-in on
 127.0.0.1; every interaction is signed by hand (tests.standins.slack) and goes through
@@ -18,8 +19,8 @@ from core.actors import Actor
 from notifications.models import Delivery
 from notifications.services import delivery_attempt
 from policies.routes import route_add
-from tests.factories import AdminFactory, ReviewerFactory, UserFactory
 from tests.standins.slack import SlackStandIn, signed_interaction
+from tests.support.factories import AdminFactory, ReviewerFactory, UserFactory
 
 BOT_TOKEN = "xoxb-test-0000-SECRET-bot-token"
 SIGNING_SECRET = "test-signing-secret-8f1c"

@@ -1,7 +1,7 @@
 """Forms an agent declares (payload.form, a JSON Schema) and the values that answer them.
 
 `payload.form` is a JSON Schema (draft 2020-12, 2019-09 or draft-07, read as 2020-12 by
-breakpoints.form_dialects) of `type: object` describing the answer;
+breakpoints.payload.form_dialects) of `type: object` describing the answer;
 `payload.proposal` is the object of values the agent proposes. Either may come alone
 (a proposal without a form is any JSON object). A reviewer's release may carry `values`:
 validated against the form here, for every channel (breakpoints.services.decisions).
@@ -35,8 +35,8 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from breakpoints.form_dialects import ACCEPTED, DIALECT, DRAFT_07, as_2020_12, dialect_of
-from breakpoints.form_expansion import expansion_problem
+from breakpoints.payload.form_dialects import ACCEPTED, DIALECT, DRAFT_07, as_2020_12, dialect_of
+from breakpoints.payload.form_expansion import expansion_problem
 from core import limits
 from core.digests import NotDigestible, values_digest
 from core.exceptions import InvalidInput

@@ -14,8 +14,8 @@ from typing import Any
 from django.conf import settings
 
 from accounts import experts as routing
-from breakpoints.expected_decision import expected_decision
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.representation.expected_decision import expected_decision
 from core.ijson import as_doubles
 from core.timestamps import timestamp
 
@@ -134,7 +134,7 @@ def _derived_fields(
         "feedback": feedback,
         "experts": experts_json(experts, seats),
         "consoleUrl": console_url(str(read["id"])),
-        # From this process's copy of the aggregate: no query (breakpoints.expected_decision).
+        # From this process's copy of the aggregate: no query (breakpoints.representation.expected_decision).
         "expectedDecision": expected_decision(status=status, key=key, experts=experts),
     }
 
