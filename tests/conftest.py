@@ -179,7 +179,7 @@ def django_db_modify_db_settings(
 @pytest.fixture(autouse=True)
 def _publish_inline(settings):
     """A committed transaction's publish runs in the request, so a test sees what was
-    handed over when its transaction commits (tests/core/test_publishing.py runs the thread)."""
+    handed over when its transaction commits (tests/infra/test_publishing.py runs the thread)."""
     settings.BPM_PUBLISH_INLINE = True
 
 

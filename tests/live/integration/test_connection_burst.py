@@ -38,7 +38,7 @@ def make_run_web(transactional_db, tmp_path):
         # The burst queues 200 requests on 4 connections, and 12 threads contend for them:
         # on a slow, shared machine the last ones waited past 2 s, then past 15 s, for one
         # (CI). A request waits as long as the client does (60 s). This counts connections;
-        # a pool that cannot hand one out in time is tests/core/test_outage.py's subject.
+        # a pool that cannot hand one out in time is tests/web/test_outage.py's subject.
         "DATABASE_POOL_TIMEOUT": "60",
         "PGAPPNAME": APP_NAME,  # libpq names this server's pooled connections
         "BPM_PORT": str(port),
