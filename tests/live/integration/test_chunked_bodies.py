@@ -6,7 +6,6 @@ before web/asgi_body.py Django (WSGI behind a2wsgi) read such a body as empty.
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -17,15 +16,9 @@ from tests.support.system import System
 LIMIT = 4000
 
 
-@pytest.fixture(scope="module")
-def module_system_options() -> dict[str, Any]:
-    return {"beat": False, "env": {"BPM_MAX_BODY_BYTES": str(LIMIT)}}
-
-
 @pytest.fixture
-def web(module_system, transactional_db) -> System:
-    """One web server for the module: its tests only post bodies."""
-    return module_system
+def web(make_system) -> System:
+    return make_system(beat=False, env={"BPM_MAX_BODY_BYTES": str(LIMIT)})
 
 
 @pytest.fixture

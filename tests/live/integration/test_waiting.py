@@ -32,16 +32,9 @@ WAIT_ENV = {
 WAIT_SECONDS = 30
 
 
-@pytest.fixture(scope="module")
-def module_system_options() -> dict[str, Any]:
-    return {"beat": False, "env": WAIT_ENV}
-
-
 @pytest.fixture
-def waiting_system(module_system, transactional_db) -> System:
-    """The module's one system: nothing here breaks it (the listener a test cuts comes back
-    before that test ends), so its tests share it; each test's rows are flushed after it."""
-    return module_system
+def waiting_system(make_system) -> System:
+    return make_system(beat=False, env=WAIT_ENV)
 
 
 @pytest.fixture
