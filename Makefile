@@ -80,27 +80,21 @@ run: ports migrate ## Serve the whole system (web, worker, beat) on http://127.0
 web: ports migrate ## Serve only the web process (on BPM_PORT, 8000 by default)
 	exec env $(RUN_ENV) $(BIN)/python -m devtools.supervisor Procfile.dev web
 
-# The suite runs on every core (pytest-xdist): `make test-fast` one worker per core (its
-# tests compute), `make test` one more (its live tests mostly wait on the processes they
-# start). TEST_WORKERS=N sets both, 0 runs one process (a single test under a debugger).
-# Each worker has its own test database and Redis number (tests/support/workers.py); a
-# test file stays on one worker, so the system its live tests share is started once.
-ifdef TEST_WORKERS
-FAST_WORKERS := $(TEST_WORKERS)
-ALL_WORKERS := $(TEST_WORKERS)
-else
-FAST_WORKERS := auto
-ALL_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-endif
-PYTEST := $(BIN)/python -m pytest --dist loadfile
+# The suite runs on every core (pytest-xdist): TEST_WORKERS processes, `auto` one per core,
+# 0 for one process (a single test under a debugger). Each worker has its own test database
+# and Redis number (tests/support/workers.py); a test file stays on one worker, so the
+# system its live tests share is started once. (One worker more than cores made the live
+# tests' timing-sensitive faults flaky on two cores.)
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test: install ## Run the test suite on every core (PYTEST_ARGS=..., TEST_WORKERS=0 for one process)
-	$(TEST_ENV) $(PYTEST) -n $(ALL_WORKERS) $(PYTEST_ARGS)
+	$(TEST_ENV) $(PYTEST) $(PYTEST_ARGS)
 
 # For daily work: every test but those under tests/live/ (they start servers, workers,
 # browsers; marked slow by their path in tests/conftest.py).
 test-fast: install ## Run the suite without the tests that start processes (tests/live/)
-	$(TEST_ENV) $(PYTEST) -n $(FAST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 lint: install docs ## ruff, mypy, import layers, migrations, OpenAPI, the docs build
 	$(BIN)/ruff check .
