@@ -7,22 +7,25 @@ embedded default a SQLite file (tests/conftest.py puts it in one when these test
 these tests need only `redis-server` on PATH. The test commits tokens and users
 (transactional db) so the server sees them; the clients talk to it over real HTTP.
 
-The tests share one system per test process (`clients_system`): each creates its own
-breakpoints with its own tokens, and its rows are flushed after it. A test that restarts
-the server is marked `own_system` and gets a system of its own.
+A module's tests share one system (`module_system`): each creates its own breakpoints with
+its own tokens, and its rows are flushed after it. A test that restarts the server is
+marked `own_system` and gets a system of its own. (Not one per test process: a system
+left running after its tests shares the test database with the tests that come next on
+that process, and its sweeps then deliver their webhooks and evaluate their events.)
 """
 
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bpm_client import Client
 
 from accounts.tokens import token_create_for_agent, token_create_for_user
 from tests.support.factories import AdminFactory, ReviewerFactory
-from tests.support.system import System, missing_requirement, running_system
+from tests.support.system import System, missing_requirement
 
 BPM = str(Path(sys.executable).parent / "bpm")
 LIVE_ENV = {"BPM_WAIT_RECHECK_SECONDS": "2"}
@@ -51,21 +54,18 @@ def _integration_requirements(django_db_setup) -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def clients_system(django_db_setup, tmp_path_factory, static_root) -> Iterator[System]:
-    """One system for every test here that this test process runs (the modules' tests only
-    create their own data, with their own tokens; their rows are flushed after each)."""
-    with running_system(tmp_path_factory, static_root, env=LIVE_ENV) as system:
-        yield system
+@pytest.fixture(scope="module")
+def module_system_options() -> dict[str, Any]:
+    return {"env": LIVE_ENV}
 
 
 @pytest.fixture
 def live(request, transactional_db) -> System:
-    """The running system; `live.base_url`, `live.restart_web()`: the one the tests here
-    share, or one of the test's own when it is marked `own_system`."""
+    """The running system; `live.base_url`, `live.restart_web()`: the module's, or one of the
+    test's own when it is marked `own_system`."""
     if request.node.get_closest_marker("own_system"):
         return request.getfixturevalue("make_system")(env=LIVE_ENV)
-    return request.getfixturevalue("clients_system")
+    return request.getfixturevalue("module_system")
 
 
 @pytest.fixture
