@@ -17,9 +17,15 @@ class Done:
     stderr: str
 
 
-def bpm(*args: str, env: dict[str, str], cwd: Path | None = None) -> Done:
-    """Run `bpm ARGS` to the end."""
+def bpm(*args: str, env: dict[str, str], cwd: Path | None = None, stdin: str | None = None) -> Done:
+    """Run `bpm ARGS` to the end (`stdin`: the text on its standard input)."""
     finished = subprocess.run(
-        [BPM, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE
+        [BPM, *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
     )
     return Done(finished.returncode, finished.stdout, finished.stderr)

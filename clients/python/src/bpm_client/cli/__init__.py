@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import BpmError
-from . import agent, babysitter, events, gateway, reviewer, rules, verify
+from . import agent, babysitter, events, gateway, hook, reviewer, rules, verify
 from .app import bpm
 from .failures import BROKEN_PIPE, FAILED, INTERRUPTED, CliError
 
@@ -27,6 +27,7 @@ for _command in (
     gateway.gateway,
     rules.rules,
     babysitter.babysitter,
+    hook.hook,
     verify.verify,
 ):
     bpm.add_command(_command)
