@@ -109,6 +109,7 @@ export class Transport {
     let attempt = 0;
     const failingSince = Date.now();
     for (;;) {
+      signal?.throwIfAborted();
       let response: { status: number; text: string; headers: Headers };
       try {
         response = await this.once(call, signal);
@@ -140,6 +141,7 @@ export class Transport {
     const timeoutMs = call.timeoutMs ?? this.options.timeoutMs;
     const timer = setTimeout(() => controller.abort(new RequestTimedOut(`no answer within ${timeoutMs} ms`)), timeoutMs);
     const onAbort = (): void => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const headers: Record<string, string> = {

@@ -109,6 +109,7 @@ describe("breakpoint-manager against a live service", { skip: !live && "BPM_URL,
     const client = agent();
     const created = await client.create({ payload: { question: unique("Wait for me?") } });
     await assert.rejects(client.wait(created.breakpointId, { signal: abortAfter(500) }), { name: "AbortError" });
+    await assert.rejects(client.wait(created.breakpointId, { signal: AbortSignal.abort() }), { name: "AbortError" });
     assert.equal((await client.status(created.breakpointId)).status, "waiting");
   });
 
