@@ -69,6 +69,8 @@ export interface AskOptions extends WaitOptions {
   /** When `signal` aborts the wait, cancel the breakpoint on the server too (by default it
    * stays waiting, for a later `wait`). */
   cancelOnAbort?: boolean;
+  /** Hears of the breakpoint before the wait begins (to show its id or consoleUrl). */
+  onCreated?: (breakpoint: Breakpoint) => void;
 }
 
 export interface ReleaseOptions {
@@ -261,6 +263,7 @@ export class Client {
     let final: Breakpoint | Status;
     try {
       created = await this.create(body, { idempotencyKey, signal: options.signal });
+      options.onCreated?.(created);
       final = isDone(created.status) ? created : await this.wait(created.breakpointId, options);
     } catch (error) {
       if (options.cancelOnAbort && options.signal?.aborted) {

@@ -2,10 +2,11 @@
 system.
 
 The package is packed with `npm pack` (which builds it). Its own tests
-(clients/typescript/test/live.test.mjs, node's test runner) run on that build, one node
-test per pytest test, as the agent agent-a (BPM_TOKEN) with the reviewer alice
+(clients/typescript/test/*.test.mjs, node's test runner) run on that build, one node
+process per file, as the agent agent-a (BPM_TOKEN) with the reviewer alice
 (BPM_REVIEWER_TOKEN) deciding through the REST API while the agent waits; node's TAP output
-says whether that test passed. The tarball is installed, offline, into an empty folder,
+says which passed. test/ai.test.mjs drives breakpoint-manager/ai with the AI SDK's mock
+language model. The tarball is installed, offline, into an empty folder,
 where it runs and its type declarations compile.
 """
 
@@ -26,23 +27,33 @@ from tests.support.typescript import (
     package_copy,
 )
 
-NODE_TEST_FILE = "test/live.test.mjs"
-NODE_TEST_SECONDS = 180  # a bound for a hanging node, never an assertion
+NODE_TEST_SECONDS = 600  # a bound for a hanging node, never an assertion
 REVIEWER = "alice"  # the reviewer_token fixture's user
-NODE_TESTS = [
-    "create answers with a waiting breakpoint that get and status read back",
-    "wait returns the approval a reviewer makes while it waits",
-    "ask returns a rejection with the reviewer's comment, its receipt verified",
-    "a breakpoint past its TTL expires, and wait returns the expiry",
-    "aborting a wait ends it and leaves the breakpoint waiting",
-    "aborting an ask with cancelOnAbort cancels the breakpoint on the server",
-    "cancel cancels, and a decided breakpoint cannot be cancelled",
-    "waitAny returns every entry once one of them is decided",
-    "waitAny and wait give up with WaitTimeout when nothing is decided in time",
-    "verify accepts a genuine receipt and refuses a tampered one",
-    "the same idempotency key returns the first breakpoint; with another body it is a conflict",
-    "errors carry the envelope's code: not found, not authenticated",
-]
+# Every test of the node files, by file: each must pass.
+NODE_TESTS = {
+    "test/live.test.mjs": [
+        "create answers with a waiting breakpoint that get and status read back",
+        "wait returns the approval a reviewer makes while it waits",
+        "ask returns a rejection with the reviewer's comment, its receipt verified",
+        "a breakpoint past its TTL expires, and wait returns the expiry",
+        "aborting a wait ends it and leaves the breakpoint waiting",
+        "aborting an ask with cancelOnAbort cancels the breakpoint on the server",
+        "cancel cancels, and a decided breakpoint cannot be cancelled",
+        "waitAny returns every entry once one of them is decided",
+        "waitAny and wait give up with WaitTimeout when nothing is decided in time",
+        "verify accepts a genuine receipt and refuses a tampered one",
+        "the same idempotency key returns the first breakpoint; with another body it is a conflict",
+        "errors carry the envelope's code: not found, not authenticated",
+    ],
+    # breakpoint-manager/ai with the AI SDK's mock language model.
+    "test/ai.test.mjs": [
+        "tool names become breakpoint keys in dotted kebab-case",
+        "an approved tool call runs with the values the reviewer edited",
+        "a rejected tool call does not run and returns the reviewer's comment to the model",
+        "a run restarted with the same tool call id finds its breakpoint and the decision made "
+        "meanwhile",
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -75,30 +86,36 @@ def node_env(live, agent_token, reviewer_token) -> dict[str, str]:
 
 
 def test_every_node_test_is_run_here():
-    """The list above names every test of the node file: none is left out of `make test`."""
-    source = (PACKAGE_DIR / NODE_TEST_FILE).read_text()
-    declared = [
-        json.loads(name) for name in re.findall(r'^\s*test\(("(?:[^"\\]|\\.)*")', source, re.M)
-    ]
-    assert declared == NODE_TESTS
+    """The list above names every test of the node files: none is left out of `make test`."""
+    files = sorted(path.name for path in (PACKAGE_DIR / "test").glob("*.test.mjs"))
+    assert files == sorted(Path(name).name for name in NODE_TESTS)
+    for name, tests in NODE_TESTS.items():
+        source = (PACKAGE_DIR / name).read_text()
+        declared = re.findall(r'^\s*test\(("(?:[^"\\]|\\.)*")', source, re.M)
+        assert [json.loads(test) for test in declared] == tests, name
 
 
-@pytest.mark.parametrize("name", NODE_TESTS)
-def test_node_test_passes(name, packed, node_env):
-    """Each node test of the SDK passes against the live service."""
+@pytest.mark.parametrize("node_file", list(NODE_TESTS))
+def test_node_tests_pass(node_file, packed, node_env):
+    """Every node test of the file passes against the live service (one node process per
+    file; a failure names the node tests that failed, with node's TAP output)."""
     done = subprocess.run(
-        ["node", "--test", "--test-reporter=tap", f"--test-name-pattern=^{re.escape(name)}$"]
-        + [NODE_TEST_FILE],
+        ["node", "--test", "--test-reporter=tap", node_file],
         cwd=packed.package,
         env=node_env,
         capture_output=True,
         text=True,
         timeout=NODE_TEST_SECONDS,
     )
-    result = node_test_results(done.stdout).get(name)
-    assert result is not None, f"node did not run {name!r}:\n{done.stdout}\n{done.stderr}"
-    assert not result.skipped, f"node skipped {name!r}:\n{done.stdout}"
-    assert result.passed, f"node test {name!r} failed:\n{done.stdout}\n{done.stderr}"
+    results = node_test_results(done.stdout)
+    not_passed = [
+        name
+        for name in NODE_TESTS[node_file]
+        if name not in results or results[name].skipped or not results[name].passed
+    ]
+    assert not not_passed, (
+        f"node tests that did not pass: {not_passed}\n{done.stdout}\n{done.stderr[-3000:]}"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
