@@ -42,12 +42,20 @@ def install_packages() -> Path:
     lock_path = Path(tempfile.gettempdir()) / "bpm-typescript-npm-ci.lock"
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (NODE_MODULES / ".package-lock.json").exists():
+        if not _installed_from_lockfile():
             done = subprocess.run(
                 NPM_CI, cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=INSTALL_SECONDS
             )
             assert done.returncode == 0, f"npm ci failed:\n{done.stderr[-3000:]}"
     return NODE_MODULES
+
+
+def _installed_from_lockfile() -> bool:
+    """Whether node_modules was installed since the lockfile last changed (npm ci writes
+    node_modules/.package-lock.json)."""
+    installed = NODE_MODULES / ".package-lock.json"
+    lockfile = PACKAGE_DIR / "package-lock.json"
+    return installed.exists() and installed.stat().st_mtime >= lockfile.stat().st_mtime
 
 
 def package_copy(into: Path) -> Path:
