@@ -26,7 +26,7 @@ TEST_ENV := DEBUG=0 SECRET_KEY=$${SECRET_KEY:-insecure-test-only-key}
 # nor the free port above it that a taken BPM_PORT suggests (8001, in the README).
 DOCS_PORT ?= 8765
 
-.PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema image clean
+.PHONY: help install run web ports migrate test test-fast lint docs docs-serve format schema typescript-types image clean
 
 # `make help` lists every target that has a `## text` comment on its line.
 help: ## List the targets, one line each
@@ -119,6 +119,12 @@ format: install ## Fix what ruff can and format the code
 
 schema: install ## Write the OpenAPI schema to schema.yml
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --file schema.yml
+
+# The TypeScript SDK's types, generated from that schema by openapi-typescript (pinned in
+# clients/typescript's lockfile; `npm ci` there when missing). Commit the result: a test in
+# `make test` (tests/clients/test_typescript_types.py) fails while it differs.
+typescript-types: install ## Regenerate the TypeScript SDK's API types (clients/typescript/src/schema.ts)
+	$(TEST_ENV) $(BIN)/python -m devtools.typescript_types
 
 # Benchmarks print figures (never part of `make test`). DATABASE_URL defaults to the
 # PostgreSQL database bpm_bench on 127.0.0.1; seed.py refuses a database whose name lacks
