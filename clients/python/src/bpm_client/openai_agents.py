@@ -126,13 +126,13 @@ class Approvals:
         """`run` for code without an event loop."""
         return asyncio.run(self.run(agent, input, **options))
 
-    def _apply(self, state: RunState[Any, Any], item: ToolApprovalItem, result: BreakpointResult):
+    def _apply(
+        self, state: RunState[Any, Any], item: ToolApprovalItem, result: BreakpointResult
+    ) -> None:
+        """Approve or reject `item` in `state` as `result` decided."""
         call = _call_of(item)
         if not result.approved:
-            state.reject(
-                item,
-                rejection_message=f"`{call.tool_name}` was not run: {frameworks.not_approved(result)}",
-            )
+            state.reject(item, rejection_message=_not_run(call.tool_name, result))
             return
         if result.values is not None and call.call_id:
             self._approved[call.call_id] = result.values
@@ -142,10 +142,11 @@ class Approvals:
         state.approve(item)
 
     async def _ask(self, client: AsyncClient, call: _ToolCall) -> BreakpointResult:
+        """Open (or find again, by the call's id) the breakpoint about `call`; its decision."""
         question, fields = self._breakpoint(call)
-        key = frameworks.idempotency_key(FRAMEWORK, call.call_id or "")
+        key = frameworks.idempotency_key(FRAMEWORK, call.call_id) if call.call_id else None
         return await client.breakpoint(
-            question, idempotency_key=key if call.call_id else None, timeout=self.timeout, **fields
+            question, idempotency_key=key, timeout=self.timeout, **fields
         )
 
     async def _decision_for(self, call: _ToolCall) -> BreakpointResult:
@@ -227,6 +228,10 @@ def _object(arguments: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _not_run(tool: str, result: BreakpointResult) -> str:
+    return f"`{tool}` was not run: {frameworks.not_approved(result)}"
+
+
 def _edit_message(tool: str, result: BreakpointResult) -> str:
     who = frameworks.people(result.responded_by) or "a reviewer"
     message = (
@@ -257,7 +262,7 @@ class _GatedInvoker:
             )
             result = await self.approvals._decision_for(call)
             if not result.approved:
-                return f"`{self.tool.name}` was not run: {frameworks.not_approved(result)}"
+                return _not_run(self.tool.name, result)
             values = result.values
         if values is None:  # arguments that are not a JSON object: approved as they were
             return await self.invoke(context, arguments)
