@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 UV := $(BIN)/uv
-# What `make run` needs (the project and the agent client, bpm), then the dev tools and the
-# MCP SDK on top (tests, linters, docs, bpm mcp): two steps, so that a first `make run`
-# installs (and compiles) only the first.
+# What `make run` needs (the project and the agent client, bpm), then the dev tools, the
+# MCP SDK and the agent frameworks of bpm_client's adapters on top (tests, linters, docs,
+# bpm mcp): two steps, so that a first `make run` installs (and compiles) only the first.
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 # uv (from PyPI) installs in seconds what pip took minutes for; it compiles the bytecode
@@ -50,8 +50,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 
 $(DEV_STAMP): $(STAMP)
 	@test -x $(UV) || $(MAKE) --no-print-directory $(UV)
-	@echo "install: the dev tools (tests, linters, docs) and the MCP SDK into $(VENV)"
-	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp,watch]"
+	@echo "install: the dev tools (tests, linters, docs), the MCP SDK and the agent frameworks into $(VENV)"
+	$(UV_INSTALL) -e ".[dev]" -e "./clients/python[mcp,watch,langgraph,openai-agents]"
 	@touch $(DEV_STAMP)
 
 install: $(DEV_STAMP) ## Create .venv and install the project and its dev tools
