@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
+from django.core.management.color import no_style
 from django.db import connection
 
 from tests.support import flush
@@ -71,3 +72,23 @@ def test_after_it_the_database_is_as_djangos_flush_leaves_it(transactional_db):
 def test_after_the_periodic_truncate_too(transactional_db):
     assert probes() == 0
     assert_as_djangos_flush_leaves_it()
+
+
+def test_a_test_starts_a_tables_ids_again(transactional_db):
+    """As the upgrade rehearsal does (it migrates a database from nothing)."""
+    reset = connection.ops.sequence_reset_by_name_sql(
+        no_style(), [{"table": "auth_group", "column": "id"}]
+    )
+    with connection.cursor() as cursor:
+        for statement in reset:
+            cursor.execute(statement)
+
+
+def test_after_it_new_rows_get_ids_past_the_rows_written_back(transactional_db):
+    kept = Group.objects.count()
+    highest = max(Group.objects.values_list("id", flat=True))
+
+    for number in range(highest + 1):  # from 1, every id a group written back holds
+        Group.objects.create(name=f"made-after-a-restart-{number}")
+
+    assert Group.objects.count() == kept + highest + 1

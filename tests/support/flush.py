@@ -19,7 +19,9 @@ reset_sequences) keeps Django's flush.
 
 from typing import Any
 
+from django.apps import apps
 from django.core.management import call_command
+from django.core.management.color import no_style
 from django.db import DatabaseError, connections, transaction
 from django.test import TransactionTestCase
 
@@ -68,13 +70,20 @@ def _rows_after_flush(alias: str) -> dict[str, tuple[list[str], list[tuple[Any, 
 
 
 def _write_back(alias: str) -> None:
+    """The kept rows written back, and their tables' id sequences moved past them: a test
+    may have made a table afresh (the upgrade rehearsal migrates from nothing), its
+    sequence starting again below the kept ids (on SQLite, inserting them moves it)."""
     connection = connections[alias]
     quote = connection.ops.quote_name
+    kept = _after_flush[alias]
     with connection.cursor() as cursor:
-        for table, (columns, rows) in _after_flush[alias].items():
+        for table, (columns, rows) in kept.items():
             names = ", ".join(quote(column) for column in columns)
             marks = ", ".join(["%s"] * len(columns))
             cursor.executemany(f"INSERT INTO {quote(table)} ({names}) VALUES ({marks})", rows)  # noqa: S608
+        models = [model for model in apps.get_models() if model._meta.db_table in kept]
+        for statement in connection.ops.sequence_reset_sql(no_style(), models):
+            cursor.execute(statement)
 
 
 def _empty(alias: str) -> None:

@@ -4,6 +4,7 @@
 // this file on the build output (`npm run build` first).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
 import { describe, test } from "node:test";
 
 import {
@@ -43,6 +44,41 @@ function abortAfter(ms) {
 /** Resolves once the breakpoint's wait request has had time to reach the server. */
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A server on 127.0.0.1 in front of the service that breaks the first wait requests: it
+ * drops the first one's connection, answers the second 503 with Retry-After, and passes
+ * the rest through. Its `seen` lists what it did to each wait request. */
+async function flakyFront(target) {
+  const seen = [];
+  const server = createServer(async (request, response) => {
+    const chunks = [];
+    for await (const chunk of request) chunks.push(chunk);
+    const waitRequest = request.url.includes("wait=");
+    if (waitRequest && seen.length === 0) {
+      seen.push("dropped");
+      request.socket.destroy();
+      return;
+    }
+    if (waitRequest && seen.length === 1) {
+      seen.push("503");
+      response.writeHead(503, { "Content-Type": "application/json", "Retry-After": "1" });
+      response.end(JSON.stringify({ error: { code: "unavailable", message: "down", details: {} } }));
+      return;
+    }
+    if (waitRequest) seen.push("passed");
+    const headers = { ...request.headers };
+    delete headers.host;
+    const answer = await fetch(new URL(request.url, target), {
+      method: request.method,
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : undefined,
+    });
+    response.writeHead(answer.status, { "Content-Type": answer.headers.get("content-type") ?? "application/json" });
+    response.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, seen, close: () => server.close() };
+}
+
 describe("breakpoint-manager against a live service", { skip: !live && "BPM_URL, BPM_TOKEN, BPM_REVIEWER_TOKEN unset" }, () => {
   test("create answers with a waiting breakpoint that get and status read back", async () => {
     const client = agent();
@@ -75,6 +111,23 @@ describe("breakpoint-manager against a live service", { skip: !live && "BPM_URL,
     assert.deepEqual(status.result.values, { replicas: 2 });
     assert.equal(status.result.edited, true);
     assert.equal(status.result.valuesDigest, valuesDigest({ replicas: 2 }));
+  });
+
+  test("wait reconnects through a dropped connection and a 503, then returns the approval", async () => {
+    const front = await flakyFront(process.env.BPM_URL);
+    try {
+      const client = new Client({ url: front.url });
+      const created = await client.create({ payload: { question: unique("Through a flaky network?") } });
+      const waiting = client.wait(created.breakpointId, { signal: AbortSignal.timeout(SAFETY_MS) });
+      while (!front.seen.includes("passed")) await pause(100);
+      await reviewer().release(created.breakpointId, { comment: "made it" });
+      const status = await waiting;
+      assert.equal(status.status, "released");
+      assert.equal(status.result.response, "made it");
+      assert.deepEqual(front.seen.slice(0, 3), ["dropped", "503", "passed"]);
+    } finally {
+      front.close();
+    }
   });
 
   test("ask returns a rejection with the reviewer's comment, its receipt verified", async () => {

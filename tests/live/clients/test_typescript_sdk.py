@@ -34,6 +34,7 @@ NODE_TESTS = {
     "test/live.test.mjs": [
         "create answers with a waiting breakpoint that get and status read back",
         "wait returns the approval a reviewer makes while it waits",
+        "wait reconnects through a dropped connection and a 503, then returns the approval",
         "ask returns a rejection with the reviewer's comment, its receipt verified",
         "a breakpoint past its TTL expires, and wait returns the expiry",
         "aborting a wait ends it and leaves the breakpoint waiting",
