@@ -17,12 +17,8 @@ from accounts.tokens import token_create_for_agent, token_create_for_user
 from breakpoints.representation.expected_decision import aggregate
 from breakpoints.services import breakpoint_create
 from core.actors import Actor
-from tests.support import flush
 from tests.support.receipts import TEST_KEYS_SETTING
 from tests.support.system import POSTGRESQL_ENGINES
-
-# After each transactional test, the database emptied as Django's flush leaves it, cheaper.
-flush.install()
 
 # Reviewers and admins, through the API and in the console: one definition each.
 pytest_plugins = ["tests.support.people"]
