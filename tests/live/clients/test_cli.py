@@ -7,82 +7,35 @@ the waiting breakpoint comes from `bpm ask`'s progress note on stderr.
 
 import json
 import os
-import queue
 import re
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
 from bpm_client import Client
 
 from tests.live.clients.conftest import BPM, with_default_sigint
-from tests.support.cli import DEADLINE, Done, bpm
+from tests.support.cli import DEADLINE, Done, Running, bpm
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-class Running:
-    """A `bpm` still running (e.g. `bpm ask` waiting); stderr is read line by line."""
+def running_bpm(
+    args: list[str], env: dict[str, str], *, cwd: Path | None = None, default_sigint: bool = False
+) -> Running:
+    """`bpm ARGS` started (with SIGINT's default disposition if `default_sigint`)."""
+    command = [BPM, *args]
+    if default_sigint:
+        command = with_default_sigint(command)
+    return Running(command, env, cwd=cwd)
 
-    def __init__(
-        self,
-        args: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path | None = None,
-        default_sigint: bool = False,
-    ):
-        command = [BPM, *args]
-        if default_sigint:
-            command = with_default_sigint(command)
-        self.process = subprocess.Popen(
-            command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        self.notes: queue.Queue[str | None] = queue.Queue()
-        self._stdout: list[str] = []
-        self._stderr: list[str] = []
-        self._readers = [
-            threading.Thread(target=self._read, args=(self.process.stdout, self._stdout, None)),
-            threading.Thread(
-                target=self._read, args=(self.process.stderr, self._stderr, self.notes)
-            ),
-        ]
-        for reader in self._readers:
-            reader.start()
 
-    @staticmethod
-    def _read(stream: IO[str], lines: list[str], notes: queue.Queue | None) -> None:
-        for line in stream:
-            lines.append(line)
-            if notes is not None:
-                notes.put(line)
-        if notes is not None:
-            notes.put(None)
-
-    def created_id(self) -> str:
-        """The id in the note `created bp-..., waiting for a decision` (once it is waiting)."""
-        while True:
-            line = self.notes.get(timeout=DEADLINE)
-            if line is None:
-                pytest.fail(f"bpm ended before it waited: {''.join(self._stderr)}")
-            if match := re.match(r"created (\S+), waiting for a decision", line):
-                return match.group(1)
-
-    def finish(self) -> Done:
-        code = self.process.wait(timeout=DEADLINE)
-        for reader in self._readers:
-            reader.join(timeout=DEADLINE)
-        return Done(code, "".join(self._stdout), "".join(self._stderr))
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=DEADLINE)
+def created_id(running: Running) -> str:
+    """The id in `bpm ask`'s note `created bp-..., waiting for a decision`."""
+    return running.noted(r"created (\S+), waiting for a decision")
 
 
 @pytest.fixture
@@ -93,7 +46,7 @@ def start() -> Iterator:
     def start(
         *args: str, env: dict[str, str], cwd: Path | None = None, default_sigint: bool = False
     ) -> Running:
-        running = Running(list(args), env, cwd=cwd, default_sigint=default_sigint)
+        running = running_bpm(list(args), env, cwd=cwd, default_sigint=default_sigint)
         started.append(running)
         return running
 
@@ -222,7 +175,7 @@ def test_ask_approved_exits_0_with_the_result_as_json(bpm_env, reviewer: Client,
         env=bpm_env,
         cwd=tmp_path,
     )
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     assert breakpoint_id in [b.breakpoint_id for b in reviewer.list(status="waiting")]
     files = reviewer.get(breakpoint_id).payload["context"]["files"]
     assert [(f["path"], f["content"]) for f in files] == [
@@ -241,7 +194,7 @@ def test_ask_approved_exits_0_with_the_result_as_json(bpm_env, reviewer: Client,
 
 def test_ask_rejected_by_the_reviewers_bpm_reject_exits_1(bpm_env, reviewer_env, start):
     asking = start("ask", "Drop the old table?", env=bpm_env)
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     rejecting = bpm("reject", breakpoint_id, "-m", "not on a Friday", env=reviewer_env)
     assert rejecting.code == 0, rejecting.stderr
     assert rejecting.stdout == 'rejected by alice: "not on a Friday"\n'
@@ -254,7 +207,7 @@ def test_ask_with_options_returns_the_option_chosen(bpm_env, reviewer_env, start
     asking = start(
         "ask", "Which region?", "--option", "eu", "--option", "us", "--json", env=bpm_env
     )
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     approving = bpm("approve", breakpoint_id, "--option", "us", "-m", "closer", env=reviewer_env)
     assert approving.code == 0, approving.stderr
     assert approving.stdout == 'approved by alice (option "us"): "closer"\n'
@@ -272,7 +225,7 @@ def test_ask_that_expires_exits_2(bpm_env, start):
 
 def test_ask_cancelled_by_bpm_cancel_exits_2(bpm_env, start):
     asking = start("ask", "Deploy?", env=bpm_env)
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     cancelling = bpm("cancel", breakpoint_id, "--reason", "superseded", env=bpm_env)
     assert cancelling.code == 0, cancelling.stderr
     assert cancelling.stdout == "cancelled\n"
@@ -295,7 +248,7 @@ def test_wait_with_a_timeout_on_a_waiting_breakpoint_exits_3(bpm_env):
 @pytest.mark.own_system
 def test_ask_survives_a_server_restart_while_waiting(live, bpm_env, reviewer_env, start):
     asking = start("ask", "Deploy during the restart?", env=bpm_env)
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     live.restart_web(down_seconds=3)
     approving = bpm("approve", breakpoint_id, "-m", "still fine", env=reviewer_env)
     assert approving.code == 0, approving.stderr
@@ -325,7 +278,7 @@ def test_an_idempotency_key_asks_once(bpm_env, reviewer_env, start):
     assert again.stdout.strip() == breakpoint_id
 
     asking = start("ask", "Deploy?", *key, env=bpm_env)
-    assert asking.created_id() == breakpoint_id
+    assert created_id(asking) == breakpoint_id
     assert bpm("approve", breakpoint_id, "-m", "Once", env=reviewer_env).code == 0
     assert asking.finish().code == 0
 
@@ -415,7 +368,7 @@ def test_status_and_events_follow_a_decision(bpm_env, reviewer: Client):
 
 def test_ctrl_c_leaves_the_breakpoint_waiting(bpm_env, agent: Client, start):
     asking = start("ask", "Deploy?", env=bpm_env, default_sigint=True)
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     asking.process.send_signal(signal.SIGINT)
     done = asking.finish()
     assert done.code == 130
@@ -426,7 +379,7 @@ def test_ctrl_c_leaves_the_breakpoint_waiting(bpm_env, agent: Client, start):
 
 def test_ctrl_c_with_cancel_on_interrupt_cancels_it(bpm_env, agent: Client, start):
     asking = start("ask", "Deploy?", "--cancel-on-interrupt", env=bpm_env, default_sigint=True)
-    breakpoint_id = asking.created_id()
+    breakpoint_id = created_id(asking)
     asking.process.send_signal(signal.SIGINT)
     done = asking.finish()
     assert done.code == 130

@@ -8,19 +8,16 @@ session id of its own, the breakpoint's run.
 """
 
 import json
-import queue
 import re
-import subprocess
-import threading
 import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from bpm_client import Client
 
 from tests.live.clients.conftest import BPM
-from tests.support.cli import DEADLINE, Done, bpm
+from tests.support.cli import Done, Running, bpm
 from tests.support.net import free_port
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hooks"
@@ -34,72 +31,23 @@ def hook_input(host: str, session_id: str) -> dict[str, Any]:
     return {**given, "session_id": session_id}
 
 
-class Hook:
-    """A `bpm hook HOST` the host started: its input written, stderr read line by line."""
+def running_hook(host: str, given: dict[str, Any], env: dict[str, str]) -> Running:
+    """A `bpm hook HOST` the host started, `given` on its stdin."""
+    return Running([BPM, "hook", host], env, stdin=json.dumps(given))
 
-    def __init__(self, host: str, given: dict[str, Any], env: dict[str, str]):
-        self.process = subprocess.Popen(
-            [BPM, "hook", host],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(given))
-        self.process.stdin.close()
-        self.notes: queue.Queue[str | None] = queue.Queue()
-        self._stdout: list[str] = []
-        self._stderr: list[str] = []
-        self._readers = [
-            threading.Thread(target=self._read, args=(self.process.stdout, self._stdout, None)),
-            threading.Thread(
-                target=self._read, args=(self.process.stderr, self._stderr, self.notes)
-            ),
-        ]
-        for reader in self._readers:
-            reader.start()
 
-    @staticmethod
-    def _read(stream: IO[str], lines: list[str], notes: queue.Queue | None) -> None:
-        for line in stream:
-            lines.append(line)
-            if notes is not None:
-                notes.put(line)
-        if notes is not None:
-            notes.put(None)
-
-    def waiting_on(self) -> str:
-        """The id of the breakpoint it waits on (from its note on stderr)."""
-        while True:
-            line = self.notes.get(timeout=DEADLINE)
-            if line is None:
-                pytest.fail(f"the hook ended before it waited: {''.join(self._stderr)}")
-            if match := WAITING.match(line):
-                return match.group(1)
-
-    def finish(self) -> Done:
-        code = self.process.wait(timeout=DEADLINE)
-        for reader in self._readers:
-            reader.join(timeout=DEADLINE)
-        return Done(code, "".join(self._stdout), "".join(self._stderr))
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=DEADLINE)
-        for reader in self._readers:
-            reader.join(timeout=DEADLINE)
+def waiting_on(hook: Running) -> str:
+    """The id of the breakpoint the hook waits on (from its note on stderr)."""
+    return hook.noted(WAITING.pattern)
 
 
 @pytest.fixture
 def start_hook(bpm_env):
-    """start_hook(host, given) -> a running Hook; whatever still runs at the end is killed."""
-    started: list[Hook] = []
+    """start_hook(host, given) -> a running `bpm hook`; whatever still runs at the end is killed."""
+    started: list[Running] = []
 
-    def start(host: str, given: dict[str, Any], env: dict[str, str] | None = None) -> Hook:
-        running = Hook(host, given, env or bpm_env)
+    def start(host: str, given: dict[str, Any], env: dict[str, str] | None = None) -> Running:
+        running = running_hook(host, given, env or bpm_env)
         started.append(running)
         return running
 
@@ -139,7 +87,7 @@ def no_decision(done: Done) -> str:
 def test_an_approval_allows_the_tool_call(host, start_hook, session_id, reviewer: Client):
     given = hook_input(host, session_id)
     hook = start_hook(host, given)
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
 
     asked = reviewer.get(breakpoint_id)
     assert asked.key == f"{host}.bash"
@@ -156,7 +104,7 @@ def test_an_approval_allows_the_tool_call(host, start_hook, session_id, reviewer
 def test_claude_code_runs_the_input_a_reviewer_edited(start_hook, session_id, reviewer: Client):
     given = hook_input("claude-code", session_id)
     hook = start_hook("claude-code", given)
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
     edited = {**given["tool_input"], "command": "rm -rf ./node_modules/.cache"}
 
     reviewer.release(breakpoint_id, "only the cache", values=edited)
@@ -171,7 +119,7 @@ def test_codex_is_refused_with_the_edit_a_reviewer_approved(
     approval with edited values is a refusal whose message gives them."""
     given = hook_input("codex", session_id)
     hook = start_hook("codex", given)
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
     edited = {"command": "rm -f /tmp/example.lock"}
 
     reviewer.release(breakpoint_id, "just the lock file", values=edited)
@@ -189,7 +137,7 @@ def test_a_rejection_denies_with_the_reviewers_comment(
     host, start_hook, session_id, reviewer: Client
 ):
     hook = start_hook(host, hook_input(host, session_id))
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
 
     reviewer.release(breakpoint_id, "Not on a Friday", approved=False)
 
@@ -202,7 +150,7 @@ def test_a_rejection_denies_with_the_reviewers_comment(
 
 def test_an_expired_breakpoint_is_no_decision(start_hook, session_id, admin_token, live):
     hook = start_hook("claude-code", hook_input("claude-code", session_id))
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
 
     with Client(live.base_url, admin_token) as admin:
         admin.expire(breakpoint_id)
@@ -221,7 +169,7 @@ def test_an_input_too_large_for_a_form_is_attached_to_approve_as_it_is(
         "tool_input": {"file_path": "/home/me/project/data.csv", "content": "a,b\n" * 17_500},
     }
     hook = start_hook("claude-code", given)
-    breakpoint_id = hook.waiting_on()
+    breakpoint_id = waiting_on(hook)
 
     asked = reviewer.get(breakpoint_id)
     assert asked.key == "claude-code.write"
@@ -240,11 +188,11 @@ def test_a_restarted_hook_waits_on_the_breakpoint_it_opened(
     ids, the hook finds the breakpoint it opened instead of asking again."""
     given = hook_input("codex", session_id)
     first = start_hook("codex", given)
-    breakpoint_id = first.waiting_on()
+    breakpoint_id = waiting_on(first)
     first.kill()
 
     again = start_hook("codex", given)
-    assert again.waiting_on() == breakpoint_id
+    assert waiting_on(again) == breakpoint_id
     reviewer.release(breakpoint_id, "go ahead")
 
     assert decision_of(again.finish()) == {"behavior": "allow"}
@@ -255,7 +203,7 @@ def test_another_session_asks_again(start_hook, session_id, reviewer: Client):
     first = start_hook("claude-code", hook_input("claude-code", session_id))
     other = start_hook("claude-code", hook_input("claude-code", str(uuid.uuid4())))
 
-    assert first.waiting_on() != other.waiting_on()
+    assert waiting_on(first) != waiting_on(other)
 
 
 @pytest.mark.parametrize("host", HOSTS)
