@@ -1,6 +1,7 @@
 """The append-only audit trail: one Event per transition, comment and notification; one
 AccessEvent per sign-in, refusal and role change that an identity provider brought; one
-RuleEvent per change of the auto-approval rules (added, removed, promoted to live)."""
+RuleEvent per change of the auto-approval rules (added, removed, promoted to live); one
+GrantEvent per grant created, used, revoked or ended (expired or used up)."""
 
 from django.db import models
 
@@ -101,3 +102,33 @@ class RuleEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.rule_id} by {self.actor}"
+
+
+class GrantEventType(models.TextChoices):
+    CREATED = "created"  # a reviewer's approval carried a grant
+    USED = "used"  # the grant approved a breakpoint (metadata: breakpointId)
+    REVOKED = "revoked"
+    EXPIRED = "expired"  # it stopped applying: its expiry passed, or its last use was spent
+
+
+class GrantEvent(models.Model):
+    """What happened to a grant, for an auditor: written only by audit.services, in the
+    transaction of the change. `grant_id`, `agent_id`, `key` and `breakpoint_id` are
+    snapshots, not foreign keys: the event outlives the grant and the breakpoint."""
+
+    type = models.CharField(max_length=16, choices=GrantEventType.choices)
+    grant_id = models.CharField(max_length=32, db_index=True)
+    agent_id = models.CharField(max_length=128)
+    key = models.CharField(max_length=255)
+    breakpoint_id = models.CharField(max_length=40, blank=True)
+    actor = models.CharField(max_length=200)
+    metadata = models.JSONField(default=dict, blank=True)
+    timestamp = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]
+        # A replay counts the uses of a window (policies.replay: grantApproved).
+        indexes = [models.Index(fields=["type", "timestamp"], name="grantevent_type_time")]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.grant_id} by {self.actor}"

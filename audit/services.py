@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from audit.models import AccessEvent, Event, EventType, RuleEvent
+from audit.models import AccessEvent, Event, EventType, GrantEvent, RuleEvent
 from infra.db.prepared import insert
 
 
@@ -84,4 +84,28 @@ def rule_event_record(
     before and after)."""
     return RuleEvent.objects.create(
         type=type, rule_id=rule_id, pattern=pattern, actor=actor[:200], metadata=metadata
+    )
+
+
+def grant_event_record(
+    *,
+    type: str,
+    grant_id: str,
+    agent_id: str,
+    key: str,
+    actor: str,
+    breakpoint_id: str = "",
+    **metadata: Any,
+) -> GrantEvent:
+    """A grant's event (GrantEventType): the grant's id, agent and key as they were,
+    `actor` who caused it (the granter, the revoker, `system:<what>`), `breakpoint_id` the
+    breakpoint it was granted on or approved, `metadata` the rest."""
+    return GrantEvent.objects.create(
+        type=type,
+        grant_id=grant_id,
+        agent_id=agent_id,
+        key=key,
+        breakpoint_id=breakpoint_id,
+        actor=actor[:200],
+        metadata=metadata,
     )

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "audit",
     "policies",
     "notifications",
+    "grants",
     "breakpoints",
     "channels",
     "triggers",
@@ -196,6 +197,8 @@ BPM_BODY_READ_SECONDS = env.float("BPM_BODY_READ_SECONDS", default=10.0)
 BPM_MAX_UPLOADS_PER_ADDRESS = env.int("BPM_MAX_UPLOADS_PER_ADDRESS", default=4)
 BPM_TTL_SWEEP_SECONDS = env.int("BPM_TTL_SWEEP_SECONDS", default=10)
 BPM_RETENTION_DAYS = env.int("BPM_RETENTION_DAYS", default=90)
+# The longest a reviewer's grant may last (expiresInSeconds), in seconds: a day by default.
+BPM_GRANT_MAX_SECONDS = env.int("BPM_GRANT_MAX_SECONDS", default=24 * 60 * 60)
 # Seconds one page (review page, decision page, email) may spend converting markdown and
 # highlighting code; each file gets half. What runs out is shown as escaped text.
 BPM_RENDER_BUDGET_SECONDS = env.float("BPM_RENDER_BUDGET_SECONDS", default=0.5)
@@ -525,6 +528,7 @@ CELERY_BEAT_SCHEDULE = {
     for name, task, schedule in [
         ("expire-due-breakpoints", tasknames.EXPIRE_DUE, _TTL),
         ("nudge-waiting-breakpoints", tasknames.NUDGE_WAITING, _TTL),
+        ("expire-due-grants", tasknames.EXPIRE_GRANTS, _TTL),
         ("dispatch-due-webhooks", tasknames.DISPATCH_DUE_DELIVERIES, _OUTBOX),
         ("dispatch-due-events", tasknames.DISPATCH_DUE_EVENTS, _OUTBOX),
         ("purge-finished-breakpoints", tasknames.PURGE_FINISHED, crontab(hour=3, minute=17)),

@@ -29,6 +29,7 @@ urlpatterns = [
     path("api/docs/", docs_view),
     path("api/", include("breakpoints.api.urls")),
     path("api/", include("policies.api.urls")),
+    path("api/", include("grants.api.urls")),
     path("api/", include("triggers.api.urls")),
     re_path(r"^api/", errors.api_not_found),
     path("admin/", admin.site.urls),

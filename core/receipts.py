@@ -35,8 +35,9 @@ RECEIPT_CLAIMS = (
     "valuesDigest",
 )
 # Claims only some receipts state: `approvers` (each approving seat and who answered for
-# it), on a collect-all or quorum decision's.
-OPTIONAL_CLAIMS = ("approvers",)
+# it), on a collect-all or quorum decision's; `grantId` and `grantedBy` (the grant that
+# approved it and the reviewer who gave it), on a grant's approval.
+OPTIONAL_CLAIMS = ("approvers", "grantId", "grantedBy")
 
 
 class ReceiptError(ValueError):

@@ -12,6 +12,8 @@ EXPIRE_DUE = "breakpoints.tasks.expire_due_breakpoints"
 NUDGE_WAITING = "breakpoints.tasks.nudge_waiting_breakpoints"
 PURGE_FINISHED = "breakpoints.tasks.purge_finished_breakpoints"
 REFRESH_DECISION_TIMES = "breakpoints.tasks.refresh_decision_times"
+# grants
+EXPIRE_GRANTS = "grants.tasks.expire_due_grants"
 # notifications: the webhook outbox (published before the apps were split, under breakpoints)
 DELIVER = "breakpoints.tasks.deliver_webhook"
 # Several deliveries published as one message; the worker hands each on as DELIVER.
@@ -35,6 +37,7 @@ PUBLISHED = frozenset(
         NUDGE_WAITING,
         PURGE_FINISHED,
         REFRESH_DECISION_TIMES,
+        EXPIRE_GRANTS,
         DELIVER,
         DELIVER_MANY,
         DISPATCH_DUE_DELIVERIES,

@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 # Without a threshold, consecutiveApprovals is still reported, counted this far back.
 REPORTED_STREAK_LIMIT = 20
+# The verdict's reason when nothing approves and nothing forbids an automatic approval: the
+# one where a reviewer's grant may still approve (breakpoints.services.create).
+NO_MATCHING_RULE = "No matching rule"
 MAX_HISTORY_LIMIT = 1000
 
 
@@ -394,7 +397,7 @@ def precedence(
         )
     # Nothing live approves, nothing above auto-approve rules forbids: a matching shadow
     # rule taken as live would have approved.
-    return Verdict(False, "No matching rule", None, streak, shadow_rules=shadow)
+    return Verdict(False, NO_MATCHING_RULE, None, streak, shadow_rules=shadow)
 
 
 def _matching_rules(

@@ -217,15 +217,19 @@ def generation_create() -> migrations.RunPython:
     return migrations.RunPython(_generation_create, _generation_drop, elidable=False)
 
 
-def watch(table: str) -> migrations.RunPython:
+def watch(table: str, *, updates_of: tuple[str, ...] = ()) -> migrations.RunPython:
     """The migration operation making every change to `table` move the generation.
+
+    `updates_of`: only an UPDATE that sets one of these columns moves it (inserts and
+    deletes always do): a table written all day in columns no copy reads (a grant's uses
+    left) must not make every process read its configuration again at each write.
 
     On SQLite, a migration that alters `table` may rebuild it without its triggers:
     tests/policies/test_configuration.py checks that every watched table still has them.
     """
 
     def forwards(apps: Any, schema_editor: Any) -> None:
-        for statement in _watch_sql(schema_editor.connection.vendor, table):
+        for statement in _watch_sql(schema_editor.connection.vendor, table, updates_of):
             schema_editor.execute(statement)
 
     def backwards(apps: Any, schema_editor: Any) -> None:
@@ -267,17 +271,19 @@ def trigger_names(vendor: str, table: str) -> list[str]:
     return [f"{_FUNCTION}_{table}_{event.lower()}" for event in _SQLITE_EVENTS]
 
 
-def _watch_sql(vendor: str, table: str) -> list[str]:
+def _watch_sql(vendor: str, table: str, updates_of: tuple[str, ...] = ()) -> list[str]:
+    update = f"UPDATE OF {', '.join(updates_of)}" if updates_of else "UPDATE"
     if vendor == "postgresql":
         # Once per statement (TRUNCATE included: a test database's flush).
         return [
-            f"CREATE TRIGGER {_FUNCTION} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+            f"CREATE TRIGGER {_FUNCTION} AFTER INSERT OR {update} OR DELETE OR TRUNCATE "
             f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION {_FUNCTION}()"
         ]
+    events = [update if event == "UPDATE" else event for event in _SQLITE_EVENTS]
     return [
         f"CREATE TRIGGER {name} AFTER {event} ON {table} BEGIN "
         f"UPDATE {TABLE} SET n = random() WHERE id = 1; END"
-        for name, event in zip(trigger_names(vendor, table), _SQLITE_EVENTS, strict=True)
+        for name, event in zip(trigger_names(vendor, table), events, strict=True)
     ]
 
 

@@ -13,6 +13,7 @@ PUBLISHED = {
     "breakpoints.tasks.nudge_waiting_breakpoints",
     "breakpoints.tasks.purge_finished_breakpoints",
     "breakpoints.tasks.refresh_decision_times",
+    "grants.tasks.expire_due_grants",
     "notifications.tasks.deliver_many",
     "triggers.tasks.dispatch_due_events",
     "triggers.tasks.evaluate_event",

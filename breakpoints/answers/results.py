@@ -20,6 +20,7 @@ from core.timestamps import timestamp
 # Where a decision came from, in a receipt: a channel (core.choices.Via), or these.
 VIA_RULE = "rule"  # an auto-approval rule, at creation
 VIA_SYSTEM = "system"  # the TTL sweep, a timeout policy, a management command
+VIA_GRANT = "grant"  # a reviewer's grant, at creation (the receipt names it and its granter)
 
 
 def vote(
@@ -186,11 +187,13 @@ def result_sealed(
     at: datetime,
     payload_digest: str | None,
     proposal: dict[str, Any] | None = None,
+    grant: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A final result with what binds it: payloadDigest (what the reviewer was shown),
     values (the approved answer to its form, null otherwise), edited (they differ from the
     `proposal`), valuesDigest, and receipt, the service's signed statement of the decision
-    (core.receipts; a collect-all or quorum decision's also names its approvers)."""
+    (core.receipts; a collect-all or quorum decision's also names its approvers, a grant's
+    approval the grant: `grant` {grantId, grantedBy})."""
     values = result.get("values") if result["approved"] else None
     digest = values_digest(values)
     claims = {
@@ -208,6 +211,8 @@ def result_sealed(
     }
     if "approvers" in result:  # a multi-seat decision: each approving seat, signed too
         claims["approvers"] = result["approvers"]
+    if grant is not None:  # approved by a grant: which one, and who gave it, signed too
+        claims.update(grantId=grant["grantId"], grantedBy=grant["grantedBy"])
     receipt = receipts.sign(claims, receipt_keys.signing_key())
     return {
         **result,

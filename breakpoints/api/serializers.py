@@ -12,6 +12,7 @@ from breakpoints.models import Breakpoint, DecisionBasis, Feedback
 from breakpoints.representation import contract
 from core import limits
 from core.choices import Status, Strategy
+from grants.api.serializers import GrantInputField, GrantSerializer
 from policies.api.serializers import AutoApprovalSerializer
 from web.api.fields import (
     JSONObjectField,
@@ -114,8 +115,9 @@ class BreakpointResultSerializer(serializers.Serializer):
         help_text="The service's signed statement of this decision: a compact JWS (EdDSA, "
         "Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, "
         "status, approved, option, respondedBy, via, decidedAt, payloadDigest and "
-        "valuesDigest, and approvers on a collect-all or quorum decision. Verify it with the "
-        "keys of GET /.well-known/jwks.json.",
+        "valuesDigest, approvers on a collect-all or quorum decision, and grantId and "
+        "grantedBy on a grant's approval (via grant). Verify it with the keys of "
+        "GET /.well-known/jwks.json.",
     )
 
 
@@ -346,6 +348,9 @@ class FeedbackCreatedSerializer(serializers.Serializer):
     feedback = FeedbackSerializer()
     status = serializers.ChoiceField(choices=Status.choices)
     result = ResultField(allow_null=True)
+    grant = GrantSerializer(
+        required=False, help_text="The grant the approval gave, when it asked for one."
+    )
 
 
 # --- input ---------------------------------------------------------------------
@@ -441,6 +446,7 @@ class FeedbackCreateSerializer(StrictBody):
         "the proposal is approved as it is (a 400 when the form has required fields and "
         "there is no proposal). Refused with a rejection, a comment, or no form.",
     )
+    grant = GrantInputField(required=False, allow_null=True, default=None)
 
 
 class StatusQuerySerializer(serializers.Serializer):

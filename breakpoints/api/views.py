@@ -30,6 +30,7 @@ from breakpoints.waiting.query import parse_status_query
 from core.actors import actor_for_request_user
 from core.exceptions import InvalidInput, NotFound
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
+from grants.api.serializers import GrantSerializer
 from web.api.fields import NoBody
 from web.api.pagination import BreakpointCursorPagination
 from web.api.permissions import IsAgentOrReviewer, IsPersonDeciding
@@ -204,7 +205,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     @extend_schema(
         summary="Comment on, or release, a breakpoint",
         description="Reviewers and admins. `comment` may be empty only when `release` is "
-        "true; `option` must be one of `payload.options` when those exist.",
+        "true; `option` must be one of `payload.options` when those exist. An approval "
+        "may carry a `grant`: the answer then includes it.",
         request=FeedbackCreateSerializer,
         responses={
             201: FeedbackCreatedSerializer,
@@ -227,7 +229,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
     )
     def feedback(self, request: Request, pk: str) -> Response:
         data = validated(FeedbackCreateSerializer, request)
-        feedback, bp = services.feedback_add(  # a refusal is recorded by the service
+        feedback, bp, grant = services.feedback_add_granting(  # the service records refusals
             breakpoint_id=pk,
             actor=actor_for_request_user(request.user),
             comment=data["comment"],
@@ -235,12 +237,15 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             approved=data["approved"],
             option=data["option"],
             values=data["values"],
+            grant=data["grant"],
         )
         body = {
             "feedback": FeedbackSerializer(feedback).data,
             "status": bp.status,
             "result": bp.result,
         }
+        if grant is not None:
+            body["grant"] = GrantSerializer(grant).data
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -1,8 +1,9 @@
 """Every write to a breakpoint. Views, admin, tasks and commands call these and hold no rule.
 
 - create: breakpoint_create (validation, Idempotency-Key, auto-approval at birth)
-- decisions: feedback_add (comment, release, votes), breakpoint_always_approve, "may this
-  person release this?" (release_refusal, asked; release_check, asked by a release)
+- decisions: feedback_add (comment, release, votes), feedback_add_granting (an approval
+  with a grant), breakpoint_always_approve, "may this person release this?"
+  (release_refusal, asked; release_check, asked by a release)
 - lifecycle: breakpoint_cancel, breakpoint_delete (admins, by hand), retention (breakpoints_purge)
 - expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep, with
   the onTimeout policy (approve, reject, escalate)
@@ -18,6 +19,7 @@ from breakpoints.services.decision_times import decision_times_refresh
 from breakpoints.services.decisions import (
     breakpoint_always_approve,
     feedback_add,
+    feedback_add_granting,
     release_check,
     release_preview,
     release_refusal,
@@ -57,6 +59,7 @@ __all__ = [
     "breakpoints_remind_due",
     "decision_times_refresh",
     "feedback_add",
+    "feedback_add_granting",
     "release_check",
     "release_preview",
     "release_refusal",

@@ -12,7 +12,8 @@ from django.utils import timezone
 from accounts import experts as routing
 from accounts.requesters import requester_bind
 from audit.models import EventType
-from breakpoints.answers.results import VIA_RULE, result_auto_approved
+from breakpoints.answers.results import VIA_GRANT, VIA_RULE, result_auto_approved
+from breakpoints.answers.voting import VOTING_STRATEGIES
 from breakpoints.models import Breakpoint
 from breakpoints.payload import form_schema
 from breakpoints.payload.validation import resolve_fields
@@ -23,6 +24,8 @@ from core.actors import Actor
 from core.choices import Status, Strategy
 from core.digests import content_digest
 from core.exceptions import Forbidden, IdempotencyConflict, InvalidInput
+from grants import services as grants
+from grants.models import Grant
 from infra.db.prepared import insert
 from infra.db.together import inserts_held
 from policies import answers, autoapproval, configuration, foureyes, shadow
@@ -183,7 +186,8 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
         bp.expires_at = now + timedelta(seconds=bp.ttl_seconds) if bp.ttl_seconds else None
         for field, value in timeout_columns(policy, now).items():
             setattr(bp, field, value)
-        bp.auto_approval = verdict.as_dict()
+        grant = _grant_used(bp, verdict)
+        bp.auto_approval = verdict.as_dict() if grant is None else _granted(grant, verdict)
         feedback_cached(bp, [])  # a new one has none: no query for it
         # bp.save(force_insert=True), its event and its outbox rows: one statement, built
         # once (infra.db.prepared, infra.db.together)
@@ -197,6 +201,8 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
             )
         if verdict.recommended:
             _auto_release(bp, verdict)
+        elif grant is not None:
+            _grant_release(bp, grant)
         elif verdict.shadow_rules:
             _shadow_record(bp, verdict)
         # Still none: the answer shows it as written (breakpoints.api.views.create).
@@ -252,6 +258,65 @@ def _auto_release(bp: Breakpoint, verdict: autoapproval.Verdict) -> None:
         event_type=EventType.RELEASED,
         metadata={"approved": True, "autoApproved": True, "matchedRule": verdict.matched_rule},
         via=VIA_RULE,
+    )
+
+
+def _grant_used(bp: Breakpoint, verdict: autoapproval.Verdict) -> Grant | None:
+    """The grant that approves it, one of its uses spent, or None. Asked only when no rule
+    approves and nothing forbids an automatic approval (the verdict's reason is then "No
+    matching rule": not four eyes, a form needing an answer, a never-auto-approve rule or
+    an always-break-on tag), and never for a voting breakpoint. No query unless a live
+    grant exists for its agent and key (grants.selectors.live_pair)."""
+    if verdict.recommended or verdict.reason != autoapproval.NO_MATCHING_RULE:
+        return None
+    if bp.strategy in VOTING_STRATEGIES:
+        return None
+    return grants.grant_use(
+        grants.Later(
+            breakpoint_id=bp.pk,
+            agent_id=bp.agent_id,
+            key=bp.key,
+            run_id=bp.run_id,
+            proposal=form_schema.as_proposed(bp.payload),
+            experts=bp.experts,
+        )
+    )
+
+
+def _granted(grant: Grant, verdict: autoapproval.Verdict) -> dict[str, Any]:
+    """The autoApproval of a breakpoint a grant approved: the rules' verdict, recommended
+    by the grant (no rule matched), naming the grant and its granter."""
+    return {
+        "recommended": True,
+        "reason": f"Granted by {grant.granted_by} (grant {grant.pk})",
+        "matchedRule": None,
+        "consecutiveApprovals": verdict.consecutive_approvals,
+        "grantId": grant.pk,
+        "grantedBy": grant.granted_by,
+    }
+
+
+def _grant_release(bp: Breakpoint, grant: Grant) -> None:
+    """Release a just-created breakpoint on a grant's say-so: `grant:<id>` responds, the
+    receipt's via is `grant` and it names the grant and its granter."""
+    responder = f"grant:{grant.pk}"
+    grant_actor = Actor(name=responder)
+    named = {"grantId": grant.pk, "grantedBy": grant.granted_by}
+    record(bp, type=EventType.AUTO_APPROVED, actor=grant_actor, metadata=bp.auto_approval)
+    move(
+        bp,
+        to=Status.RELEASED,
+        actor=grant_actor,
+        result=result_auto_approved(
+            responder=responder,
+            reason=bp.auto_approval["reason"],
+            at=timezone.now(),
+            values=form_schema.as_proposed(bp.payload),
+        ),
+        event_type=EventType.RELEASED,
+        metadata={"approved": True, "autoApproved": True, "matchedRule": None, **named},
+        via=VIA_GRANT,
+        grant=named,
     )
 
 

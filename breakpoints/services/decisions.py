@@ -32,6 +32,8 @@ from breakpoints.wakeups import announce
 from core.actors import Actor, require_not_requester, require_reviewer
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
+from grants import services as grants
+from grants.models import Grant
 from infra.db.prepared import update_where
 from policies import autoapproval, configuration, foureyes, shadow
 from policies.models import AutoApprovalRule
@@ -266,6 +268,7 @@ def feedback_add(
     values: Any = None,
     via: str = Via.API,
     within: Callable[[], None] | None = None,
+    grant: Any = None,
 ) -> tuple[Feedback, Breakpoint]:
     """Add a reviewer's comment; with release=True it also decides the breakpoint.
 
@@ -286,8 +289,47 @@ def feedback_add(
     (require_other_reviewer), whatever the channel. A permission or state refusal is
     recorded (services.refusals), once, whatever the channel. `within`: more the caller
     writes in the decision's own transaction, first (an email link's use): it commits
-    with the decision or rolls back with its refusal.
+    with the decision or rolls back with its refusal. `grant`: an approval's grant
+    (feedback_add_granting, which also returns the grant).
     """
+    feedback, bp, _ = feedback_add_granting(
+        breakpoint_id=breakpoint_id,
+        actor=actor,
+        comment=comment,
+        release=release,
+        approved=approved,
+        option=option,
+        values=values,
+        via=via,
+        within=within,
+        grant=grant,
+    )
+    return feedback, bp
+
+
+def feedback_add_granting(
+    *,
+    breakpoint_id: str,
+    actor: Actor,
+    comment: str,
+    release: bool = False,
+    approved: bool | None = None,
+    option: str | None = None,
+    values: Any = None,
+    via: str = Via.API,
+    within: Callable[[], None] | None = None,
+    grant: Any = None,
+) -> tuple[Feedback, Breakpoint, Grant | None]:
+    """feedback_add, and the grant its approval gave (None without `grant`).
+
+    `grant` ({scope, uses?, expiresInSeconds?, values?}: grants.services.grant_spec) is
+    given in the decision's own transaction, only with a final approval
+    (grants.services.grant_refusal says when not: a rejection or comment, a voting
+    breakpoint, four eyes, a key that is not its own, scope run without a runId). Refused,
+    nothing is written and the decision is not given either: the reviewer may retry
+    without it.
+    """
+    spec = grants.grant_spec(grant) if grant is not None else None
     with refusals_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via):
         return _feedback_add(
             breakpoint_id=breakpoint_id,
@@ -299,6 +341,7 @@ def feedback_add(
             values=values,
             via=via,
             within=within,
+            grant=spec,
         )
 
 
@@ -313,8 +356,9 @@ def _feedback_add(
     via: str,
     values: Any = None,
     within: Callable[[], None] | None = None,
-) -> tuple[Feedback, Breakpoint]:
-    """feedback_add without recording its refusal (its callers do)."""
+    grant: grants.GrantSpec | None = None,
+) -> tuple[Feedback, Breakpoint, Grant | None]:
+    """feedback_add_granting without recording its refusal (its callers do)."""
     require_reviewer(actor)
     # The one home of the contract's comment rule: every channel relies on it, none adds
     # its own (a rejection may come without a comment, as an approval may).
@@ -324,20 +368,30 @@ def _feedback_add(
             {"comment": ["This field may not be blank unless release is true."]},
         )
     decide = partial(
-        _decide, breakpoint_id, actor, comment, release, approved, option, via, values, within
+        _decide,
+        breakpoint_id,
+        actor,
+        comment,
+        release,
+        approved,
+        option,
+        via,
+        values,
+        within,
+        grant=grant,
     )
     with form_schema.checks_remembered():
         _values_checked_unlocked(breakpoint_id, values if release else None)
         try:
-            feedback, bp = decide(overdue_refused=True)
+            feedback, bp, given = decide(overdue_refused=True)
         except _Overdue:
             # Past expiresAt: too late, even before the sweep. Expired (or what its
             # onTimeout says) in a transaction of its own, then asked again: refused unless
             # still waiting.
             breakpoint_expire_if_due(breakpoint_id)
-            feedback, bp = decide(overdue_refused=False)
+            feedback, bp, given = decide(overdue_refused=False)
     feedback_cached(bp, None)  # read once for the outbox bodies (_feedback_record)
-    return feedback, bp
+    return feedback, bp, given
 
 
 def _values_checked_unlocked(breakpoint_id: str, values: Any) -> None:
@@ -368,11 +422,13 @@ def _decide(
     within: Callable[[], None] | None,
     *,
     overdue_refused: bool,
-) -> tuple[Feedback, Breakpoint]:
+    grant: grants.GrantSpec | None = None,
+) -> tuple[Feedback, Breakpoint, Grant | None]:
     """The decision's transaction: the row locked, the feedback, the release or vote, their
     events and outbox rows written together (transitions.recorded_together). An overdue
     row raises _Overdue (rolled back: the caller expires it, then asks again) while
-    `overdue_refused`."""
+    `overdue_refused`. A `grant` is refused before anything is written, and given after
+    the release, in the same transaction."""
     with transaction.atomic(), configuration.reading(), recorded_together():
         if within is not None:
             within()
@@ -392,14 +448,16 @@ def _decide(
             outcome = _release(
                 bp, actor=actor, approved=verdict, comment=comment, option=option, values=answer
             )
+        if grant is not None:
+            _check_grant(bp, grant, outcome)
         feedback = _feedback_record(
             bp, actor, comment, outcome, verdict=verdict, option=option, via=via, values=answer
         )
         if outcome is None:
-            return feedback, bp
+            return feedback, bp, None
         if outcome.decision is None or outcome.result is None:  # both None until decided
             _votes_save(bp, outcome.votes)
-            return feedback, bp
+            return feedback, bp, None
         move(
             bp,
             to=Status.RELEASED,
@@ -414,7 +472,18 @@ def _decide(
             shadow.shadow_outcome_record(breakpoint_id=bp.pk, approved=outcome.decision)
         if via != Via.TRIGGER:  # a person decided: against what was expected (metrics)
             transaction.on_commit(partial(_decision_observed, bp), robust=True)
-    return feedback, bp
+        given = grants.grant_create(actor=actor, bp=bp, spec=grant) if grant else None
+    return feedback, bp, given
+
+
+def _check_grant(bp: Breakpoint, grant: grants.GrantSpec, outcome: Release | None) -> None:
+    """Refuse (raise) a grant this decision may not carry: only a final approval does."""
+    approves = outcome is not None and outcome.decision is True
+    refusal = grants.grant_refusal(
+        bp, grant, approved=approves, voting=bp.strategy in VOTING_STRATEGIES
+    )
+    if refusal is not None:
+        raise refusal
 
 
 def _decision_observed(bp: Breakpoint) -> None:
@@ -497,7 +566,7 @@ def breakpoint_always_approve(
                     f"This breakpoint does not offer Always approve. {refusal}",
                     {"alwaysApprove": [refusal]},
                 )
-            feedback, bp = _feedback_add(
+            feedback, bp, _ = _feedback_add(
                 breakpoint_id=breakpoint_id,
                 actor=actor,
                 comment=comment,

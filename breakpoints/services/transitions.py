@@ -154,12 +154,14 @@ def move(
     metadata: dict[str, Any] | None = None,
     also: dict[str, Any] | None = None,
     via: str | None = None,
+    grant: dict[str, str] | None = None,
 ) -> Breakpoint:
     """Apply one allowed transition to a locked row and record it (`also`: more columns).
 
     The result is sealed (results.result_sealed): it carries the payloadDigest, the
     values approved (and whether they differ from the proposal) and a receipt naming
-    `via`, where the decision came from (unset: the API, or `system`).
+    `via`, where the decision came from (unset: the API, or `system`), and `grant`
+    ({grantId, grantedBy}) when a grant approved it.
     """
     if to not in ALLOWED_TRANSITIONS[bp.status]:
         raise InvalidState(
@@ -177,6 +179,7 @@ def move(
         at=now,
         payload_digest=bp.payload_digest,
         proposal=(bp.payload or {}).get("proposal"),
+        grant=grant,
     )
     changes = {"status": to, "result": result, "updated_at": now, _TIMESTAMP_FIELD[to]: now}
     changes.update(also or {})

@@ -18,3 +18,10 @@ class AutoApprovalSerializer(serializers.Serializer):
         required=False,
         help_text="The ids of those shadow rules (present with `shadow`).",
     )
+    grantId = serializers.CharField(
+        required=False,
+        help_text="Present only when a reviewer's grant approved it: the grant's id.",
+    )
+    grantedBy = serializers.CharField(
+        required=False, help_text="Present with grantId: the reviewer who gave the grant."
+    )

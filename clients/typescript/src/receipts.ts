@@ -36,8 +36,9 @@ const RECEIPT_CLAIMS = [
 // Receipts signed before forms existed state no valuesDigest (they approved no values).
 const RECEIPT_CLAIMS_BEFORE_FORMS = RECEIPT_CLAIMS.filter((name) => name !== "valuesDigest");
 // Claims only some receipts state: approvers (each approving seat of a collect-all or quorum
-// decision, and who answered for it).
-const OPTIONAL_CLAIMS = ["approvers"];
+// decision, and who answered for it); grantId and grantedBy (the grant that approved it,
+// and the reviewer who gave it).
+const OPTIONAL_CLAIMS = ["approvers", "grantId", "grantedBy"];
 
 /** A result's valuesDigest: "sha256:" + the hex SHA-256 of the RFC 8785 JSON of the
  * values; null when there are none. Values past ±(2^53 - 1) throw ValuesNotRepresentable. */

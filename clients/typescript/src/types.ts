@@ -49,6 +49,9 @@ export interface ReceiptClaims {
   payloadDigest: string | null;
   valuesDigest?: string | null;
   approvers?: Array<{ seat: string; respondedBy: string }>;
+  /** Approved by a grant: its id, and the reviewer who gave it. */
+  grantId?: string;
+  grantedBy?: string;
 }
 
 /** What a breakpoint showed its reviewers: the payloadDigest covers exactly this. */

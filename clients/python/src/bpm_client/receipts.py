@@ -50,8 +50,9 @@ RECEIPT_CLAIMS = frozenset(
 # Receipts signed before forms existed state no valuesDigest (they approved no values).
 RECEIPT_CLAIMS_BEFORE_FORMS = RECEIPT_CLAIMS - {"valuesDigest"}
 # Claims only some receipts state: approvers (each approving seat of a collect-all or
-# quorum decision, and who answered for it: [{"seat", "respondedBy"}]).
-OPTIONAL_CLAIMS = frozenset({"approvers"})
+# quorum decision, and who answered for it: [{"seat", "respondedBy"}]); grantId and
+# grantedBy (the grant that approved it, and the reviewer who gave it).
+OPTIONAL_CLAIMS = frozenset({"approvers", "grantId", "grantedBy"})
 DIGEST_PREFIX = "sha256:"
 
 
