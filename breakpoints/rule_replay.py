@@ -14,7 +14,7 @@ production counts them.
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from audit.models import GrantEvent, GrantEventType
 from breakpoints.models import Breakpoint
 from breakpoints.models.breakpoint import FINISHED
 from core.naming import FALLBACK_KEY
@@ -157,7 +158,27 @@ def _replay_pattern(replay: Replay, rule: AutoApprovalRule, since: datetime) -> 
         if would and decision == REJECTED:
             listed.add(shape)
     replay.rejected_but_would_approve = _rejections_of(since, listed, judge)
+    replay.grant_approved = _grant_approved(since, pattern.matches_key, pattern.matches)
     return replay
+
+
+GRANT_CHUNK = 1000
+
+
+def _grant_approved(
+    since: datetime, key_matches: Callable[[str], bool], matches: Callable[..., bool]
+) -> int:
+    """How many of the window's breakpoints that `matches` (key, tags, experts) a
+    reviewer's grant approved: the grants' `used` events since the window's start
+    (grantevent_type_time), their breakpoints read by id, a thousand at a time."""
+    used = GrantEvent.objects.filter(type=GrantEventType.USED, timestamp__gte=since)
+    ids = [pk for pk, key in used.values_list("breakpoint_id", "key") if key_matches(key)]
+    count = 0
+    for start in range(0, len(ids), GRANT_CHUNK):
+        rows = finished_since(since).filter(pk__in=ids[start : start + GRANT_CHUNK])
+        for key, tags, experts in rows.values_list("key", "tags", "experts"):
+            count += bool(matches(key, tags=tags or [], experts=experts or []))
+    return count
 
 
 def shape_groups(window: QuerySet[Breakpoint], columns: tuple[str, ...]) -> QuerySet:
@@ -261,4 +282,7 @@ def _replay_after_n(replay: Replay, candidate: Candidate, since: datetime) -> Re
         elif outcome == REJECTED:
             streaks[agent] = 0
     replay.rejected_but_would_approve = _listed(wrongly[::-1][:LIST_CAP])
+    replay.grant_approved = _grant_approved(
+        since, lambda seen: seen == key, lambda seen, **_: seen == key
+    )
     return replay

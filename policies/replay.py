@@ -64,6 +64,7 @@ class Replay:
     human_rejected: int = 0
     rejected_but_would_approve: list[dict[str, Any]] = field(default_factory=list)
     rejected_but_would_approve_count: int = 0
+    grant_approved: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +78,7 @@ class Replay:
             "humanRejected": self.human_rejected,
             "rejectedButWouldApprove": self.rejected_but_would_approve,
             "rejectedButWouldApproveCount": self.rejected_but_would_approve_count,
+            "grantApproved": self.grant_approved,
         }
 
 

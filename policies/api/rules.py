@@ -203,6 +203,10 @@ class RuleReplaySerializer(serializers.Serializer):
     rejectedButWouldApproveCount = serializers.IntegerField(
         help_text="How many there are in all (the list is capped)."
     )
+    grantApproved = serializers.IntegerField(
+        help_text="Of the matched, the ones a reviewer's grant approved (no person decided "
+        "them, so neither humanApproved nor humanRejected counts them)."
+    )
 
 
 def _text(max_length: int) -> dict[str, Any]:

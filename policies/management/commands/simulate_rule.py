@@ -18,6 +18,7 @@ FIGURES = (
     "agreedWithHumans",
     "humanApproved",
     "humanRejected",
+    "grantApproved",
 )
 
 
