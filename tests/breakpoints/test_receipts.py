@@ -227,15 +227,19 @@ def test_generate_receipt_key_prints_a_key_that_signs(capsys):
     assert receipts.verify(receipts.sign(claims, key), receipts.jwks([key])) == claims
 
 
-def test_approvers_is_the_one_claim_a_receipt_may_add(receipt):
-    """A multi-seat decision's receipt adds approvers; no other claim is signed or taken."""
+def test_approvers_and_a_grant_are_the_claims_a_receipt_may_add(receipt):
+    """A multi-seat decision's receipt adds approvers, a grant's approval grantId and
+    grantedBy; no other claim is signed or taken."""
     key = receipts.key_from_entry(TEST_KEY)
     claims = claims_of(receipt)
     approvers = [{"seat": "tech-lead", "respondedBy": "tina"}]
+    grant = {"grantId": "grant-0123456789abcdef", "grantedBy": "alice"}
 
     with_approvers = receipts.sign({**claims, "approvers": approvers}, key)
+    with_grant = receipts.sign({**claims, **grant}, key)
 
     assert receipts.verify(with_approvers, suite_jwks())["approvers"] == approvers
+    assert receipts.verify(with_grant, suite_jwks()) == {**claims, **grant}
     with pytest.raises(ReceiptError, match="claims are exactly"):
         receipts.sign({**claims, "admin": True}, key)
     missing = {name: value for name, value in claims.items() if name != "via"}
