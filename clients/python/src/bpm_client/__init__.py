@@ -36,6 +36,7 @@ from .models import (  # noqa: E402
     Event,
     Feedback,
     FeedbackCreated,
+    Grant,
     Status,
     StatusEntry,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Event",
     "Feedback",
     "FeedbackCreated",
+    "Grant",
     "IdempotencyConflict",
     "InvalidState",
     "JwksUnavailable",

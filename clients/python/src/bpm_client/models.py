@@ -236,6 +236,29 @@ class BreakpointResult(Model):
 
 
 @dataclasses.dataclass
+class Grant(Model):
+    """A reviewer's grant: the same agent's next breakpoints of `key` (scope key), or of
+    `key` in `run_id` (scope run), approved for `uses` of them or until `expires_at`."""
+
+    id: str
+    scope: Literal["run", "key"]
+    agent_id: str
+    run_id: str | None
+    key: str
+    values: dict[str, Any]
+    uses: int | None
+    uses_left: int | None
+    expires_at: datetime | None
+    created_at: datetime
+    granted_by: str
+    breakpoint_id: str
+    status: Literal["live", "revoked", "expired", "used"]
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
 class Feedback(Model):
     id: str
     author: str
@@ -263,6 +286,9 @@ class AutoApproval(Model):
     # Sent only when a shadow rule would have approved (the breakpoint waits all the same).
     shadow: bool | None = None
     shadow_rules: list[str] | None = None
+    # Sent only when a reviewer's grant approved it: the grant and who gave it.
+    grant_id: str | None = None
+    granted_by: str | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 
@@ -471,9 +497,10 @@ class StatusOnly(Model):
 
 @dataclasses.dataclass
 class FeedbackCreated(Model):
-    """The answer to a comment (and release) by a reviewer."""
+    """The answer to a comment (and release) by a reviewer; `grant` when the approval gave one."""
 
     feedback: Feedback
     status: StatusName
     result: BreakpointResult | None
+    grant: Grant | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
