@@ -17,9 +17,7 @@ from policies.configuration import Copied
 # created, revoked or ended moves it: grants' migrations, policies.configuration). A
 # create whose pair is not in it costs no query for grants.
 _LIVE_PAIRS: Copied[frozenset[tuple[str, str]]] = Copied(
-    Prepared(
-        lambda: Grant.objects.filter(ended_at=None).order_by().values_list("agent_id", "key")
-    ),
+    Prepared(lambda: Grant.objects.filter(ended_at=None).order_by().values_list("agent_id", "key")),
     frozenset,
 )
 
