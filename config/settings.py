@@ -452,6 +452,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActionEnum": "policies.models.RuleAction",
         "ReplayActionEnum": "policies.replay.ACTIONS",
+        "GrantStatusEnum": "grants.models.GrantStatus",
+        "StatusEnum": "core.choices.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -302,14 +302,15 @@ def _grant_release(bp: Breakpoint, grant: Grant) -> None:
     responder = f"grant:{grant.pk}"
     grant_actor = Actor(name=responder)
     named = {"grantId": grant.pk, "grantedBy": grant.granted_by}
-    record(bp, type=EventType.AUTO_APPROVED, actor=grant_actor, metadata=bp.auto_approval)
+    verdict: dict[str, Any] = bp.auto_approval or {}  # _granted's, set before the insert
+    record(bp, type=EventType.AUTO_APPROVED, actor=grant_actor, metadata=verdict)
     move(
         bp,
         to=Status.RELEASED,
         actor=grant_actor,
         result=result_auto_approved(
             responder=responder,
-            reason=bp.auto_approval["reason"],
+            reason=verdict["reason"],
             at=timezone.now(),
             values=form_schema.as_proposed(bp.payload),
         ),

@@ -4,12 +4,12 @@ the beat sweep; a rule's replay counts what grants approved."""
 
 from datetime import timedelta
 
+from bpm_client.models import BreakpointResult
+from bpm_client.receipts import check_result
 from django.conf import settings
 from django.utils import timezone
 
 from audit.models import Event, GrantEvent
-from bpm_client.models import BreakpointResult
-from bpm_client.receipts import check_result
 from core import receipts, tasknames
 from core.actors import Actor
 from grants.models import Grant

@@ -127,7 +127,7 @@ export interface paths {
         put?: never;
         /**
          * Comment on, or release, a breakpoint
-         * @description Reviewers and admins. `comment` may be empty only when `release` is true; `option` must be one of `payload.options` when those exist.
+         * @description Reviewers and admins. `comment` may be empty only when `release` is true; `option` must be one of `payload.options` when those exist. An approval may carry a `grant`: the answer then includes it.
          */
         post: operations["breakpoints_feedback_create"];
         delete?: never;
@@ -263,6 +263,50 @@ export interface paths {
          */
         post: operations["events_create"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List grants
+         * @description Reviewers: the grants they gave; admins: every grant. Newest first.
+         */
+        get: operations["grants_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/grants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a grant
+         * @description Its granter's, or any for admins (another reviewer's: 403).
+         */
+        get: operations["grants_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a grant
+         * @description Its granter or an admin; it approves nothing more. Revoked already: 409.
+         */
+        delete: operations["grants_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -534,6 +578,10 @@ export interface components {
             shadow?: boolean;
             /** @description The ids of those shadow rules (present with `shadow`). */
             shadowRules?: string[];
+            /** @description Present only when a reviewer's grant approved it: the grant's id. */
+            grantId?: string;
+            /** @description Present with grantId: the reviewer who gave the grant. */
+            grantedBy?: string;
         };
         /**
          * @description * `key` - same key
@@ -683,7 +731,7 @@ export interface components {
             payloadDigest?: string | null;
             /** @description "sha256:" + the hex SHA-256 of the RFC 8785 canonical JSON of `values` (as payloadDigest is computed); null when there are none. */
             valuesDigest?: string | null;
-            /** @description The service's signed statement of this decision: a compact JWS (EdDSA, Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, status, approved, option, respondedBy, via, decidedAt, payloadDigest and valuesDigest, and approvers on a collect-all or quorum decision. Verify it with the keys of GET /.well-known/jwks.json. */
+            /** @description The service's signed statement of this decision: a compact JWS (EdDSA, Ed25519; header typ bpm-receipt+jws) whose claims are breakpointId, agentId, runId, status, approved, option, respondedBy, via, decidedAt, payloadDigest and valuesDigest, approvers on a collect-all or quorum decision, and grantId and grantedBy on a grant's approval (via grant). Verify it with the keys of GET /.well-known/jwks.json. */
             receipt?: string;
         };
         /** @description The fields' own checks, unknown keys and `extra_problems`, reported together. */
@@ -905,12 +953,77 @@ export interface components {
             values?: {
                 [key: string]: unknown;
             } | null;
+            /** @description With an approving release: also approve the same agent's next breakpoints of this key (scope key), or of this key and runId (scope run), for `uses` of them or `expiresInSeconds` (at least one of the two; at most BPM_GRANT_MAX_SECONDS), within `values`. Refused (400; 403 under four eyes), the decision with it, when the release does not approve, the breakpoint is a voting one, under four eyes, has no key of its own or presentAlwaysApprove false, or (scope run) no runId. */
+            grant?: {
+                /** @enum {string} */
+                scope: "run" | "key";
+                uses?: number;
+                expiresInSeconds?: number;
+                /** @description Constraints on the later breakpoints' proposal values (payload.proposal, e.g. an MCP tool call's arguments), one per field: {prefix: text} (a string starting with it, never one with a `..` segment) or {equals: a JSON scalar}. A field missing from a later proposal is outside; {} for none. */
+                values?: {
+                    [key: string]: {
+                        prefix: string;
+                    } | {
+                        equals: (string | number | boolean) | null;
+                    };
+                };
+            } | null;
         };
         FeedbackCreated: {
             feedback: components["schemas"]["Feedback"];
             status: components["schemas"]["StatusEnum"];
             result: components["schemas"]["BreakpointResult"] | null;
+            /** @description The grant the approval gave, when it asked for one. */
+            grant?: components["schemas"]["Grant"];
         };
+        Grant: {
+            readonly id: string;
+            readonly scope: components["schemas"]["ScopeEnum"];
+            agentId: string;
+            runId: string | null;
+            readonly key: string;
+            /** @description Constraints on the later breakpoints' proposal values (payload.proposal, e.g. an MCP tool call's arguments), one per field: {prefix: text} (a string starting with it, never one with a `..` segment) or {equals: a JSON scalar}. A field missing from a later proposal is outside; {} for none. */
+            values: {
+                [key: string]: {
+                    prefix: string;
+                } | {
+                    equals: (string | number | boolean) | null;
+                };
+            };
+            /** @description null: unlimited until expiresAt. */
+            uses: number | null;
+            usesLeft: number | null;
+            /**
+             * Format: date-time
+             * @description null: until its uses run out.
+             */
+            expiresAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            grantedBy: string;
+            /** @description The breakpoint whose approval gave it. */
+            breakpointId: string;
+            /**
+             * @description live: it applies; revoked; used: no use left; expired: past expiresAt.
+             *
+             *     * `live` - Live
+             *     * `revoked` - Revoked
+             *     * `expired` - Expired
+             *     * `used` - Used
+             */
+            status: components["schemas"]["GrantStatusEnum"];
+            /** Format: date-time */
+            revokedAt: string | null;
+            revokedBy: string | null;
+        };
+        /**
+         * @description * `live` - Live
+         *     * `revoked` - Revoked
+         *     * `expired` - Expired
+         *     * `used` - Used
+         * @enum {string}
+         */
+        GrantStatusEnum: "live" | "revoked" | "expired" | "used";
         Jwks: {
             /** @description The signing key first, then older ones. */
             keys: components["schemas"]["ReceiptJwk"][];
@@ -1010,6 +1123,19 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["ExternalEvent"][];
+        };
+        PaginatedGrantList: {
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cD00ODY%3D"
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cj0xJnA9NDg3
+             */
+            previous?: string | null;
+            results: components["schemas"]["Grant"][];
         };
         /** @description One public key (RFC 8037: an Ed25519 key is kty OKP, crv Ed25519). */
         ReceiptJwk: {
@@ -1221,6 +1347,8 @@ export interface components {
             rejectedButWouldApprove: components["schemas"]["RejectedButWouldApprove"][];
             /** @description How many there are in all (the list is capped). */
             rejectedButWouldApproveCount: number;
+            /** @description Of the matched, the ones a reviewer's grant approved (no person decided them, so neither humanApproved nor humanRejected counts them). */
+            grantApproved: number;
         };
         /** @description A rule's body as POST /api/rules takes it, or autoApproveAfterN with a key and n. */
         RuleSimulateRequest: {
@@ -1242,6 +1370,12 @@ export interface components {
             /** @description The window's start: an ISO 8601 time (UTC when it names no offset) or a duration back from now such as `90d`, `12h`, `30m`, `2w`. Default `90d`; at most 3660 days back. */
             since?: string;
         };
+        /**
+         * @description * `run` - This run
+         *     * `key` - This key
+         * @enum {string}
+         */
+        ScopeEnum: "run" | "key";
         /** @enum {string} */
         SourceKindEnum: "standard-webhooks" | "github" | "gitlab" | "generic-hmac";
         /** @description Documentation of the status answer (built by breakpoints.waiting.bodies). */
@@ -2815,6 +2949,242 @@ export interface operations {
                 };
             };
             /** @description throttled (with Retry-After) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    grants_list: {
+        parameters: {
+            query?: {
+                /** @description Opaque: the value from a page's `next` or `previous` link (any other is 400). */
+                cursor?: string;
+                /** @description Results per page (default 50; more than 200 gives 200). */
+                pageSize?: number;
+                /** @description live: still applying; ended: revoked, used up or expired. */
+                status?: "live" | "ended";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedGrantList"];
+                };
+            };
+            /** @description validation_error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description permission_denied */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the request body is over BPM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description throttled: too many requests (or bad tokens, or bodies arriving at once from one address) for now; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    grants_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Grant"];
+                };
+            };
+            /** @description validation_error: invalid input (or a malformed Content-Length). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description permission_denied */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the request body is over BPM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description throttled: too many requests (or bad tokens, or bodies arriving at once from one address) for now; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    grants_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Grant"];
+                };
+            };
+            /** @description validation_error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description permission_denied */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_state, idempotency_conflict or conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the request body is over BPM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description throttled: too many requests (or bad tokens, or bodies arriving at once from one address) for now; retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
