@@ -25,7 +25,9 @@ from rest_framework.test import APIClient
 from accounts.tokens import token_create_for_agent, token_create_for_user, token_revoke
 from audit.models import Event
 from breakpoints.models import Breakpoint, Feedback
+from breakpoints.services import feedback_add_granting
 from core.actors import Actor
+from grants.models import Grant
 from notifications.models import Delivery
 from policies.autoapproval import rule_create
 from policies.models import AutoApprovalRule, NotificationRoute
@@ -58,6 +60,7 @@ MISSING = {
     "source": "no-such-source",
     "trigger": "no-such-trigger",
     "event": "evt_does-not-exist",
+    "grant": "grant-does-not-exist",
 }
 # The path parameter each fill goes into (the routers' lookups).
 PARAMETER = {"source": "name", "trigger": "name", "event": "ref"}
@@ -155,7 +158,7 @@ class RouteAccess:
     not answer OPTIONS); HEAD answers as GET.
     """
 
-    fill: str | None  # "breakpoint", "rule", "route", "source", "trigger", "event" or None
+    fill: str | None  # "breakpoint", "rule", "route", "source", "trigger", "event", "grant" or None
     gate: Mapping[str, int] | None
     methods: Mapping[str, Access]
 
@@ -280,6 +283,13 @@ ACCESS: dict[str, RouteAccess] = {
     ),
     "breakpoint-expire": RouteAccess(
         "breakpoint", AGENT_OR_REVIEWER, {"POST": Access(ADMINS_ONLY, body={})}
+    ),
+    # The reviewer's grant: hers to read and revoke, and any admin's.
+    "grant-list": RouteAccess(None, REVIEWERS_ONLY, {"GET": Access(REVIEWERS_ONLY)}),
+    "grant-detail": RouteAccess(
+        "grant",
+        REVIEWERS_ONLY,
+        {"GET": Access(REVIEWERS_ONLY), "DELETE": Access(REVIEWERS_ONLY)},
     ),
     "rule-list": RouteAccess(
         None,
@@ -413,6 +423,7 @@ class World:
     source_name: str
     trigger_name: str
     event_id: str
+    grant_id: str
     tokens: dict[str, str | None]  # raw token per role (None: no Authorization header)
 
     def params(self, fill: str | None, *, missing: bool = False) -> dict[str, str]:
@@ -425,6 +436,7 @@ class World:
             "source": self.source_name,
             "trigger": self.trigger_name,
             "event": self.event_id,
+            "grant": self.grant_id,
         }
         return {PARAMETER.get(fill, "pk"): MISSING[fill] if missing else ids[fill]}
 
@@ -467,6 +479,14 @@ def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
     event = ExternalEvent.objects.create(
         source=source, type="push", delivery_id="bola-1", payload={}, next_attempt_at=now()
     )
+    granting = make_breakpoint(payload={"question": "Again?", "breakpointId": "bola.grant"})
+    _, _, grant = feedback_add_granting(
+        breakpoint_id=granting.pk,
+        actor=Actor.for_user(reviewer),
+        comment="",
+        release=True,
+        grant={"scope": "key", "uses": 1},
+    )
     revoked = token_create_for_agent(agent_id="agent-a")[1]
     token_revoke(prefix_or_id=revoked)
     return World(
@@ -477,6 +497,7 @@ def world(make_breakpoint, agent_token, reviewer, admin_user) -> World:
         source_name=source.name,
         trigger_name=trigger.name,
         event_id=event.pk,
+        grant_id=grant.pk,
         tokens={
             OWNER: agent_token,
             OTHER_AGENT: token_create_for_agent(agent_id="agent-b")[1],
@@ -505,6 +526,7 @@ def snapshot() -> dict[str, Any]:
         "triggers": list(TriggerRule.objects.order_by("pk").values()),
         "external_events": list(ExternalEvent.objects.order_by("pk").values_list("pk", flat=True)),
         "deliveries": Delivery.objects.count(),
+        "grants": list(Grant.objects.order_by("pk").values()),
     }
 
 

@@ -108,7 +108,18 @@ def objects(clients) -> dict[str, str]:
     }
     for what, response in made.items():
         assert response.status_code == 201, (what, response.content)
+    keyed = agent.post(
+        "/api/breakpoints",
+        {"payload": {"question": "?", "breakpointId": "strict.key"}},
+        format="json",
+    )
+    granting = {"comment": "", "release": True, "grant": {"scope": "key", "uses": 1}}
+    granted = admin.post(
+        f"/api/breakpoints/{keyed.json()['breakpointId']}/feedback", granting, format="json"
+    )
+    assert granted.status_code == 201, granted.content
     return {
+        "grants": granted.json()["grant"]["id"],
         "breakpoints": made["breakpoints"].json()["breakpointId"],
         "rules": made["rules"].json()["id"],
         "routes": str(made["routes"].json()["id"]),

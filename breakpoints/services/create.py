@@ -199,14 +199,20 @@ def _insert(bp: Breakpoint, *, actor: Actor) -> Breakpoint:
                 actor=actor,
                 metadata={"statusTo": Status.WAITING, "key": bp.key},
             )
-        if verdict.recommended:
-            _auto_release(bp, verdict)
-        elif grant is not None:
-            _grant_release(bp, grant)
-        elif verdict.shadow_rules:
-            _shadow_record(bp, verdict)
+        _at_birth(bp, verdict, grant)
         # Still none: the answer shows it as written (breakpoints.api.views.create).
     return bp
+
+
+def _at_birth(bp: Breakpoint, verdict: autoapproval.Verdict, grant: Grant | None) -> None:
+    """A rule (or the streak) that approves releases it; else a grant that covers it; else
+    what shadow rules would have approved is recorded (it waits for a person)."""
+    if verdict.recommended:
+        _auto_release(bp, verdict)
+    elif grant is not None:
+        _grant_release(bp, grant)
+    elif verdict.shadow_rules:
+        _shadow_record(bp, verdict)
 
 
 def _check_four_eyes_requester(bp: Breakpoint) -> None:

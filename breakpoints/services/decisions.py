@@ -427,8 +427,7 @@ def _decide(
     """The decision's transaction: the row locked, the feedback, the release or vote, their
     events and outbox rows written together (transitions.recorded_together). An overdue
     row raises _Overdue (rolled back: the caller expires it, then asks again) while
-    `overdue_refused`. A `grant` is refused before anything is written, and given after
-    the release, in the same transaction."""
+    `overdue_refused`. A `grant` is refused before any write, else given after the release."""
     with transaction.atomic(), configuration.reading(), recorded_together():
         if within is not None:
             within()
@@ -443,13 +442,12 @@ def _decide(
         answer = form_schema.release_values(
             bp.payload, values=values, release=release, approved=verdict
         )
+        _check_grant(bp, grant, approves=release and verdict)
         outcome = None
         if release:
             outcome = _release(
                 bp, actor=actor, approved=verdict, comment=comment, option=option, values=answer
             )
-        if grant is not None:
-            _check_grant(bp, grant, outcome)
         feedback = _feedback_record(
             bp, actor, comment, outcome, verdict=verdict, option=option, via=via, values=answer
         )
@@ -468,17 +466,25 @@ def _decide(
             also={"votes": outcome.votes},
             via=via,
         )
-        if (bp.auto_approval or {}).get("shadow"):  # read from the locked row: no query
-            shadow.shadow_outcome_record(breakpoint_id=bp.pk, approved=outcome.decision)
-        if via != Via.TRIGGER:  # a person decided: against what was expected (metrics)
-            transaction.on_commit(partial(_decision_observed, bp), robust=True)
+        _released(bp, approved=outcome.decision, via=via)
         given = grants.grant_create(actor=actor, bp=bp, spec=grant) if grant else None
     return feedback, bp, given
 
 
-def _check_grant(bp: Breakpoint, grant: grants.GrantSpec, outcome: Release | None) -> None:
-    """Refuse (raise) a grant this decision may not carry: only a final approval does."""
-    approves = outcome is not None and outcome.decision is True
+def _released(bp: Breakpoint, *, approved: bool, via: str) -> None:
+    """After a person's (or a trigger's) release: a shadow rule's agreement, and the
+    decision time observed."""
+    if (bp.auto_approval or {}).get("shadow"):  # read from the locked row: no query
+        shadow.shadow_outcome_record(breakpoint_id=bp.pk, approved=approved)
+    if via != Via.TRIGGER:  # a person decided: against what was expected (metrics)
+        transaction.on_commit(partial(_decision_observed, bp), robust=True)
+
+
+def _check_grant(bp: Breakpoint, grant: grants.GrantSpec | None, *, approves: bool) -> None:
+    """Refuse (raise) a grant this decision may not carry: only an approving release of a
+    breakpoint that is not a voting one (where a release is a final decision) does."""
+    if grant is None:
+        return
     refusal = grants.grant_refusal(
         bp, grant, approved=approves, voting=bp.strategy in VOTING_STRATEGIES
     )

@@ -8,7 +8,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.actors import AgentPrincipal, actor_for_request_user
+from core.actors import actor_for_request_user, is_reviewer
 from grants import selectors, services
 from grants.api.serializers import GrantSerializer
 from grants.models import GrantStatus
@@ -34,19 +34,19 @@ class GrantQuerySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STATUSES, required=False)
 
 
-class IsPerson(BasePermission):
-    """People only (agents: 403); the services refuse (403) one who is not a reviewer."""
+class IsReviewer(BasePermission):
+    """Reviewers and admins (agents and people without a role: 403); the services hold the
+    finer rules (a reviewer's own grants)."""
 
     message = "Only reviewers and admins may do this."
 
     def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated) and not isinstance(user, AgentPrincipal)
+        return is_reviewer(request.user)
 
 
 class GrantViewSet(viewsets.GenericViewSet):
     serializer_class = GrantSerializer
-    permission_classes = [IsPerson]
+    permission_classes = [IsReviewer]
     pagination_class = GrantCursorPagination
     filter_backends: list = []
     lookup_value_regex = r"[^/\x00]+"
