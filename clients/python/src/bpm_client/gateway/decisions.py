@@ -6,6 +6,7 @@ No I/O here: server.py does the talking.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,12 @@ def breakpoint_fields(
     arguments: Mapping[str, Any],
     rule: Rule,
     defaults: Defaults,
+    run_id: str | None = None,
 ) -> tuple[str, BreakpointFields]:
-    """The question and the SDK's create() keyword arguments of an `ask` call."""
+    """The question and the SDK's create() keyword arguments of an `ask` call: its key is
+    the server's and tool's (the same for every call of the tool), its run the gateway's
+    (`run_id`), so a reviewer's grant for the key or the run covers the session's next
+    calls; the arguments are the proposal (a grant's values constraints read them)."""
     payload: dict[str, Any] = {"mcp": {"server": server, "tool": tool}}
     after = rule.auto_approve_after or defaults.auto_approve_after
     if after is not None:
@@ -56,8 +61,19 @@ def breakpoint_fields(
         tags=list(dict.fromkeys([*defaults.tags, *rule.tags])),
         expert=(expert[0] if len(expert) == 1 else list(expert)) or None,
         ttl=rule.ttl or defaults.ttl,
+        run_id=run_id,
     )
     return question_for(server, tool, description), fields
+
+
+RUN_ID_VARIABLE = "BPM_RUN_ID"
+
+
+def gateway_run_id(environ: Mapping[str, str]) -> str:
+    """The run every breakpoint of this gateway names: $BPM_RUN_ID (at most 128
+    characters), else one made for this process (`gateway-` and 12 hex digits)."""
+    given = (environ.get(RUN_ID_VARIABLE) or "").strip()
+    return given[:128] if given else f"gateway-{secrets.token_hex(6)}"
 
 
 def approved_arguments(

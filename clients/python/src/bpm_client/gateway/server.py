@@ -115,6 +115,9 @@ class Gateway:
         self._stopping = False
         self._jwks: JwksCache | None = None
         self._cancel_reasons: dict[str, str] = {}
+        # One run for every call this gateway asks about: a grant "for the rest of the run"
+        # covers this session's calls, and only them.
+        self.run_id = decisions.gateway_run_id(os.environ)
         self._cancelled = asyncio.Event()
         # 2026-07-28 clients: this process's id in the states, the breakpoints retries wait
         # on, the approvals already run (input_required.py).
@@ -212,6 +215,7 @@ class Gateway:
             arguments=arguments,
             rule=rule,
             defaults=self.config.defaults,
+            run_id=self.run_id,
         )
         key = f"bpm-gateway-{uuid.uuid4()}"  # one per call: the SDK's resends ask once
         try:
