@@ -44,6 +44,7 @@ MODELS: dict[type[sdk.Model], str] = {
     sdk.BreakpointPage: "PaginatedBreakpointList",
     sdk.StatusOnly: "StatusOnly",
     sdk.FeedbackCreated: "FeedbackCreated",
+    sdk.Grant: "Grant",
     sdk.RuleReplay: "RuleReplay",
     sdk.ReplayedRule: "ReplayedRule",
     sdk.RejectedButWouldApprove: "RejectedButWouldApprove",

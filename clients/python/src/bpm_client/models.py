@@ -253,8 +253,8 @@ class Grant(Model):
     granted_by: str
     breakpoint_id: str
     status: Literal["live", "revoked", "expired", "used"]
-    revoked_at: datetime | None = None
-    revoked_by: str | None = None
+    revoked_at: datetime | None
+    revoked_by: str | None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 
@@ -486,6 +486,8 @@ class RuleReplay(Model):
     human_rejected: int
     rejected_but_would_approve: list[RejectedButWouldApprove]
     rejected_but_would_approve_count: int
+    # Of the matched, the ones a reviewer's grant approved (nobody's decision).
+    grant_approved: int
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
 

@@ -74,6 +74,8 @@ def summary(replay: RuleReplay) -> str:
         f"and rejected {replay.human_rejected}",
         would_approve(replay),
     ]
+    if replay.grant_approved:  # a reviewer's grants approved some: nobody's decision
+        lines.insert(3, f"of those {matched}, a reviewer's grant approved {replay.grant_approved}")
     listed = replay.rejected_but_would_approve
     if listed:
         lines.append(f"{which_listed(len(listed), replay.rejected_but_would_approve_count)}:")
