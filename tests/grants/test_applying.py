@@ -209,3 +209,23 @@ def test_a_grant_created_or_ended_is_seen_by_the_next_create(reviewer):
     assert released_by(create()) == f"grant:{grant.pk}"  # its last use: it ended
     assert released_by(create()) is None
     assert not Grant.objects.filter(ended_at=None).exists()
+
+
+def test_a_use_leaves_the_configuration_alone_and_an_end_moves_it(reviewer):
+    """Every process's copies are read again after a grant is created or ends, never after
+    a mere use (a table written at each granted create must not make every create read
+    its configuration again)."""
+    before = configuration.generation()
+    grant = granted(reviewer, create(), uses=2)
+    created = configuration.generation()
+
+    create()  # one use, one left
+    used = configuration.generation()
+    create()  # the last use: it ends
+    ended = configuration.generation()
+
+    assert before != created
+    assert used == created
+    assert ended != used
+    grant.refresh_from_db()
+    assert grant.ended_reason == "used"
