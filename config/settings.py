@@ -449,6 +449,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActionEnum": "policies.models.RuleAction",
         "ReplayActionEnum": "policies.replay.ACTIONS",
+        # Two choice sets of fields named "status": a breakpoint's, and a batch item's
+        # HTTP status (breakpoints.api.serializers); each keeps its own name.
+        "StatusEnum": "core.choices.Status",
+        "DecisionStatusEnum": "breakpoints.api.serializers.DECISION_STATUSES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
