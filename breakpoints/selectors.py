@@ -7,7 +7,7 @@ an overdue waiting breakpoint before anyone sees it.
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, cast
 
@@ -59,13 +59,6 @@ def breakpoint_groups(user: Any, *, limit: int = MAX_QUEUE_GROUPS) -> list[dict[
     key, runId (None: no run), count and oldest createdAt, the largest groups first (then
     the longest waiting), at most `limit` of them. One GROUP BY query, read from the
     partial index bp_waiting_key_run alone."""
-    rows = (
-        Breakpoint.objects.visible_to(user)
-        .filter(status=Status.WAITING)
-        .values("key", "run_id")
-        .annotate(count=Count("*"), oldest=Min("created_at"))
-        .order_by("-count", "oldest", "key", "run_id")[:limit]
-    )
     return [
         {
             "key": row["key"],
@@ -73,8 +66,19 @@ def breakpoint_groups(user: Any, *, limit: int = MAX_QUEUE_GROUPS) -> list[dict[
             "count": row["count"],
             "oldestCreatedAt": row["oldest"],
         }
-        for row in rows
+        for row in breakpoint_groups_query(user, limit=limit)
     ]
+
+
+def breakpoint_groups_query(user: Any, *, limit: int) -> QuerySet[Breakpoint, Mapping[str, Any]]:
+    """breakpoint_groups' query: rows of key, run_id, count and oldest."""
+    return (
+        Breakpoint.objects.visible_to(user)
+        .filter(status=Status.WAITING)
+        .values("key", "run_id")
+        .annotate(count=Count("*"), oldest=Min("created_at"))
+        .order_by("-count", "oldest", "key", "run_id")[:limit]
+    )
 
 
 class ListedFeedback(Func):

@@ -514,8 +514,10 @@ class DecisionItemSerializer(StrictBody):
 
 
 class DecisionsBatchSerializer(StrictBody):
-    items = DecisionItemSerializer(
-        many=True,
+    """Decisions in a batch: each item decided on its own, in order."""
+
+    items: serializers.ListSerializer = serializers.ListSerializer(
+        child=DecisionItemSerializer(),
         min_length=1,
         max_length=limits.MAX_BATCH_DECISIONS,
         help_text=f"1 to {limits.MAX_BATCH_DECISIONS} decisions, decided in this order.",

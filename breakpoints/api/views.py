@@ -302,9 +302,7 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             )
             for item in data["items"]
         ]
-        outcomes = services.decisions_batch(
-            actor=actor_for_request_user(request.user), items=items
-        )
+        outcomes = services.decisions_batch(actor=actor_for_request_user(request.user), items=items)
         return Response({"results": [_outcome_json(outcome) for outcome in outcomes]})
 
     @extend_schema(

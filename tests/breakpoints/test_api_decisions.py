@@ -165,9 +165,7 @@ def test_a_hundred_items_are_taken(reviewer_client, make_breakpoint):
     assert statuses(response) == [201] + [409] * (MAX_BATCH_DECISIONS - 1)
 
 
-def test_more_than_a_hundred_items_are_400_and_nothing_is_decided(
-    reviewer_client, make_breakpoint
-):
+def test_more_than_a_hundred_items_are_400_and_nothing_is_decided(reviewer_client, make_breakpoint):
     bp = make_breakpoint()
 
     response = decide(reviewer_client, [item(bp.pk)] * (MAX_BATCH_DECISIONS + 1))
@@ -209,9 +207,7 @@ def test_more_than_a_hundred_items_are_400_and_nothing_is_decided(
         "a bare list",
     ],
 )
-def test_malformed_bodies_are_400_and_nothing_is_decided(
-    reviewer_client, make_breakpoint, body
-):
+def test_malformed_bodies_are_400_and_nothing_is_decided(reviewer_client, make_breakpoint, body):
     """A malformed item refuses the whole batch (X stands for a waiting breakpoint's id):
     the good items beside it are not decided either."""
     bp = make_breakpoint()
@@ -247,9 +243,7 @@ def test_agents_are_403_and_nothing_is_decided(agent_client, make_breakpoint):
     nothing_decided(bp)
 
 
-def test_a_person_without_a_role_is_refused_each_item_on_the_record(
-    nobody_client, make_breakpoint
-):
+def test_a_person_without_a_role_is_refused_each_item_on_the_record(nobody_client, make_breakpoint):
     """As on the single feedback endpoint, the service refuses (and records) a person who
     is not a reviewer: once per breakpoint asked for."""
     first, second = make_breakpoint(), make_breakpoint()
