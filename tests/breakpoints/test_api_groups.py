@@ -88,3 +88,18 @@ def test_agents_are_403(agent_client):
 
 def test_a_person_without_a_role_is_403(nobody_client):
     assert_error(nobody_client.get(URL), 403, "permission_denied")
+
+
+def test_a_groups_breakpoints_are_listed_by_its_key_and_run(reviewer_client):
+    """GET /api/breakpoints?status=waiting&key=K&runId=R lists exactly one group."""
+    group = waiting(WRITE, "r-42", 2)
+    waiting(WRITE, "r-43", 1)
+    waiting(READ, "r-42", 1)
+
+    response = reviewer_client.get(
+        "/api/breakpoints", {"status": "waiting", "key": WRITE, "runId": "r-42"}
+    )
+
+    assert response.status_code == 200
+    listed = sorted(row["breakpointId"] for row in response.json()["results"])
+    assert listed == sorted(bp.pk for bp in group)

@@ -1478,6 +1478,7 @@ export interface operations {
                 createdBefore?: string;
                 /** @description Opaque: the value from a page's `next` or `previous` link (any other is 400). */
                 cursor?: string;
+                key?: string;
                 /** @description createdAt or -createdAt (default: newest first). */
                 ordering?: "-createdAt" | "createdAt";
                 /** @description Results per page (default 50; more than 200 gives 200). */
