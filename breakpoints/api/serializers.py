@@ -512,6 +512,13 @@ class DecisionItemSerializer(StrictBody):
         "payload.proposal: the answer (else the proposal is approved as it is).",
     )
 
+    def validate_values(self, value: Any) -> Any:
+        # A wrong type is the body's problem (400, nothing decided), as the schema says;
+        # an object that does not answer the form is the item's (its own 400).
+        if value is not None and not isinstance(value, dict):
+            raise serializers.ValidationError("Must be an object.")
+        return value
+
 
 class DecisionsBatchSerializer(StrictBody):
     """Decisions in a batch: each item decided on its own, in order."""
