@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accounts import experts as routing
+from accounts.people import person_namer
 from breakpoints.models import Breakpoint
 from breakpoints.services.decisions import feedback_add, release_refusal
 from core.actors import Actor
@@ -90,7 +91,9 @@ def batch_refusals(*, actor: Actor, breakpoints: list[Breakpoint]) -> list[str |
     """Why this person may not release each of these breakpoints now (release_refusal:
     four eyes, no open seat, no longer waiting), or None where they may: the question every
     channel asks, for a whole batch. Nothing is written. The routed ones' seats are
-    resolved in one query for all of them."""
+    resolved in one query for all of them, the person's accounts read once; only a
+    breakpoint with votes already reads them (its voters)."""
     names = {name for bp in breakpoints for name in bp.experts or [] if isinstance(name, str)}
     resolved = routing.resolve(names)
-    return [release_refusal(bp, actor, resolved) for bp in breakpoints]
+    named = person_namer(actor.user)  # four eyes: the person's accounts read once
+    return [release_refusal(bp, actor, resolved, named) for bp in breakpoints]

@@ -13,7 +13,7 @@ from breakpoints.services import breakpoint_cancel, feedback_add
 from core.actors import Actor
 from core.limits import MAX_BATCH_DECISIONS
 from tests.support.console import QUEUE_URL, XSS, messages, session_client
-from tests.support.factories import BreakpointFactory, ReviewerFactory
+from tests.support.factories import BreakpointFactory, ReviewerFactory, UserFactory
 from tests.support.records import refusals
 
 GROUPS_URL = QUEUE_URL + "groups/"
@@ -129,10 +129,18 @@ def test_agent_text_is_escaped_on_the_confirmation(reviewer_browser, make_breakp
 
 
 def test_the_confirmation_costs_no_query_per_row(reviewer_browser):
-    few = BreakpointFactory.create_batch(2)
+    """Rows under four eyes (someone else requested them) included: the reviewer's accounts
+    are read once for all of them."""
+
+    def rows(count: int):
+        return BreakpointFactory.create_batch(
+            count, requested_by="tina", prevent_self_review=True
+        ) + BreakpointFactory.create_batch(count)
+
+    few = rows(1)
     with CaptureQueriesContext(connection) as two:
         assert select(reviewer_browser, "approve_selected", few).status_code == 200
-    many = [*few, *BreakpointFactory.create_batch(30)]
+    many = [*few, *rows(15)]
     with CaptureQueriesContext(connection) as thirty:
         page = select(reviewer_browser, "approve_selected", many)
     assert "Will be approved (32)" in page.content.decode()
@@ -153,8 +161,6 @@ def test_reviewers_get_the_decisions_admins_also_expire(reviewer_browser, admin_
 
 
 def test_someone_without_a_role_cannot_decide_in_batches(make_breakpoint):
-    from tests.support.factories import UserFactory
-
     bp = make_breakpoint()
     nobody = session_client(UserFactory(username="nobody", is_staff=True))
 
@@ -229,8 +235,33 @@ def test_the_queue_links_to_its_groups(reviewer_browser, db):
 
 
 def test_groups_need_a_reviewer(db):
-    from tests.support.factories import UserFactory
-
     nobody = session_client(UserFactory(username="nobody", is_staff=True))
 
     assert nobody.get(GROUPS_URL).status_code in (302, 403)
+
+
+def test_a_routed_breakpoint_without_your_seat_is_listed_as_refused(
+    reviewer_browser, make_breakpoint, expert_member
+):
+    expert_member("tina", "tech-lead")
+    routed = make_breakpoint(
+        payload={"question": "Merge?", "title": "Merge", "expert": "tech-lead"}
+    )
+
+    page = select(reviewer_browser, "approve_selected", [routed])
+
+    refused = unescape(page.content.decode()).split('id="bpm-batch-refused"')[1]
+    assert "Merge" in refused and "tech-lead" in refused
+    assert "Will be approved (0)" in page.content.decode()
+    assert 'id="bpm-batch-confirm"' not in page.content.decode()
+
+
+def test_the_confirm_needs_the_csrf_token(console_reviewer, make_breakpoint):
+    bp = make_breakpoint()
+    browser = session_client(console_reviewer)
+    browser.handler.enforce_csrf_checks = True
+
+    response = confirm(browser, "approve_selected", [bp], follow=False)
+
+    assert response.status_code == 403
+    assert status(bp) == "waiting"
