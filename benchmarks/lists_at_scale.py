@@ -222,6 +222,12 @@ def pages_build(api, console) -> list[Page]:
         Page(f"console {name}", f"{queue}?{urlencode(q)}" if q else queue, console)
         for name, q in console_cases
     ]
+    # The queue's groups count every waiting breakpoint (bp_waiting_key_run, index only):
+    # their cost grows with the waiting rows, not with the table.
+    pages += [
+        Page("api groups", "/api/breakpoints/groups", api),
+        Page("console grouped queue", f"{queue}groups/", console),
+    ]
     return pages
 
 
