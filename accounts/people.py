@@ -17,7 +17,7 @@ An identity provider's groups set the roles and expert groups of the people who 
 through it (`person_groups_follow`, called by sso/ at each sign-in and re-check).
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +177,26 @@ def same_person(user: Any, other: Any) -> bool:
     if user is None or other is None or not getattr(other, "pk", None):
         return False
     return other.get_username() in person_usernames(user)
+
+
+def person_namer(user: Any) -> Callable[[Any, str | None], bool]:
+    """is_person_named for `user`, asked of many names (a batch's breakpoints): the
+    person's accounts read once, when the first name needs them. Another user is asked
+    as is_person_named asks."""
+    rows: list[tuple[str, str]] | None = None
+
+    def named(asked: Any, name: str | None) -> bool:
+        nonlocal rows
+        if asked is not user:
+            return is_person_named(asked, name)
+        wanted = name_key(name or "")
+        if not wanted:
+            return False
+        if rows is None:
+            rows = _accounts_of(user)
+        return any(wanted in (name_key(username), name_key(mail or "")) for username, mail in rows)
+
+    return named
 
 
 def is_person_named(user: Any, name: str | None) -> bool:

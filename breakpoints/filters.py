@@ -18,6 +18,7 @@ from core.actors import is_reviewer
 from core.choices import Status
 from core.limits import (
     MAX_AGENT_ID_LENGTH,
+    MAX_KEY_LENGTH,
     MAX_RUN_ID_LENGTH,
     MAX_SEARCH_LENGTH,
     MAX_TAG_LENGTH,
@@ -113,6 +114,8 @@ class BreakpointFilter(django_filters.FilterSet):
     tag = AllTagsFilter(label="Tag (repeatable: all must match)")
     agentId = django_filters.CharFilter(field_name="agent_id", max_length=MAX_AGENT_ID_LENGTH)
     runId = django_filters.CharFilter(field_name="run_id", max_length=MAX_RUN_ID_LENGTH)
+    # One group of the queue's (GET /api/breakpoints/groups): its key, and its runId.
+    key = django_filters.CharFilter(field_name="key", max_length=MAX_KEY_LENGTH)
     createdAfter = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     createdBefore = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     search = django_filters.CharFilter(

@@ -7,18 +7,20 @@ an overdue waiting breakpoint before anyone sees it.
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, cast
 
 from django.db import connection
 from django.db.models import (
     BooleanField,
+    Count,
     ExpressionWrapper,
     F,
     FloatField,
     Func,
     JSONField,
+    Min,
     Prefetch,
     Q,
     QuerySet,
@@ -35,6 +37,7 @@ from core.actors import AgentPrincipal
 from core.choices import Status, via_label
 from core.exceptions import InvalidInput, NotFound
 from core.ijson import MAX_EXACT_INTEGER
+from core.limits import MAX_QUEUE_GROUPS
 from core.naming import FALLBACK_KEY
 from core.rawjson import RawJSON
 from core.timestamps import timestamp
@@ -48,6 +51,33 @@ def breakpoint_list(user: Any) -> QuerySet[Breakpoint]:
     query, never N+1: single reads, and the console's re-reads of a page."""
     return Breakpoint.objects.visible_to(user).prefetch_related(
         Prefetch("feedback", queryset=Feedback.objects.order_by("created_at", "id"))
+    )
+
+
+def breakpoint_groups(user: Any, *, limit: int = MAX_QUEUE_GROUPS) -> list[dict[str, Any]]:
+    """The waiting breakpoints the caller may see, grouped by key and run: each group's
+    key, runId (None: no run), count and oldest createdAt, the largest groups first (then
+    the longest waiting), at most `limit` of them. One GROUP BY query, read from the
+    partial index bp_waiting_key_run alone."""
+    return [
+        {
+            "key": row["key"],
+            "runId": row["run_id"],
+            "count": row["count"],
+            "oldestCreatedAt": row["oldest"],
+        }
+        for row in breakpoint_groups_query(user, limit=limit)
+    ]
+
+
+def breakpoint_groups_query(user: Any, *, limit: int) -> QuerySet[Breakpoint, Mapping[str, Any]]:
+    """breakpoint_groups' query: rows of key, run_id, count and oldest."""
+    return (
+        Breakpoint.objects.visible_to(user)
+        .filter(status=Status.WAITING)
+        .values("key", "run_id")
+        .annotate(count=Count("*"), oldest=Min("created_at"))
+        .order_by("-count", "oldest", "key", "run_id")[:limit]
     )
 
 

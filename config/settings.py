@@ -452,8 +452,11 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActionEnum": "policies.models.RuleAction",
         "ReplayActionEnum": "policies.replay.ACTIONS",
-        "GrantStatusEnum": "grants.models.GrantStatus",
+        # Three choice sets of fields named "status": a breakpoint's, a grant's, and a batch
+        # item's HTTP status (breakpoints.api.serializers); each keeps its own name.
         "StatusEnum": "core.choices.Status",
+        "GrantStatusEnum": "grants.models.GrantStatus",
+        "DecisionStatusEnum": "breakpoints.api.serializers.DECISION_STATUSES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

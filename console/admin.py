@@ -38,6 +38,7 @@ from breakpoints.models import Breakpoint, Feedback
 from breakpoints.models.breakpoint import QUEUE_ORDER, BreakpointQuerySet
 from breakpoints.models.jsonlists import filter_has_all_tags
 from breakpoints.services import breakpoint_expire
+from console import batches
 from console import views as console
 from core.actors import Actor, is_admin, is_reviewer
 from core.choices import Status, Via
@@ -96,6 +97,28 @@ class RunFilter(InputFilter):
     def queryset(self, request, queryset):
         value = (self.value() or "").strip()
         return queryset.filter(run_id=value) if value else queryset
+
+
+class KeyFilter(InputFilter):
+    title = "key"
+    parameter_name = "key"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(key=value) if value else queryset
+
+
+class WithoutRunFilter(admin.SimpleListFilter):
+    """Breakpoints that belong to no run: a group of the grouped queue without one."""
+
+    title = "run"
+    parameter_name = "norun"
+
+    def lookups(self, request, model_admin):
+        return (("1", "Without a run"),)
+
+    def queryset(self, request, queryset):
+        return queryset.filter(run_id__isnull=True) if self.value() == "1" else queryset
 
 
 class AssignedToMeFilter(admin.SimpleListFilter):
@@ -227,8 +250,10 @@ class BreakpointAdmin(admin.ModelAdmin):
         "status",
         AssignedToMeFilter,
         TagFilter,
+        KeyFilter,
         AgentFilter,
         RunFilter,
+        WithoutRunFilter,
         ("created_at", admin.DateFieldListFilter),
     )
     search_fields = ("title", "question")
@@ -239,7 +264,7 @@ class BreakpointAdmin(admin.ModelAdmin):
     list_per_page = 25
     paginator = CappedCountPaginator
     ordering = QUEUE_ORDERING
-    actions = ["expire_selected"]
+    actions = ["approve_selected", "reject_selected", "expire_selected"]
     sortable_by = ("agent_id", "run_id", "status_badge", "age", "time_left")
 
     # --- permissions: roles, not per-model grants --------------------------
@@ -375,6 +400,16 @@ class BreakpointAdmin(admin.ModelAdmin):
 
     # --- actions ---------------------------------------------------------------
 
+    @admin.action(description="Approve selected", permissions=["release"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Breakpoint]):
+        """Confirm, then approve each (console.batches: what is refused, and why, first)."""
+        return batches.decide_selected(self, request, queryset, approved=True)
+
+    @admin.action(description="Reject selected", permissions=["release"])
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Breakpoint]):
+        """Confirm, then reject each, with one comment for all."""
+        return batches.decide_selected(self, request, queryset, approved=False)
+
     @admin.action(description="Expire selected waiting breakpoints", permissions=["expire"])
     def expire_selected(self, request: HttpRequest, queryset: QuerySet[Breakpoint]) -> None:
         actor = Actor.for_user(request.user)
@@ -408,6 +443,11 @@ class BreakpointAdmin(admin.ModelAdmin):
 
         name = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
+            path(
+                "groups/",
+                self.admin_site.admin_view(lambda request: batches.groups_view(self, request)),
+                name=f"{name}_groups",
+            ),
             path("<path:object_id>/comment/", wrap(console.comment_view), name=f"{name}_comment"),
             path("<path:object_id>/release/", wrap(console.release_view), name=f"{name}_release"),
             path("<path:object_id>/expire/", wrap(console.expire_view), name=f"{name}_expire"),

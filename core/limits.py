@@ -71,6 +71,10 @@ MAX_COMMENT_LENGTH = 20_000
 # The option a release names: a label of payload.options, or free text when there are none.
 MAX_RELEASE_OPTION_LENGTH = 500
 MAX_REASON_LENGTH = 2000  # cancel and expire
+# Decisions in one batch (POST /api/breakpoints/decisions, the console's queue), and
+# the groups the queue's grouping lists.
+MAX_BATCH_DECISIONS = 100
+MAX_QUEUE_GROUPS = 100
 MAX_RULE_NOTE_LENGTH = 2000
 MAX_PATTERN_LENGTH = 500  # an auto-approval rule's pattern, in canonical form
 MAX_SEARCH_LENGTH = 200

@@ -85,12 +85,14 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 
 # The SDK model of each breakpoint endpoint's success answer (first match wins: the
-# many-status path comes before the detail path it also matches).
+# many-status, groups and decisions paths come before the detail path they also match).
 _ID = r"/api/breakpoints/[^/]+"
 SDK_MODELS: list[tuple[str, re.Pattern[str], type[sdk.Model]]] = [
     ("GET", re.compile(r"/api/breakpoints/?"), sdk.BreakpointPage),
     ("POST", re.compile(r"/api/breakpoints/?"), sdk.Breakpoint),
     ("GET", re.compile(r"/api/breakpoints/status/?"), sdk.ManyStatus),
+    ("GET", re.compile(r"/api/breakpoints/groups/?"), sdk.BreakpointGroups),
+    ("POST", re.compile(r"/api/breakpoints/decisions/?"), sdk.DecisionOutcomes),
     ("GET", re.compile(rf"{_ID}/?"), sdk.Breakpoint),
     ("GET", re.compile(rf"{_ID}/status/?"), sdk.Status),
     ("GET", re.compile(rf"{_ID}/events/?"), sdk.EventList),

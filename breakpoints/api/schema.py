@@ -1,6 +1,7 @@
 """The breakpoints API's own input rules in the OpenAPI document (a postprocessing hook)."""
 
 from breakpoints.filters import BreakpointFilter
+from core.limits import MAX_BATCH_DECISIONS
 from web.api.schema import UTC_OFFSET_IN_RANGE
 
 
@@ -26,6 +27,10 @@ def declare_input_rules(result: dict) -> None:
     pattern = schemas.get("RuleCreateRequest", {}).get("properties", {}).get("pattern", {})
     if "oneOf" in pattern:
         pattern.update(pattern.pop("oneOf")[0])
+    # A batch's 1 to MAX_BATCH_DECISIONS items (a ListSerializer's lengths, not mapped).
+    items = schemas.get("DecisionsBatchRequest", {}).get("properties", {}).get("items")
+    if items is not None:
+        items.update(minItems=1, maxItems=MAX_BATCH_DECISIONS)
     # The list's filters (django-filter) take an empty value as "not given".
     operation = result["paths"].get("/api/breakpoints", {}).get("get", {})
     for parameter in operation.get("parameters", []):

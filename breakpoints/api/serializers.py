@@ -25,6 +25,7 @@ from web.api.fields import (
     UtcDateTimeField,
 )
 from web.api.schema import NOT_BLANK
+from web.api.serializers import ErrorBodySerializer
 
 # --- documentation-only shapes ------------------------------------------------
 
@@ -485,4 +486,99 @@ class ManyStatusQuerySerializer(StatusQuerySerializer):
 class CancelSerializer(StrictBody):
     reason = StrictCharField(
         required=False, allow_blank=True, default="", max_length=limits.MAX_REASON_LENGTH
+    )
+
+
+# --- decisions in batches, and the queue's groups ------------------------------------------
+
+
+class DecisionItemSerializer(StrictBody):
+    """One decision of a batch: a single decision's fields (release is implied), and the
+    breakpoint it decides. Unknown keys are refused, as in a single decision."""
+
+    breakpointId = StrictCharField(help_text="The breakpoint to decide.")
+    approved = StrictBooleanField(
+        help_text="true approves, false rejects (a chosen option's verdict must agree)."
+    )
+    comment = StrictCharField(
+        required=False, allow_blank=True, default="", max_length=limits.MAX_COMMENT_LENGTH
+    )
+    option = StrictCharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=limits.MAX_RELEASE_OPTION_LENGTH,
+        help_text="The label of one of payload.options (any text when there are none).",
+    )
+    values = ValuesInputField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="With an approval of a breakpoint that has payload.form or "
+        "payload.proposal: the answer (else the proposal is approved as it is).",
+    )
+
+    def validate_values(self, value: Any) -> Any:
+        # A wrong type is the body's problem (400, nothing decided), as the schema says;
+        # an object that does not answer the form is the item's (its own 400).
+        if value is not None and not isinstance(value, dict):
+            raise serializers.ValidationError("Must be an object.")
+        return value
+
+
+class DecisionsBatchSerializer(StrictBody):
+    """Decisions in a batch: each item decided on its own, in order."""
+
+    items: serializers.ListSerializer = serializers.ListSerializer(
+        child=DecisionItemSerializer(),
+        min_length=1,
+        max_length=limits.MAX_BATCH_DECISIONS,
+        help_text=f"1 to {limits.MAX_BATCH_DECISIONS} decisions, decided in this order.",
+    )
+
+
+# An item's status in a batch's answer: the HTTP status its single decision would have had.
+DECISION_STATUSES = [(code, str(code)) for code in (201, 400, 403, 404, 409)]
+
+
+class DecidedBreakpointSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=Status.choices)
+
+
+class DecisionOutcomeSerializer(serializers.Serializer):
+    """What became of one item: 201 and the breakpoint as decided (still waiting when the
+    decision was one seat's vote), or the status and error a single decision would answer."""
+
+    breakpointId = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=DECISION_STATUSES,
+        help_text="201 decided (or the vote recorded); else the single decision's status.",
+    )
+    error = ErrorBodySerializer(required=False)
+    breakpoint = DecidedBreakpointSerializer(required=False)
+
+
+class DecisionOutcomesSerializer(serializers.Serializer):
+    results = DecisionOutcomeSerializer(many=True)
+
+
+class BreakpointGroupSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    runId = serializers.CharField(allow_null=True)
+    count = serializers.IntegerField()
+    oldestCreatedAt = UtcDateTimeField()
+
+
+class BreakpointGroupsSerializer(serializers.Serializer):
+    results = BreakpointGroupSerializer(many=True)
+
+
+class GroupsQuerySerializer(serializers.Serializer):
+    """Documentation of the groups' query (validated by the view)."""
+
+    status = serializers.ChoiceField(
+        choices=[Status.WAITING],
+        required=False,
+        help_text="Only waiting breakpoints are grouped (the default).",
     )

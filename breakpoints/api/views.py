@@ -9,12 +9,16 @@ from rest_framework.response import Response
 from breakpoints import selectors, services
 from breakpoints.api.serializers import (
     BreakpointCreateSerializer,
+    BreakpointGroupsSerializer,
     BreakpointSerializer,
     CancelSerializer,
+    DecisionOutcomesSerializer,
+    DecisionsBatchSerializer,
     EventListSerializer,
     FeedbackCreatedSerializer,
     FeedbackCreateSerializer,
     FeedbackSerializer,
+    GroupsQuerySerializer,
     ManyStatusQuerySerializer,
     ManyStatusSerializer,
     StatusOnlySerializer,
@@ -28,14 +32,16 @@ from breakpoints.waiting.blocking import statuses_after_wait
 from breakpoints.waiting.bodies import many_body, poll_rate, status_body
 from breakpoints.waiting.query import parse_status_query
 from core.actors import actor_for_request_user
+from core.choices import Status
 from core.exceptions import InvalidInput, NotFound
 from core.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 from grants.api.serializers import GrantSerializer
 from web.api.fields import NoBody
 from web.api.pagination import BreakpointCursorPagination
-from web.api.permissions import IsAgentOrReviewer, IsPersonDeciding
+from web.api.permissions import IsAgentOrReviewer, IsPersonDeciding, IsReviewer
 from web.api.schema import NOT_BLANK
 from web.api.views import error_responses, validated
+from web.errors import envelope, http_status
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -260,3 +266,92 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             breakpoint_id=pk, actor=actor_for_request_user(request.user)
         )
         return Response({"status": bp.status})
+
+    @extend_schema(
+        summary="Decide many breakpoints at once",
+        operation_id="breakpoints_decisions",
+        description="Reviewers and admins. 1-100 items, each decided in order as a single "
+        "`feedback` with `release: true` would be (the same checks: reviewer, four eyes, "
+        "seats, still waiting, option, values; the same records), each on its own: one "
+        "refused item never blocks the others. The answer holds one result per item, in "
+        "the items' order: `status` 201 with the breakpoint's new status, or the status and "
+        "`error` a single decision would have answered (400, 403, 404, 409). A breakpoint "
+        "named twice is decided once: the second is 409. A body that is not "
+        "`{items: [...]}`, more than 100 items, an item that is not an object, lacks "
+        "breakpointId or approved, or has a field of the wrong type: 400, nothing decided.",
+        request=DecisionsBatchSerializer,
+        responses={
+            200: DecisionOutcomesSerializer,
+            **error_responses(400, 401, 403, 413, 429),
+        },
+    )
+    # As the single feedback: any person reaches the service, which refuses (and records,
+    # per breakpoint) one who is not a reviewer; agents may not decide.
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="decisions",
+        permission_classes=[IsPersonDeciding],
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def decisions(self, request: Request) -> Response:
+        data = validated(DecisionsBatchSerializer, request)
+        items = [
+            services.BatchItem(
+                breakpoint_id=item["breakpointId"],
+                approved=item["approved"],
+                comment=item["comment"],
+                option=item["option"],
+                values=item["values"],
+            )
+            for item in data["items"]
+        ]
+        outcomes = services.decisions_batch(actor=actor_for_request_user(request.user), items=items)
+        return Response({"results": [_outcome_json(outcome) for outcome in outcomes]})
+
+    @extend_schema(
+        summary="The waiting breakpoints, grouped by key and run",
+        operation_id="breakpoints_groups",
+        description="Reviewers and admins. Each group: the key, the run (null: none), how "
+        "many wait and since when the oldest; the largest groups first, then the longest "
+        "waiting, at most 100. List a group's breakpoints with "
+        "`GET /api/breakpoints?status=waiting&runId=…` and decide them with "
+        "`POST /api/breakpoints/decisions`.",
+        parameters=[GroupsQuerySerializer],
+        responses={200: BreakpointGroupsSerializer, **error_responses(400, 401, 403, 429)},
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="groups",
+        permission_classes=[IsReviewer],
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def groups(self, request: Request) -> Response:
+        statuses = request.query_params.getlist("status")
+        if any(value != Status.WAITING for value in statuses):
+            raise InvalidInput(
+                "Only waiting breakpoints are grouped: status=waiting, or leave it out.",
+                {"status": ["Must be waiting."]},
+            )
+        groups = selectors.breakpoint_groups(request.user)
+        return Response(BreakpointGroupsSerializer({"results": groups}).data)
+
+
+def _outcome_json(outcome: services.BatchOutcome) -> dict:
+    """One item's result: 201 and the breakpoint, or the error a single decision answers."""
+    if outcome.error is not None:
+        error = outcome.error
+        return {
+            "breakpointId": outcome.breakpoint_id,
+            "status": http_status(error),
+            "error": envelope(error.code, error.message, error.details)["error"],
+        }
+    assert outcome.breakpoint is not None  # decided: BatchOutcome holds one or the other
+    return {
+        "breakpointId": outcome.breakpoint_id,
+        "status": status.HTTP_201_CREATED,
+        "breakpoint": {"id": outcome.breakpoint.pk, "status": outcome.breakpoint.status},
+    }

@@ -212,6 +212,13 @@ class Breakpoint(models.Model):
             models.Index(
                 fields=["remind_at"], name="bp_waiting_remind", condition=Q(status="waiting")
             ),
+            # The queue's groups (selectors.breakpoint_groups): the waiting breakpoints
+            # counted by key and run, and the oldest of each, from this index alone.
+            models.Index(
+                fields=["key", "run_id", "created_at"],
+                name="bp_waiting_key_run",
+                condition=Q(status="waiting"),
+            ),
             # One partial index per status (bp_waiting_created, ...), newest or oldest first:
             # the status filters, the console's waiting queue, the counts. Not one
             # (status, created_at) index: PostgreSQL discounts a multi-column index's heap

@@ -4,6 +4,7 @@
 - decisions: feedback_add (comment, release, votes), feedback_add_granting (an approval
   with a grant), breakpoint_always_approve, "may this person release this?"
   (release_refusal, asked; release_check, asked by a release)
+- batches: decisions_batch (many decisions, each through feedback_add), batch_refusals
 - lifecycle: breakpoint_cancel, breakpoint_delete (admins, by hand), retention (breakpoints_purge)
 - expiry: breakpoint_expire (by hand), breakpoint_expire_if_due, the TTL sweep, with
   the onTimeout policy (approve, reject, escalate)
@@ -14,6 +15,13 @@
 - transitions: the locked, conditional, audited state change they all share
 """
 
+from breakpoints.services.batches import (
+    BatchItem,
+    BatchOutcome,
+    batch_refusals,
+    batch_size_check,
+    decisions_batch,
+)
 from breakpoints.services.create import breakpoint_create
 from breakpoints.services.decision_times import decision_times_refresh
 from breakpoints.services.decisions import (
@@ -41,7 +49,11 @@ from breakpoints.services.reads import (
 )
 
 __all__ = [
+    "BatchItem",
+    "BatchOutcome",
     "TTL_ACTOR",
+    "batch_refusals",
+    "batch_size_check",
     "breakpoint_always_approve",
     "breakpoint_cancel",
     "breakpoint_create",
@@ -58,6 +70,7 @@ __all__ = [
     "breakpoints_purge",
     "breakpoints_remind_due",
     "decision_times_refresh",
+    "decisions_batch",
     "feedback_add",
     "feedback_add_granting",
     "release_check",

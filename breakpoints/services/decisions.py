@@ -38,6 +38,9 @@ from infra.db.prepared import update_where
 from policies import autoapproval, configuration, foureyes, shadow
 from policies.models import AutoApprovalRule
 
+# Whether a name (a breakpoint's requestedBy) is the person's (accounts.people).
+NamesPerson = Callable[[Any, str | None], bool]
+
 
 @dataclass(frozen=True)
 class Release:
@@ -101,24 +104,30 @@ def self_review_prevented(bp: Breakpoint) -> bool:
     return foureyes.under_four_eyes(bp.prevent_self_review)
 
 
-def require_other_reviewer(bp: Breakpoint, actor: Actor) -> None:
+def require_other_reviewer(
+    bp: Breakpoint, actor: Actor, names_person: NamesPerson = is_person_named
+) -> None:
     """Four eyes: refuse (SelfReview) a decision by the person who requested it, when
     self-review is prevented for it. Every channel's release passes here. A person, not an
-    account: any account of theirs (accounts.people.is_person_named) is refused."""
+    account: any account of theirs (accounts.people.is_person_named; `names_person` the
+    same question with the person's accounts read once, for many breakpoints) is refused."""
     require_not_requester(
-        actor, bp.requested_by, prevent=self_review_prevented(bp), names_person=is_person_named
+        actor, bp.requested_by, prevent=self_review_prevented(bp), names_person=names_person
     )
 
 
 def _refusal(
-    bp: Breakpoint, actor: Actor, resolved: Mapping[str, routing.Seat] | None = None
+    bp: Breakpoint,
+    actor: Actor,
+    resolved: Mapping[str, routing.Seat] | None = None,
+    names_person: NamesPerson = is_person_named,
 ) -> DomainError | None:
     """Why this actor may not release it now, or None: the checks of every release
     (feedback_add, release_preview) that need no verdict, comment or option."""
     try:
         require_reviewer(actor)
         _require_waiting(bp)
-        require_other_reviewer(bp, actor)
+        require_other_reviewer(bp, actor, names_person)
         if bp.experts:
             seats = routing.seats_for(bp.experts, resolved)
             voted = [v.get("seat") for v in bp.votes]
@@ -129,14 +138,18 @@ def _refusal(
 
 
 def release_refusal(
-    bp: Breakpoint, actor: Actor, resolved: Mapping[str, routing.Seat] | None = None
+    bp: Breakpoint,
+    actor: Actor,
+    resolved: Mapping[str, routing.Seat] | None = None,
+    names_person: NamesPerson = is_person_named,
 ) -> str | None:
     """Why this person may not release it now (not a reviewer, no longer waiting, its
     requester under four eyes, no open seat of a routed one), or None: "may this person
     release this?", asked once for every channel. Only a question, nothing is written (the
     console's review page, the email decision page). `resolved`: the breakpoint's seats
-    when the caller resolved them already (accounts.experts)."""
-    refusal = _refusal(bp, actor, resolved)
+    when the caller resolved them already (accounts.experts); `names_person`: four eyes'
+    question when the caller asks it of many breakpoints (accounts.people.person_namer)."""
+    refusal = _refusal(bp, actor, resolved, names_person)
     return refusal.message if refusal is not None else None
 
 

@@ -102,8 +102,9 @@ def test_queue_rows_are_the_cells_the_admin_writes(varied_queue, console_admin, 
     assert ours == stock
 
 
-def test_queue_rows_for_a_reviewer_without_actions(varied_queue, console_reviewer):
+def test_queue_rows_for_a_reviewer_with_the_decision_actions(varied_queue, console_reviewer):
     stock, ours = _queue_rows_both_ways(console_reviewer, {"tag": "deploy"})
+    assert any("action-checkbox" in row[0] for row in stock)  # approve / reject selected
     assert ours == stock
 
 

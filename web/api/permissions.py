@@ -29,6 +29,15 @@ class IsPersonDeciding(BasePermission):
         return bool(user and user.is_authenticated) and not isinstance(user, AgentPrincipal)
 
 
+class IsReviewer(BasePermission):
+    """Reviewers and admins: the queue's reads (its groups)."""
+
+    message = "Only reviewers and admins may do this."
+
+    def has_permission(self, request, view) -> bool:
+        return is_reviewer(request.user)
+
+
 class IsAdmin(BasePermission):
     message = "Only admins may do this."
 

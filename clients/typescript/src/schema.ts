@@ -156,6 +156,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/breakpoints/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide many breakpoints at once
+         * @description Reviewers and admins. 1-100 items, each decided in order as a single `feedback` with `release: true` would be (the same checks: reviewer, four eyes, seats, still waiting, option, values; the same records), each on its own: one refused item never blocks the others. The answer holds one result per item, in the items' order: `status` 201 with the breakpoint's new status, or the status and `error` a single decision would have answered (400, 403, 404, 409). A breakpoint named twice is decided once: the second is 409. A body that is not `{items: [...]}`, more than 100 items, an item that is not an object, lacks breakpointId or approved, or has a field of the wrong type: 400, nothing decided.
+         */
+        post: operations["breakpoints_decisions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/breakpoints/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The waiting breakpoints, grouped by key and run
+         * @description Reviewers and admins. Each group: the key, the run (null: none), how many wait and since when the oldest; the largest groups first, then the longest waiting, at most 100. List a group's breakpoints with `GET /api/breakpoints?status=waiting&runId=…` and decide them with `POST /api/breakpoints/decisions`.
+         */
+        get: operations["breakpoints_groups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/breakpoints/status": {
         parameters: {
             query?: never;
@@ -708,6 +748,16 @@ export interface components {
             /** @description Who it is on behalf of (a username or email). A token with an owner: omitted, null or naming the owner means the owner; anyone else is a 403. A token without one: a known person (stored by username), an unknown name is a 400; under four eyes (preventSelfReview) it must name someone: omitted is a 400. */
             requestedBy?: string | null;
         };
+        BreakpointGroup: {
+            key: string;
+            runId: string | null;
+            count: number;
+            /** Format: date-time */
+            oldestCreatedAt: string;
+        };
+        BreakpointGroups: {
+            results: components["schemas"]["BreakpointGroup"][];
+        };
         /** @description babysitter's BreakpointResult; present once the breakpoint is no longer waiting. */
         BreakpointResult: {
             approved: boolean;
@@ -744,6 +794,64 @@ export interface components {
          * @enum {string}
          */
         CrvEnum: "Ed25519";
+        DecidedBreakpoint: {
+            id: string;
+            status: components["schemas"]["StatusEnum"];
+        };
+        /**
+         * @description One decision of a batch: a single decision's fields (release is implied), and the
+         *     breakpoint it decides. Unknown keys are refused, as in a single decision.
+         */
+        DecisionItemRequest: {
+            /** @description The breakpoint to decide. */
+            breakpointId: string;
+            /** @description true approves, false rejects (a chosen option's verdict must agree). */
+            approved: boolean;
+            /** @default  */
+            comment?: string;
+            /** @description The label of one of payload.options (any text when there are none). */
+            option?: string | null;
+            /** @description With an approval of a breakpoint that has payload.form or payload.proposal: the answer (else the proposal is approved as it is). */
+            values?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * @description What became of one item: 201 and the breakpoint as decided (still waiting when the
+         *     decision was one seat's vote), or the status and error a single decision would answer.
+         */
+        DecisionOutcome: {
+            breakpointId: string;
+            /**
+             * @description 201 decided (or the vote recorded); else the single decision's status.
+             *
+             *     * `201` - 201
+             *     * `400` - 400
+             *     * `403` - 403
+             *     * `404` - 404
+             *     * `409` - 409
+             */
+            status: components["schemas"]["DecisionStatusEnum"];
+            error?: components["schemas"]["ErrorBody"];
+            breakpoint?: components["schemas"]["DecidedBreakpoint"];
+        };
+        DecisionOutcomes: {
+            results: components["schemas"]["DecisionOutcome"][];
+        };
+        /**
+         * @description * `201` - 201
+         *     * `400` - 400
+         *     * `403` - 403
+         *     * `404` - 404
+         *     * `409` - 409
+         * @enum {integer}
+         */
+        DecisionStatusEnum: 201 | 400 | 403 | 404 | 409;
+        /** @description Decisions in a batch: each item decided on its own, in order. */
+        DecisionsBatchRequest: {
+            /** @description 1 to 100 decisions, decided in this order. */
+            items: components["schemas"]["DecisionItemRequest"][];
+        };
         DryRunResult: {
             rule: string;
             action: components["schemas"]["TriggerActionEnum"];
@@ -1504,6 +1612,7 @@ export interface operations {
                 createdBefore?: string;
                 /** @description Opaque: the value from a page's `next` or `previous` link (any other is 400). */
                 cursor?: string;
+                key?: string;
                 /** @description createdAt or -createdAt (default: newest first). */
                 ordering?: "-createdAt" | "createdAt";
                 /** @description Results per page (default 50; more than 200 gives 200). */
@@ -2250,6 +2359,167 @@ export interface operations {
             };
             /** @description unavailable (with Retry-After) */
             503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    breakpoints_decisions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionsBatchRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionOutcomes"];
+                };
+            };
+            /** @description validation_error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description permission_denied */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within BPM_BODY_READ_SECONDS. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description throttled (with Retry-After) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    breakpoints_groups: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only waiting breakpoints are grouped (the default).
+                 *
+                 *     * `waiting` - waiting
+                 */
+                status?: "waiting";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakpointGroups"];
+                };
+            };
+            /** @description validation_error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_authenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description permission_denied */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the request body is over BPM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description throttled (with Retry-After) */
+            429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
                     "Retry-After"?: number;

@@ -506,3 +506,77 @@ class FeedbackCreated(Model):
     result: BreakpointResult | None
     grant: Grant | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+ErrorCode = Literal[
+    "validation_error",
+    "not_authenticated",
+    "permission_denied",
+    "not_found",
+    "method_not_allowed",
+    "not_acceptable",
+    "request_timeout",
+    "invalid_state",
+    "idempotency_conflict",
+    "conflict",
+    "payload_too_large",
+    "unsupported_media_type",
+    "throttled",
+    "server_error",
+    "unavailable",
+]
+
+
+@dataclasses.dataclass
+class ErrorBody(Model):
+    """The error object of the API's error envelope (`{"error": {...}}`)."""
+
+    code: ErrorCode
+    message: str
+    details: dict[str, Any]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class DecidedBreakpoint(Model):
+    id: str
+    status: StatusName
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class DecisionOutcome(Model):
+    """One item of a batch of decisions: 201 and the breakpoint, or a status and `error`."""
+
+    breakpoint_id: str
+    status: Literal[201, 400, 403, 404, 409]
+    error: ErrorBody | None = None
+    breakpoint: DecidedBreakpoint | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class DecisionOutcomes(Model):
+    """The answer to `POST /api/breakpoints/decisions`: one result per item, in order."""
+
+    results: list[DecisionOutcome]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class BreakpointGroup(Model):
+    """Waiting breakpoints of one key and run (`run_id` None: without a run)."""
+
+    key: str
+    run_id: str | None
+    count: int
+    oldest_created_at: datetime
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class BreakpointGroups(Model):
+    """The answer to `GET /api/breakpoints/groups`: the largest groups first, at most 100."""
+
+    results: list[BreakpointGroup]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
