@@ -252,3 +252,19 @@ def test_a_granted_breakpoint_reads_as_approved_by_its_grant(agent_client, revie
     assert body["autoApproval"]["grantId"] == grant.pk
     assert body["autoApproval"]["grantedBy"] == "alice"
     assert Breakpoint.objects.get(pk=body["breakpointId"]).status == "released"
+
+
+def test_live_and_ended_split_every_kind_of_grant(reviewer, reviewer_client):
+    """Unlimited uses until an expiry, uses without one, used up, past its expiry."""
+    timed = granted(reviewer, create(payload=payload("a.timed")), expiresInSeconds=600)
+    counted = granted(reviewer, create(payload=payload("a.counted")), uses=1)
+    used = granted(reviewer, create(payload=payload("a.used")), uses=1)
+    create(payload=payload("a.used"))  # spends its one use
+    expired = granted(reviewer, create(payload=payload("a.expired")), expiresInSeconds=600)
+    Grant.objects.filter(pk=expired.pk).update(expires_at=expired.created_at)
+
+    live = set(ids(reviewer_client.get("/api/grants?status=live")))
+    ended = set(ids(reviewer_client.get("/api/grants?status=ended")))
+
+    assert live == {timed.pk, counted.pk}
+    assert ended == {used.pk, expired.pk}
