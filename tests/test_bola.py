@@ -219,6 +219,13 @@ def check_create(role: str, response: Any, world: "World") -> None:
         assert body["agentId"] == "agent-b"
 
 
+def check_batch_items(role: str, response: Any, world: "World") -> None:
+    """A person with no role is refused each item (403); a reviewer finds none (404)."""
+    (item,) = response.json()["results"]
+    assert item["breakpointId"] == MISSING_ID
+    assert item["status"] == (403 if role == NO_ROLE else 404), item
+
+
 AGENT_OR_REVIEWER = statuses(200, 200, 200, 200)
 REVIEWERS_ONLY = statuses(403, 403, 200, 200)
 ADMINS_ONLY = statuses(403, 403, 403, 200)
@@ -284,6 +291,20 @@ ACCESS: dict[str, RouteAccess] = {
     "breakpoint-expire": RouteAccess(
         "breakpoint", AGENT_OR_REVIEWER, {"POST": Access(ADMINS_ONLY, body={})}
     ),
+    # A batch: the gate lets any person through (as the single feedback); the service
+    # refuses each item of one who is no reviewer. An unknown id is each item's 404.
+    "breakpoint-decisions": RouteAccess(
+        None,
+        REVIEWERS_ONLY,
+        {
+            "POST": Access(
+                statuses(403, 403, 200, 200, no_role=200),
+                body={"items": [{"breakpointId": MISSING_ID, "approved": True}]},
+                check=check_batch_items,
+            )
+        },
+    ),
+    "breakpoint-groups": RouteAccess(None, REVIEWERS_ONLY, {"GET": Access(REVIEWERS_ONLY)}),
     # The reviewer's grant: hers to read and revoke, and any admin's.
     "grant-list": RouteAccess(None, REVIEWERS_ONLY, {"GET": Access(REVIEWERS_ONLY)}),
     "grant-detail": RouteAccess(

@@ -53,6 +53,8 @@ VALID_BODIES: dict[str, Any] = {
     "breakpoints_create": {"payload": {"question": "Ship it?"}},
     "breakpoints_cancel_create": {"reason": "Not needed."},
     "breakpoints_feedback_create": {"comment": "Looks fine."},
+    # 200 with the item's own 404: the batch itself is accepted.
+    "breakpoints_decisions": {"items": [{"breakpointId": "bp-none-such", "approved": True}]},
     "event_sources_create": {"name": "strict-new", "kind": "github"},
     "event_sources_partial_update": {"enabled": False},
     "routes_create": {
