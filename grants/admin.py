@@ -79,7 +79,7 @@ class GrantAdmin(ReviewerReadOnly, admin.ModelAdmin):
         revoke = self.admin_site.admin_view(self.revoke_view)
         info = self.opts.app_label, self.opts.model_name
         return [
-            path("<path:object_id>/revoke/", revoke, name="%s_%s_revoke" % info),
+            path("<path:object_id>/revoke/", revoke, name="{}_{}_revoke".format(*info)),
             *super().get_urls(),
         ]
 

@@ -6,11 +6,12 @@ import re
 from html import unescape
 
 import pytest
+from django.contrib.auth.models import Group
 
 from audit.models import GrantEvent
 from breakpoints.models import Breakpoint, Feedback
-from grants.models import Grant
 from core.actors import Actor
+from grants.models import Grant
 from grants.services import grant_revoke
 from tests.support.console import (
     XSS,
@@ -97,8 +98,6 @@ def test_the_offer_is_withheld_with_the_services_reason(reviewer_browser, fields
 
 def test_a_voting_breakpoint_is_offered_no_grant(reviewer_browser, console_reviewer):
     # A quorum of one seat the reviewer holds: the reviewer may vote, a grant is not theirs.
-    from django.contrib.auth.models import Group
-
     console_reviewer.groups.add(Group.objects.get_or_create(name="ops-lead")[0])
     bp = create(payload=payload(expert=["ops-lead"], strategy="collect-all"))
 
