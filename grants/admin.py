@@ -21,7 +21,7 @@ from grants.models import Grant, GrantStatus
 from web.console.admin import ReviewerReadOnly
 
 LIVE, ENDED, ALL = "live", "ended", "all"
-STATUS_BADGE = {
+STATUS_BADGE: dict[str, str] = {
     GrantStatus.LIVE: "released",
     GrantStatus.USED: "expired",
     GrantStatus.EXPIRED: "expired",
