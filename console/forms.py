@@ -148,7 +148,7 @@ class GrantForm(forms.Form):
     calls. Whether this breakpoint's approval may carry it is the grants service's rule
     (grant_offer_refusal, grant_refusal), never this form's."""
 
-    grant = forms.ChoiceField(widget=forms.RadioSelect, required=False)
+    grant = forms.ChoiceField(widget=forms.RadioSelect, required=False, initial="")
     grant_uses = forms.IntegerField(
         required=False,
         min_value=1,

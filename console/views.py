@@ -239,8 +239,8 @@ def review_view(
 
 
 def _grant_form(request: HttpRequest, offer: dict[str, Any]) -> GrantForm | None:
-    """ "Approve, and allow this", when the grants service offers it: empty, or with the
-    reviewer's choice when the page comes back to them ("Back to edit", a refusal)."""
+    """The "Approve, and allow this" choices, when the grants service offers a grant: none
+    chosen, or the reviewer's choice when the page comes back ("Back to edit", a refusal)."""
     if not offer or offer["grant_refusal"] is not None:
         return None
     data = request.POST if request.method == "POST" else None
@@ -433,7 +433,7 @@ def _granted_note(grant: Grant | None) -> str:
     if grant.expires_at is not None:
         limits.append(f"until {date_format(grant.expires_at, 'Y-m-d H:i')} UTC")
     return (
-        f" Grant {grant.pk} approves agent “{grant.agent_id}”’s breakpoints with the key "
+        f" Grant {grant.pk} approves the breakpoints of agent “{grant.agent_id}” with the key "
         f"“{grant.key}” in {run}, {' and '.join(limits)}: revoke it under Grants."
     )
 

@@ -57,6 +57,8 @@ def test_the_review_page_offers_each_grant_for_a_breakpoint_with_a_run(reviewer_
     for value in ("run", "hour", "calls"):
         assert f'name="grant" value="{value}"' in html
     assert 'name="grant_uses"' in html and 'min="1"' in html and 'max="1000"' in html
+    # No grant unless the reviewer chooses one.
+    assert re.search(r'<input type="radio" name="grant" value=""[^>]* checked>', html)
     shown = text(page)
     assert "for the rest of this run" in shown and "for 1 hour" in shown
     assert "for the next N calls" in shown
@@ -171,7 +173,10 @@ def test_confirming_releases_and_gives_the_grant_in_one_step(reviewer_browser):
     assert grant.breakpoint_id == bp.pk and grant.expires_at is not None
     assert GrantEvent.objects.filter(grant_id=grant.pk, type="created").count() == 1
     [message] = messages(response)
-    assert f"Grant {grant.pk} approves agent “agent-a”’s breakpoints" in message
+    assert (
+        f"Grant {grant.pk} approves the breakpoints of agent “agent-a” with the key “{KEY}” "
+        "in any run, the next 2 and until " in message
+    )
     # The grant works: the next one is approved at creation, by it.
     later = create()
     assert later.status == "released" and later.result["respondedBy"] == f"grant:{grant.pk}"
