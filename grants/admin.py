@@ -39,16 +39,16 @@ class GrantStateFilter(admin.SimpleListFilter):
         return ((LIVE, "Live"), (ENDED, "Ended"), (ALL, "All"))
 
     def queryset(self, request, queryset):
-        value = self.value() or LIVE
-        if value == LIVE:
-            return queryset.filter(selectors.live())
+        value = self.value()
+        if value == ALL:
+            return queryset
         if value == ENDED:
             return queryset.exclude(selectors.live())
-        return queryset
+        return queryset.filter(selectors.live())  # live, and whatever else is asked
 
     def choices(self, changelist):
         # No stock "All" entry that clears the parameter: without it, the list is live.
-        current = self.value() or LIVE
+        current = self.value() if self.value() in (ENDED, ALL) else LIVE
         for value, label in self.lookup_choices:
             yield {
                 "selected": current == value,
