@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from core.actors import Actor, is_reviewer
+from core.actors import Actor, is_admin, is_reviewer
 from core.exceptions import DomainError
 from grants import selectors, services
 from grants.models import Grant, GrantStatus
@@ -59,7 +59,7 @@ class GrantStateFilter(admin.SimpleListFilter):
 
 @admin.register(Grant)
 class GrantAdmin(ReviewerReadOnly, admin.ModelAdmin):
-    list_display = ("id", "agent_id", "key_display", "run_display", "values_display", "uses_display", "expiry", "granted_by", "breakpoint_link", "state", "revoke_button")  # fmt: skip
+    list_display = ("id", "agent", "key_display", "run_display", "values_display", "uses_display", "expiry", "granted_by", "breakpoint_link", "state", "revoke_button")  # fmt: skip
     list_display_links = ("id",)
     list_filter = (GrantStateFilter,)
     fields = ("id", "scope", "agent_id", "key", "run_id", "values_display", "uses_display", "expires_at", "granted_by", "breakpoint_link", "created_at", "state", "revoked_by", "revoked_at", "ended_at", "ended_reason")  # fmt: skip
@@ -91,7 +91,15 @@ class GrantAdmin(ReviewerReadOnly, admin.ModelAdmin):
             current_app=self.admin_site.name,
         )
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        title = "Grants" if is_admin(request.user) else "Your grants"
+        return super().changelist_view(request, {"title": title, **(extra_context or {})})
+
     # --- columns ----------------------------------------------------------------------
+
+    @admin.display(description="Agent", ordering="agent_id")
+    def agent(self, grant: Grant) -> str:
+        return grant.agent_id
 
     @admin.display(description="Key", ordering="key")
     def key_display(self, grant: Grant) -> str:

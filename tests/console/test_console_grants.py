@@ -312,6 +312,11 @@ def test_an_admin_lists_every_grant(admin_browser, two_granters):
 
     assert mine.pk in html and theirs.pk in html
     assert "olga" in html and "rita" in html
+    assert "<h1>Grants</h1>" in html
+
+
+def test_a_reviewers_list_is_titled_as_their_own(reviewer_browser, two_granters):
+    assert "<h1>Your grants</h1>" in reviewer_browser.get(GRANTS_URL).content.decode()
 
 
 def test_the_list_shows_live_grants_unless_the_filter_asks_for_ended(
