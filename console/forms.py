@@ -1,8 +1,10 @@
-"""The console's forms: a comment, a release decision, a reason to expire or cancel."""
+"""The console's forms: a comment, a release decision and the grant it may carry, a reason
+to expire or cancel."""
 
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
 
 from breakpoints.payload.validation import Option
 from core.limits import MAX_COMMENT_LENGTH, MAX_REASON_LENGTH
@@ -122,6 +124,73 @@ class DecisionForm(CommentForm):
         if self.option_label is not None:
             return f"{decided} with option “{self.option_label}”"
         return decided
+
+
+# "Approve, and allow this": the console's three grants, each as the API spells it
+# (grants.services.grant_spec). A grant always ends, so each has an expiry: "the rest of
+# the run" lasts RUN_GRANT_SECONDS (a working day), "the next N calls" the longest a grant
+# may last; every expiry is capped by BPM_GRANT_MAX_SECONDS.
+GRANT_RUN = "run"
+GRANT_HOUR = "hour"
+GRANT_CALLS = "calls"
+RUN_GRANT_SECONDS = 8 * 60 * 60
+HOUR_SECONDS = 60 * 60
+MAX_GRANT_USES = 1000
+DEFAULT_GRANT_USES = 5
+
+
+def grant_max_seconds() -> int:
+    return int(settings.BPM_GRANT_MAX_SECONDS)
+
+
+class GrantForm(forms.Form):
+    """The grant an approval may carry: none, the rest of this run, one hour, or the next N
+    calls. Whether this breakpoint's approval may carry it is the grants service's rule
+    (grant_offer_refusal, grant_refusal), never this form's."""
+
+    grant = forms.ChoiceField(widget=forms.RadioSelect, required=False, initial="")
+    grant_uses = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_GRANT_USES,
+        initial=DEFAULT_GRANT_USES,
+        label="Calls",
+        widget=forms.NumberInput(
+            attrs={"min": 1, "max": MAX_GRANT_USES, "class": "bpm-grant-uses"}
+        ),
+    )
+
+    def __init__(self, *args: Any, run: bool = True, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        choices = [("", "No: approve this one only")]
+        if run:
+            choices.append((GRANT_RUN, "for the rest of this run"))
+        choices += [(GRANT_HOUR, "for 1 hour"), (GRANT_CALLS, "for the next N calls")]
+        cast(forms.ChoiceField, self.fields["grant"]).choices = choices
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        chosen = self.cleaned_data.get("grant")
+        if chosen == GRANT_CALLS and self.cleaned_data.get("grant_uses") is None:
+            if "grant_uses" not in self.errors:
+                self.add_error("grant_uses", f"How many calls: 1 to {MAX_GRANT_USES}.")
+        return self.cleaned_data
+
+    @property
+    def chosen(self) -> str:
+        return self.cleaned_data.get("grant") or ""
+
+    def spec(self) -> dict[str, Any] | None:
+        """The chosen grant as feedback_add takes it (`grant=`), or None."""
+        cap = grant_max_seconds()
+        if self.chosen == GRANT_RUN:
+            return {"scope": "run", "expiresInSeconds": min(RUN_GRANT_SECONDS, cap)}
+        if self.chosen == GRANT_HOUR:
+            return {"scope": "key", "expiresInSeconds": min(HOUR_SECONDS, cap)}
+        if self.chosen == GRANT_CALLS:
+            uses = self.cleaned_data["grant_uses"]
+            return {"scope": "key", "uses": uses, "expiresInSeconds": cap}
+        return None
 
 
 class ReasonForm(forms.Form):

@@ -2,6 +2,7 @@
 events and a release preview: no request handling, no URLs (console.views adds those).
 """
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from breakpoints.payload.validation import options_of
 from breakpoints.selectors import decided_via_text
 from console.seats import seats_panel
 from core.choices import Status, via_label
+from grants import services as grants
+from grants.models import GrantScope
 from web.rendering import html as rendering
 from web.rendering import values as shown
 
@@ -287,3 +290,61 @@ def preview_page(bp: Breakpoint, outcome: "Release") -> dict[str, Any]:
         "is_vote": bool(bp.experts) and bp.strategy in VOTING_STRATEGIES,
         "result_html": rendering.render_json(preview_of(outcome, payload_of(bp).get("proposal"))),
     }
+
+
+# --- grants: "Approve, and allow this" -------------------------------------------
+
+
+def grant_offer(bp: Breakpoint) -> dict[str, Any]:
+    """Whether the review page offers "Approve, and allow this", and "for the rest of this
+    run" among its choices; why not is the grants service's answer
+    (grants.services.grant_offer_refusal), never the page's own rule."""
+    voting = bp.strategy in VOTING_STRATEGIES
+    refusal = grants.grant_offer_refusal(bp, voting=voting)
+    run_refusal = (
+        grants.grant_offer_refusal(bp, voting=voting, scope=GrantScope.RUN)
+        if refusal is None
+        else refusal
+    )
+    return {
+        "grant_refusal": refusal,
+        "grant_run": run_refusal is None,
+        "grant_run_refusal": run_refusal if refusal is None else None,
+    }
+
+
+def grant_terms(
+    *,
+    agent_id: str,
+    key: str,
+    run_id: str | None,
+    uses: int | None,
+    until: datetime | None,
+    values: Mapping[str, Any] | None = None,
+    seconds: int | None = None,
+) -> dict[str, Any]:
+    """What a grant covers, as the confirmation and the revocation say it
+    (admin/grants/grant/terms.html): `run_id` None is any run; `seconds`, when known, how
+    long from now."""
+    return {
+        "agent": agent_id,
+        "key": key,
+        "run": run_id,
+        "uses": uses,
+        "until": until,
+        "duration": duration_text(seconds) if seconds else None,
+        "values": [
+            (name, kind, json.dumps(expected, ensure_ascii=False))
+            for name, rule in (values or {}).items()
+            for kind, expected in rule.items()
+        ],
+    }
+
+
+def duration_text(seconds: int) -> str:
+    """3600 -> "1 hour", 28800 -> "8 hours", 5400 -> "90 minutes", 59 -> "59 seconds"."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"

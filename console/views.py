@@ -1,5 +1,6 @@
-"""The reviewer console's per-breakpoint screens: review, comment, release and "Always
-approve" (each with a confirmation step), and for admins expire and cancel.
+"""The reviewer console's per-breakpoint screens: review, comment, release (with the grant
+an approval may carry: "Approve, and allow this") and "Always approve" (each with a
+confirmation step), and for admins expire and cancel.
 
 BreakpointAdmin.get_urls() mounts these behind admin_site.admin_view(); each takes the
 ModelAdmin first. Every write goes through breakpoints.services with the reviewer as
@@ -8,6 +9,7 @@ show of a breakpoint comes from console.presenters.
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
@@ -19,17 +21,21 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from accounts import experts as routing
 from breakpoints import selectors, services
 from breakpoints.answers.answer_form import AnswerForm, answer_form
+from breakpoints.answers.voting import VOTING_STRATEGIES
 from breakpoints.models import Breakpoint
 from breakpoints.payload.validation import options_of
 from console import presenters
-from console.forms import CommentForm, DecisionForm, ReasonForm
+from console.forms import CommentForm, DecisionForm, GrantForm, ReasonForm
 from core.actors import Actor
 from core.choices import Status, Via
 from core.exceptions import DomainError, InvalidInput, InvalidState, NotFound
+from grants import services as grants
+from grants.models import Grant, GrantScope
 from policies import autoapproval
 
 if TYPE_CHECKING:
@@ -208,6 +214,7 @@ def review_view(
     resolved = routing.resolve(bp.experts)  # once, for the seats panel and the refusal
     release_note = services.release_refusal(bp, screen.actor, resolved) if can_release else None
     can_decide = can_release and release_note is None
+    offer = presenters.grant_offer(bp) if can_decide else {}
     events = selectors.breakpoint_events(request.user, bp.pk)
     now = timezone.now()
     return screen.render(
@@ -215,6 +222,9 @@ def review_view(
         **presenters.review_page(bp, events, resolved, now),
         form=form if can_release else None,
         answer=answer if can_release else None,
+        grant_form=_grant_form(request, offer),
+        grant_refusal=offer.get("grant_refusal"),
+        grant_run_refusal=offer.get("grant_run_refusal"),
         can_release=can_release,
         can_decide=can_decide,
         can_always_approve=can_decide and autoapproval.always_approve_refusal(bp) is None,
@@ -226,6 +236,15 @@ def review_view(
         queue_url=reverse("admin:breakpoints_breakpoint_changelist"),
         **{key: screen.url(name, bp.pk) for key, name in ACTION_URLS.items()},
     )
+
+
+def _grant_form(request: HttpRequest, offer: dict[str, Any]) -> GrantForm | None:
+    """The "Approve, and allow this" choices, when the grants service offers a grant: none
+    chosen, or the reviewer's choice when the page comes back ("Back to edit", a refusal)."""
+    if not offer or offer["grant_refusal"] is not None:
+        return None
+    data = request.POST if request.method == "POST" else None
+    return GrantForm(data, run=offer["grant_run"])
 
 
 def comment_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
@@ -290,10 +309,16 @@ def _answer(
 
 
 def _release_confirm(
-    screen: _Screen, bp: Breakpoint, form: DecisionForm, answer: AnswerForm | None, values: Any
+    screen: _Screen,
+    bp: Breakpoint,
+    form: DecisionForm,
+    answer: AnswerForm | None,
+    values: Any,
+    grant: GrantForm,
 ) -> HttpResponse:
     """Step one of a release: what the agent will receive, or the vote to be recorded; with
-    a form, what the reviewer changed against the proposal."""
+    a form, what the reviewer changed against the proposal; with a grant, what it covers
+    (refused here, before anything is written, as the service would refuse it)."""
     try:
         outcome = services.release_preview(
             bp=bp,
@@ -307,6 +332,11 @@ def _release_confirm(
         return screen.failed(exc, form=form, already=None, answer=answer)
     answered = outcome.votes[-1].get("values")
     approved = bool(outcome.votes[-1]["approved"])  # the verdict, as the service set it
+    try:
+        terms = _grant_terms(bp, grant, approved=approved)
+    except DomainError as exc:
+        return screen.failed(exc, form=form, already=None, answer=answer)
+    send_label = form.send_label(approved) + (" and give the grant" if terms else "")
     return screen.confirm(
         "release_confirm.html",
         bp,
@@ -315,8 +345,10 @@ def _release_confirm(
         title="Confirm release",
         decision_label=form.decision_label(approved),
         approved=approved,
+        grant_form=grant,
+        grant_terms=terms,
         # A vote that does not decide yet is recorded; anything else is sent.
-        confirm_label="Record vote" if outcome.result is None else form.send_label(approved),
+        confirm_label="Record vote" if outcome.result is None else send_label,
         release_url=screen.url("release", bp.pk),
         answer=answer,
         changes=(
@@ -327,23 +359,50 @@ def _release_confirm(
     )
 
 
+def _grant_terms(bp: Breakpoint, grant: GrantForm, *, approved: bool) -> dict[str, Any] | None:
+    """What the chosen grant would cover, or None without one; raises the grants service's
+    refusal (grant_spec, grant_refusal: the checks the release itself makes)."""
+    raw = grant.spec()
+    if raw is None:
+        return None
+    spec = grants.grant_spec(raw)
+    refusal = grants.grant_refusal(
+        bp, spec, approved=approved, voting=bp.strategy in VOTING_STRATEGIES
+    )
+    if refusal is not None:
+        raise refusal
+    seconds = spec.expires_in_seconds
+    return presenters.grant_terms(
+        agent_id=bp.agent_id,
+        key=bp.key,
+        run_id=bp.run_id if spec.scope == GrantScope.RUN else None,
+        uses=spec.uses,
+        until=timezone.now() + timedelta(seconds=seconds) if seconds else None,
+        seconds=seconds,
+        values=spec.values,
+    )
+
+
 def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id: str):
-    """Release in two steps: show what the agent will receive, then send it on confirm."""
+    """Release in two steps: show what the agent will receive (and what a grant would
+    cover), then send it on confirm: one service call, the grant given in the decision's
+    own transaction or neither written."""
     screen = _Screen(model_admin, request, object_id)
     bp = _releasable(screen)
     if isinstance(bp, HttpResponse):
         return bp
     form = DecisionForm(request.POST, options=options_of(bp.payload))
-    if not form.is_valid():
+    grant = GrantForm(request.POST)  # every choice: the service says which may not be given
+    if not form.is_valid() or not grant.is_valid():
         return review_view(model_admin, request, object_id, form=form)
     answered = _answer(screen, bp, form)
     if isinstance(answered, HttpResponse):
         return answered
     answer, values = answered
     if request.POST.get("confirm") != "yes":
-        return _release_confirm(screen, bp, form, answer, values)
+        return _release_confirm(screen, bp, form, answer, values, grant)
     try:
-        feedback, bp = services.feedback_add(
+        feedback, bp, given = services.feedback_add_granting(
             via=Via.CONSOLE,
             breakpoint_id=bp.pk,
             actor=screen.actor,
@@ -352,13 +411,30 @@ def release_view(model_admin: "BreakpointAdmin", request: HttpRequest, object_id
             approved=form.approved,
             option=form.option_label,
             values=values,
+            grant=grant.spec(),
         )
     except DomainError as exc:  # a refusal is recorded by the service
         return screen.failed(exc, form=form, answer=answer)
     return screen.released(
         bp,
         recorded="Your decision was recorded; other reviewers still have to respond.",
-        released=f"{form.outcome(bool(feedback.approved))}.",
+        released=f"{form.outcome(bool(feedback.approved))}.{_granted_note(given)}",
+    )
+
+
+def _granted_note(grant: Grant | None) -> str:
+    """The success message's account of the grant just given."""
+    if grant is None:
+        return ""
+    run = f"run “{grant.run_id}”" if grant.run_id else "any run"
+    limits = []
+    if grant.uses_granted is not None:
+        limits.append(f"the next {grant.uses_granted}")
+    if grant.expires_at is not None:
+        limits.append(f"until {date_format(grant.expires_at, 'Y-m-d H:i')} UTC")
+    return (
+        f" Grant {grant.pk} approves the breakpoints of agent “{grant.agent_id}” with the key "
+        f"“{grant.key}” in {run}, {' and '.join(limits)}: revoke it under Grants."
     )
 
 

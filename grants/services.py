@@ -182,6 +182,20 @@ def grant_refusal(
     return None
 
 
+def grant_offer_refusal(bp: Approved, *, voting: bool, scope: str = GrantScope.KEY) -> str | None:
+    """Why an approval of `bp` may carry no grant of this scope (grant_refusal's own words),
+    or None when it may: what the console asks before it offers "Approve, and allow this".
+    The uses and expiry are the reviewer's to choose, so they play no part here."""
+    spec = GrantSpec(scope=scope, uses=1, expires_in_seconds=None, values={})
+    refusal = grant_refusal(bp, spec, approved=True, voting=voting)
+    if refusal is None:
+        return None
+    problems = [
+        text for texts in refusal.details.values() if isinstance(texts, list) for text in texts
+    ]
+    return str(problems[0]) if problems else refusal.message
+
+
 def grant_create(
     *, actor: Actor, bp: Approved, spec: GrantSpec, now: datetime | None = None
 ) -> Grant:
