@@ -216,6 +216,16 @@ def check_create(role: str, response: Any, world: "World") -> None:
         assert body["agentId"] == "agent-b"
 
 
+def check_batch_of_missing(role: str, response: Any, world: "World") -> None:
+    [result] = response.json()["results"]
+    assert (result["breakpointId"], result["status"]) == (MISSING_ID, 404)
+
+
+def check_groups(role: str, response: Any, world: "World") -> None:
+    """Reviewers count every agent's waiting breakpoints (A's and B's)."""
+    assert sum(group["count"] for group in response.json()["results"]) >= 2
+
+
 AGENT_OR_REVIEWER = statuses(200, 200, 200, 200)
 REVIEWERS_ONLY = statuses(403, 403, 200, 200)
 ADMINS_ONLY = statuses(403, 403, 403, 200)
@@ -277,6 +287,22 @@ ACCESS: dict[str, RouteAccess] = {
                 body={"comment": "BOLA probe", "release": True, "approved": True},
             )
         },
+    ),
+    # A batch that names a breakpoint that does not exist: the reviewers' answer is 200 with
+    # that item's 404; everyone else is refused the whole batch.
+    "breakpoint-decisions": RouteAccess(
+        None,
+        REVIEWERS_ONLY,
+        {
+            "POST": Access(
+                REVIEWERS_ONLY,
+                body={"items": [{"breakpointId": MISSING_ID, "approved": True}]},
+                check=check_batch_of_missing,
+            )
+        },
+    ),
+    "breakpoint-groups": RouteAccess(
+        None, REVIEWERS_ONLY, {"GET": Access(REVIEWERS_ONLY, check=check_groups)}
     ),
     "breakpoint-expire": RouteAccess(
         "breakpoint", AGENT_OR_REVIEWER, {"POST": Access(ADMINS_ONLY, body={})}
