@@ -276,7 +276,9 @@ class BreakpointViewSet(viewsets.GenericViewSet):
         "refused item never blocks the others. The answer holds one result per item, in "
         "the items' order: `status` 201 with the breakpoint's new status, or the status and "
         "`error` a single decision would have answered (400, 403, 404, 409). A breakpoint "
-        "named twice is decided once: the second is 409. A body that is not "
+        "named twice is decided once: the second is 409. A person who is not a reviewer "
+        "gets 403 for the whole batch (recorded on each breakpoint named, as a single "
+        "decision records it). A body that is not "
         "`{items: [...]}`, more than 100 items, an item that is not an object, lacks "
         "breakpointId or approved, or has a field of the wrong type: 400, nothing decided.",
         request=DecisionsBatchSerializer,
@@ -285,8 +287,8 @@ class BreakpointViewSet(viewsets.GenericViewSet):
             **error_responses(400, 401, 403, 413, 429),
         },
     )
-    # As the single feedback: any person reaches the service, which refuses (and records,
-    # per breakpoint) one who is not a reviewer; agents may not decide.
+    # As the single feedback: any person reaches the service, which refuses (403, recorded
+    # on each breakpoint named) one who is not a reviewer; agents may not decide.
     @action(
         detail=False,
         methods=["post"],

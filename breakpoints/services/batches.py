@@ -13,9 +13,10 @@ from accounts import experts as routing
 from accounts.people import person_namer
 from breakpoints.models import Breakpoint
 from breakpoints.services.decisions import feedback_add, release_refusal
-from core.actors import Actor
+from breakpoints.services.refusals import refusal_recorded
+from core.actors import Actor, require_reviewer
 from core.choices import Via
-from core.exceptions import DomainError, InvalidInput, NotFound
+from core.exceptions import DomainError, Forbidden, InvalidInput, NotFound
 from core.limits import BREAKPOINT_ID_LENGTH, MAX_BATCH_DECISIONS
 from core.storable import storable_text
 
@@ -49,8 +50,10 @@ def decisions_batch(
     release=True: the same checks (reviewer, four eyes, seats, still waiting, option,
     values), the same records. The outcomes come in the items' order; a breakpoint named
     twice is decided once (the second is refused as a decided one is). Too many or no
-    items: InvalidInput, and nothing is decided."""
+    items: InvalidInput; someone who is not a reviewer: Forbidden (recorded on each
+    breakpoint named); either way nothing is decided."""
     batch_size_check(len(items))
+    _require_reviewer(actor, items, via)
     outcomes = []
     for item in items:
         if not _possible_id(item.breakpoint_id):  # no breakpoint is named so: not queried
@@ -72,6 +75,18 @@ def decisions_batch(
         else:
             outcomes.append(BatchOutcome(item.breakpoint_id, breakpoint=bp))
     return outcomes
+
+
+def _require_reviewer(actor: Actor, items: list[BatchItem], via: str) -> None:
+    """Refuse the whole batch (Forbidden) to someone who is not a reviewer or an admin,
+    recording the refusal on each breakpoint named, once, as a single decision would."""
+    try:
+        require_reviewer(actor)
+    except Forbidden as exc:
+        named = [item.breakpoint_id for item in items if _possible_id(item.breakpoint_id)]
+        for breakpoint_id in dict.fromkeys(named):
+            refusal_recorded(breakpoint_id=breakpoint_id, actor=actor, via=via, exc=exc)
+        raise
 
 
 def _possible_id(value: str) -> bool:

@@ -245,16 +245,21 @@ def test_agents_are_403_and_nothing_is_decided(agent_client, make_breakpoint):
     nothing_decided(bp)
 
 
-def test_a_person_without_a_role_is_refused_each_item_on_the_record(nobody_client, make_breakpoint):
-    """As on the single feedback endpoint, the service refuses (and records) a person who
-    is not a reviewer: once per breakpoint asked for."""
+def test_a_person_without_a_role_is_403_recorded_on_each_breakpoint_once(
+    nobody_client, make_breakpoint
+):
+    """The service refuses the whole batch to a person who is not a reviewer, and records
+    the refusal on each breakpoint named (once, however often it is named), as a single
+    decision records it."""
     first, second = make_breakpoint(), make_breakpoint()
 
-    response = decide(nobody_client, [item(first.pk), item(second.pk)])
+    response = decide(nobody_client, [item(first.pk), item(second.pk), item(first.pk)])
 
-    assert statuses(response) == [403, 403]
+    assert_error(response, 403, "permission_denied")
     assert Breakpoint.objects.filter(status="waiting").count() == 2
+    assert not Feedback.objects.exists()
     assert [len(refusals(bp)) for bp in (first, second)] == [1, 1]
+    assert refusals(first)[0].actor == "api:nobody"
 
 
 def test_unauthenticated_is_401(client, make_breakpoint):

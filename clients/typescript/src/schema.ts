@@ -167,7 +167,7 @@ export interface paths {
         put?: never;
         /**
          * Decide many breakpoints at once
-         * @description Reviewers and admins. 1-100 items, each decided in order as a single `feedback` with `release: true` would be (the same checks: reviewer, four eyes, seats, still waiting, option, values; the same records), each on its own: one refused item never blocks the others. The answer holds one result per item, in the items' order: `status` 201 with the breakpoint's new status, or the status and `error` a single decision would have answered (400, 403, 404, 409). A breakpoint named twice is decided once: the second is 409. A body that is not `{items: [...]}`, more than 100 items, an item that is not an object, lacks breakpointId or approved, or has a field of the wrong type: 400, nothing decided.
+         * @description Reviewers and admins. 1-100 items, each decided in order as a single `feedback` with `release: true` would be (the same checks: reviewer, four eyes, seats, still waiting, option, values; the same records), each on its own: one refused item never blocks the others. The answer holds one result per item, in the items' order: `status` 201 with the breakpoint's new status, or the status and `error` a single decision would have answered (400, 403, 404, 409). A breakpoint named twice is decided once: the second is 409. A person who is not a reviewer gets 403 for the whole batch (recorded on each breakpoint named, as a single decision records it). A body that is not `{items: [...]}`, more than 100 items, an item that is not an object, lacks breakpointId or approved, or has a field of the wrong type: 400, nothing decided.
          */
         post: operations["breakpoints_decisions"];
         delete?: never;
