@@ -300,6 +300,7 @@ ADMIN_APPS = (
     "channels",
     "triggers",
     "sso",
+    "grants",
 )
 # Users, not groups or permissions: changing a group's permissions would be granting
 # permissions. Deleting people is for superusers too (admins deactivate instead).
