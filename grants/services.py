@@ -104,8 +104,8 @@ def _constraints(raw: Any) -> dict[str, dict[str, Any]]:
     checked: dict[str, dict[str, Any]] = {}
     for name, constraint in raw.items():
         where = f"values.{name[:50]}"
-        if not name or len(name) > MAX_TEXT:
-            raise _invalid("values", f"A field's name has 1 to {MAX_TEXT} characters.")
+        if len(name) > MAX_TEXT:
+            raise _invalid("values", f"A field's name has at most {MAX_TEXT} characters.")
         if not isinstance(constraint, Mapping) or len(constraint) != 1:
             raise _invalid(where, 'Must be {"prefix": text} or {"equals": a JSON scalar}.')
         ((kind, expected),) = constraint.items()

@@ -61,13 +61,15 @@ class GrantViewSet(viewsets.GenericViewSet):
             OpenApiParameter(
                 "status",
                 {"type": "string", "enum": list(STATUSES)},
-                description="live: still applying; ended: revoked, used up or expired.",
+                description="live: still applying; ended: revoked, used up or expired "
+                "(left out: all; empty: 400).",
             )
         ],
         responses={200: GrantSerializer(many=True), **error_responses(400, 401, 403)},
     )
     def list(self, request: Request) -> Response:
-        query = GrantQuerySerializer(data=request.query_params)
+        # A plain dict: DRF would read an empty value of a query string as "not given".
+        query = GrantQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         grants = selectors.grant_list(
             actor=actor_for_request_user(request.user), status=query.validated_data.get("status")

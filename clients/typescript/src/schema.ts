@@ -1062,7 +1062,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /** @description With an approving release: also approve the same agent's next breakpoints of this key (scope key), or of this key and runId (scope run), for `uses` of them or `expiresInSeconds` (at least one of the two; at most BPM_GRANT_MAX_SECONDS), within `values`. Refused (400; 403 under four eyes), the decision with it, when the release does not approve, the breakpoint is a voting one, under four eyes, has no key of its own or presentAlwaysApprove false, or (scope run) no runId. */
-            grant?: {
+            grant?: ({
                 /** @enum {string} */
                 scope: "run" | "key";
                 uses?: number;
@@ -1075,7 +1075,7 @@ export interface components {
                         equals: (string | number | boolean) | null;
                     };
                 };
-            } | null;
+            } | unknown | unknown) | null;
         };
         FeedbackCreated: {
             feedback: components["schemas"]["Feedback"];
@@ -3238,7 +3238,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Results per page (default 50; more than 200 gives 200). */
                 pageSize?: number;
-                /** @description live: still applying; ended: revoked, used up or expired. */
+                /** @description live: still applying; ended: revoked, used up or expired (left out: all; empty: 400). */
                 status?: "live" | "ended";
             };
             header?: never;
