@@ -492,6 +492,6 @@ def always_approve_refusal(bp: Keyed) -> str | None:
     if not bp.key_is_explicit:
         return (
             "This breakpoint has no key of its own (no breakpointId or title): a rule for "
-            f"'{bp.key}' would approve unrelated questions."
+            "the key every unnamed question shares would approve unrelated questions."
         )
     return None

@@ -172,6 +172,7 @@ def _keep_rules_in_words(case) -> None:
         body["requestedBy"] = "fuzz-reviewer"
     if case.path == "/api/breakpoints" and isinstance(body.get("payload"), dict):
         _keep_escalation_rule(body["payload"])
+        _keep_option_labels_unique(body["payload"])
         if body["payload"].get("autoApproveAfterN") == 0:
             body["payload"]["autoApproveAfterN"] = 1
         if body["payload"].get("autoApproveAfterN") is not None:
@@ -190,6 +191,24 @@ def _keep_rules_in_words(case) -> None:
     if case.path == "/api/rules/evaluate" and case.query:
         if str(case.query.get("autoApproveAfterN")) == "0":
             case.query["autoApproveAfterN"] = 1
+
+
+def _keep_option_labels_unique(payload: dict) -> None:
+    """An option given as {label} may not repeat another option's label
+    (breakpoints.payload.validation): no JSON Schema says uniqueness by a member."""
+    options = payload.get("options")
+    if not isinstance(options, list):
+        return
+    seen: set[str] = set()
+    kept = []
+    for option in options:
+        label = option.get("label") if isinstance(option, dict) else option
+        if isinstance(label, str):
+            if label in seen:
+                continue
+            seen.add(label)
+        kept.append(option)
+    payload["options"] = kept
 
 
 def _keep_replay_rules(body: dict) -> None:

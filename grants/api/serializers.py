@@ -60,8 +60,6 @@ VALUES_SCHEMA: dict[str, Any] = {
             "values": VALUES_SCHEMA,
         },
         "required": ["scope"],
-        # At least one of the two: a grant ends.
-        "anyOf": [{"required": ["uses"]}, {"required": ["expiresInSeconds"]}],
         "additionalProperties": False,
         "nullable": True,
         "description": "With an approving release: also approve the same agent's next "
