@@ -38,3 +38,35 @@ class DecisionLinkUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} on {self.breakpoint_id}"
+
+
+# An endpoint URL as push services hand them out (FCM's are about 200 characters); the
+# keys are base64url: p256dh a 65-byte P-256 point (87 characters), auth 16 bytes (22).
+MAX_ENDPOINT_LENGTH = 1024
+MAX_PUSH_KEY_LENGTH = 128
+MAX_DEVICE_LABEL_LENGTH = 200
+
+
+class PushSubscription(models.Model):
+    """One device on which a reviewer turned on notifications (channels.push): the Push
+    API subscription its browser gave. The endpoint is unique: a browser profile has one
+    subscription, which belongs to whoever turned it on last."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_subscriptions"
+    )
+    endpoint = models.URLField(max_length=MAX_ENDPOINT_LENGTH, unique=True)
+    p256dh = models.CharField(max_length=MAX_PUSH_KEY_LENGTH)
+    auth = models.CharField(max_length=MAX_PUSH_KEY_LENGTH)
+    label = models.CharField(
+        max_length=MAX_DEVICE_LABEL_LENGTH, blank=True, help_text="The device, as its browser says."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "device"
+
+    def __str__(self) -> str:
+        return self.label or f"device {self.pk}"

@@ -264,13 +264,14 @@ BPM_PREVENT_SELF_REVIEW = env.bool("BPM_PREVENT_SELF_REVIEW", default=False)
 # (core/receipt_keys.py). Unset: one key of the data directory's own (VAR_DIR).
 BPM_RECEIPT_KEYS = env.str("BPM_RECEIPT_KEYS", default="")
 
-# --- Channels: Slack, email, JIRA (channels/) ---------------------------------------------
+# --- Channels: Slack, email, JIRA, push (channels/) -----------------------------------------
 # The notification channels, in the order routes' errors, the API and the console list
 # them: one object each (core.channels.ChannelProvider), loaded when first asked.
 BPM_CHANNELS = [
     "channels.slack.channel.SlackChannel",
     "channels.email.channel.EmailChannel",
     "channels.jira.channel.JiraChannel",
+    "channels.push.channel.PushChannel",
 ]
 # Links in messages and mails point here (the console's address as people reach it).
 # Unset, it follows BPM_PORT (the port `make run` serves on).
@@ -302,6 +303,24 @@ JIRA_DONE_TRANSITION = env.str("JIRA_DONE_TRANSITION", default="Done")
 JIRA_WONT_DO_TRANSITION = env.str("JIRA_WONT_DO_TRANSITION", default="Won't Do")
 # Applied to an issue whose move to the approved or rejected status was refused (channels/jira)
 JIRA_REFUSED_TRANSITION = env.str("JIRA_REFUSED_TRANSITION", default="To Do")
+# Web Push to reviewers' devices (channels/push, docs/console.md#phone): the VAPID private
+# key, base64url (`manage.py generate_vapid_key` makes one); empty: push is off.
+BPM_VAPID_PRIVATE_KEY = env.str("BPM_VAPID_PRIVATE_KEY", default="")
+# Who runs this service, for the push services (RFC 8292): mailto: or https: URL.
+BPM_VAPID_SUBJECT = env.str("BPM_VAPID_SUBJECT", default="") or f"mailto:{DEFAULT_FROM_EMAIL}"
+# The push services a device's subscription may name (a host, or a parent domain of it):
+# the browsers' own. The service sends to no other host (https only; http for loopback).
+BPM_PUSH_SERVICES = env.list(
+    "BPM_PUSH_SERVICES",
+    default=[
+        "fcm.googleapis.com",  # Chrome, Edge on Android, Opera
+        "push.services.mozilla.com",  # Firefox
+        "notify.windows.com",  # Edge on Windows
+        "push.apple.com",  # Safari
+    ],
+)
+# How long a push service keeps a push for a device that is offline (its TTL header).
+BPM_PUSH_TTL_SECONDS = env.int("BPM_PUSH_TTL_SECONDS", default=60 * 60)
 
 # --- Single sign-on: OpenID Connect (sso/, docs/sso.md) -------------------------------------
 BPM_OIDC_ISSUER = env.str("BPM_OIDC_ISSUER", default="")  # empty: single sign-on is off

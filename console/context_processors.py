@@ -1,7 +1,9 @@
-"""Template context for every console page: the number of waiting breakpoints."""
+"""Template context for every console page: the number of waiting breakpoints, and the
+reviewer's Devices page when push notifications are on."""
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
@@ -31,6 +33,12 @@ def console(request: HttpRequest) -> dict[str, Any]:
     if not request.path.startswith(reverse("admin:index")) or not is_reviewer(user):
         return {}
     return {
+        # The reviewer's Devices page (push notifications), when push is on.
+        "push_devices_url": (
+            reverse("admin:channels_pushsubscription_changelist")
+            if settings.BPM_VAPID_PRIVATE_KEY
+            else ""
+        ),
         "waiting_count": SimpleLazyObject(_waiting_count),
         "waiting_queue_url": reverse("admin:breakpoints_breakpoint_changelist")
         + f"?status__exact={Status.WAITING}",

@@ -16,8 +16,6 @@ records that in the delivery's reply, so the retry only transitions.
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -34,7 +32,7 @@ from channels.jira.changelog import CHANGELOG_QUERY, IssueRecord, issue_record
 from core.choices import Status
 from core.fileformats import file_format
 from core.naming import display_name
-from notifications.base import Sent
+from notifications.base import Sent, retry_after_seconds
 from notifications.models import Delivery, DeliveryStatus
 
 API = "/rest/api/2"
@@ -46,7 +44,6 @@ EXCERPT_MAX = 2_000
 EXCERPTS_MAX = 5
 TAGS_TEXT_MAX = 2_000
 LABEL_MAX = 255
-MAX_RETRY_AFTER_SECONDS = 24 * 60 * 60
 RETRYABLE_STATUSES = frozenset({408, 429})
 OUTCOMES = frozenset({EventType.RELEASED, EventType.EXPIRED, EventType.CANCELLED})
 NOT_CREATED = "issue not created yet"
@@ -133,7 +130,7 @@ def _call(
         error += " (a redirect: redirects are not followed; check JIRA_URL)"
     details = _jira_messages(response)
     error += f": {details}" if details else ""
-    retry_after = _retry_after(response.headers.get("retry-after")) if retryable else None
+    retry_after = retry_after_seconds(response.headers.get("retry-after")) if retryable else None
     raise JiraError(Sent(code, _scrubbed(error), retryable=retryable, retry_after=retry_after))
 
 
@@ -150,20 +147,6 @@ def _jira_messages(response: httpx.Response) -> str:
     if isinstance(errors, dict):
         messages += [f"{name}: {text}" for name, text in errors.items()]
     return "; ".join(messages)[:1000]
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds (a number or an HTTP date), within a day."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
-        except (TypeError, ValueError):
-            return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _scrubbed(text: str) -> str:

@@ -89,12 +89,17 @@ def admin(db):
     return Actor.for_user(AdminFactory(username="root"))
 
 
-def test_the_project_lists_slack_email_and_jira_in_that_order():
-    assert list(channel_providers()) == ["slack", "email", "jira"]
+def test_the_project_lists_slack_email_jira_and_push_in_that_order():
+    assert list(channel_providers()) == ["slack", "email", "jira", "push"]
 
 
 def test_the_projects_channels_are_named_as_before():
-    assert [channel.label for channel in channel_providers().values()] == ["Slack", "email", "JIRA"]
+    assert [channel.label for channel in channel_providers().values()] == [
+        "Slack",
+        "email",
+        "JIRA",
+        "push notification",
+    ]
 
 
 def test_feedback_keeps_the_values_it_had_and_their_names():
@@ -104,6 +109,7 @@ def test_feedback_keeps_the_values_it_had_and_their_names():
         ("slack", "Slack"),
         ("email", "Email"),
         ("jira", "JIRA"),
+        ("push", "Push notification"),
         ("trigger", "Trigger"),
     ]
 
@@ -152,21 +158,24 @@ def test_an_unknown_kind_names_every_listed_channel(memo, admin):
     with pytest.raises(InvalidInput) as refused:
         route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "teams"}])
     assert refused.value.details == {
-        "channels[0]": ["Each channel is an object whose kind is one of: slack, email, jira, memo."]
+        "channels[0]": [
+            "Each channel is an object whose kind is one of: slack, email, jira, push, memo."
+        ]
     }
 
 
 def test_a_channel_left_out_of_the_setting_is_an_unknown_kind(admin):
     with pytest.raises(InvalidInput) as refused:
         route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
-    assert "one of: slack, email, jira." in refused.value.details["channels[0]"][0]
+    assert "one of: slack, email, jira, push." in refused.value.details["channels[0]"][0]
 
 
 def test_the_api_documents_its_spec_shapes(memo, client):
     schema = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     channels = schema["components"]["schemas"]["Route"]["properties"]["channels"]
-    assert [shape["title"] for shape in channels["items"]["oneOf"]][-2:] == [
+    assert [shape["title"] for shape in channels["items"]["oneOf"]][-3:] == [
         "A JIRA issue per breakpoint",
+        "A push to each device of the routed experts, or of every reviewer",
         "A memo",
     ]
 
@@ -176,15 +185,20 @@ def test_the_console_help_lists_the_channels_examples(admin_browser):
     assert page.context["form"].fields["channels"].help_text == (
         'A JSON list of channel specs, e.g. [{"kind": "slack", "channel": "C0123"}, '
         '{"kind": "slack", "to": "experts"}, {"kind": "email", "to": ["ops@example.com"]}, '
-        '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}]. '
-        '"to": "experts" means a DM (Slack) or an email to each routed expert.'
+        '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}, '
+        '{"kind": "push", "to": "experts"}, {"kind": "push", "to": "reviewers"}]. '
+        '"to": "experts" means a DM (Slack) or an email or a push notification to each '
+        "routed expert."
     )
 
 
 def test_the_console_shows_its_example(memo, admin_browser):
     html = admin_browser.get("/admin/policies/notificationroute/add/").content.decode()
     assert "{&quot;kind&quot;: &quot;memo&quot;, &quot;inbox&quot;: &quot;ops&quot;}]" in html
-    assert "means a DM (Slack) or an email or a memo to each routed expert" in html
+    assert (
+        "means a DM (Slack) or an email or a push notification or a memo to each routed expert"
+        in html
+    )
 
 
 def test_a_matching_breakpoint_is_delivered_through_the_channel(memo, admin, make_breakpoint):
@@ -243,6 +257,7 @@ def test_the_console_lists_its_deliveries_under_its_label(
         ("Slack", False),
         ("Email", False),
         ("JIRA", False),
+        ("Push notification", False),
         ("Memo", True),
     ]
     detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/").content.decode()

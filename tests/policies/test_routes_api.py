@@ -227,6 +227,11 @@ HOSTILE = {
     "NUL in a channel id": (body(channels=[{"kind": "slack", "channel": "C\x00"}]), "channels[0]"),
     "NUL in an address": (body(channels=[{"kind": "email", "to": ["a\x00@x.io"]}]), "channels[0]"),
     "NUL in a project": (body(channels=[{"kind": "jira", "project": "O\x00"}]), "channels[0]"),
+    "push to someone else": (body(channels=[{"kind": "push", "to": "everyone"}]), "channels[0]"),
+    "push with the unrouted spec's own key": (
+        body(channels=[{"kind": "push", "to": "experts", "orReviewers": True}]),
+        "channels[0]",
+    ),
     "NUL in the name": (body(name="de\x00ploys"), "name"),
     "NUL in the pattern": (body(pattern="deploy\x00"), "pattern"),
     "a number as name": (body(name=5), "name"),
@@ -358,6 +363,7 @@ def test_the_schema_documents_each_channel_shape(write_schema):
         "An email to a list of addresses",
         "An email to each routed expert",
         "A JIRA issue per breakpoint",
+        "A push to each device of the routed experts, or of every reviewer",
     ]
     assert write_schema["additionalProperties"] is False
     defaults = write_schema["properties"]["defaults"]
@@ -373,6 +379,7 @@ def test_the_schema_documents_each_channel_shape(write_schema):
 VALID = [
     body(),
     body(channels=[{"kind": "slack", "to": "experts"}, OPS_MAIL, JIRA]),
+    body(channels=[{"kind": "push", "to": "reviewers"}, {"kind": "push", "to": "experts"}]),
     body(defaults={"escalateAfterSeconds": 60, "escalateTo": "ops-lead"}, enabled=False),
     body(defaults={"onTimeout": "approve", "remindEverySeconds": 300}),
 ]

@@ -1,0 +1,5 @@
+"""Web Push: a notification on each device where a reviewer turned them on (the console's
+Devices page), opening the breakpoint's review page when tapped."""
+
+# Its routes' spec kind and its deliveries' channel.
+PUSH = "push"
