@@ -130,9 +130,10 @@ def _wants_json(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
-# Machines read JSON here: the API, and the senders of Slack actions and JIRA webhooks
-# (which retry a 5xx: a 503 during an outage is what makes them try again).
-_MACHINE_PREFIXES = ("/api/", "/integrations/")
+# Machines read JSON here: the API, the senders of Slack actions and JIRA webhooks
+# (which retry a 5xx: a 503 during an outage is what makes them try again), and the
+# Devices page's script (it shows the envelope's message).
+_MACHINE_PREFIXES = ("/api/", "/integrations/", "/push/devices")
 
 
 # It reads nothing and changes nothing, so CSRF has nothing to guard: without the

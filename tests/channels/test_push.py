@@ -422,3 +422,16 @@ def test_generate_vapid_key_makes_a_key_the_sender_uses(settings):
 
 def test_subscription_targets_of_nobody_is_empty(db):
     assert subscriptions.subscription_targets([]) == []
+
+
+def test_a_reviewer_cannot_remove_someone_elses_device_by_its_endpoint(push, reviewer):
+    data = push.subscription("alice")
+    subscription_save(user=reviewer, data=data)
+    bob = session_client(ReviewerFactory(username="bob"))
+
+    response = bob.delete(
+        "/push/devices", {"endpoint": data["endpoint"]}, content_type="application/json"
+    )
+
+    assert response.json() == {"removed": 0}
+    assert PushSubscription.objects.filter(user=reviewer).count() == 1

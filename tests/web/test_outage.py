@@ -116,6 +116,7 @@ def test_the_console_gets_a_page_not_json(database):
         ("/integrations/jira/webhook", True),
         ("/integrations/slack/interactions", True),
         ("/api/events/gh", True),
+        ("/push/devices", True),
         ("/decide/some-token", False),
         ("/admin/login/", False),
     ],
