@@ -8,14 +8,17 @@ what the push service saw, or rows in the database.
 
 import base64
 import io
+from datetime import timedelta
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from breakpoints.representation.contract import console_url
 from breakpoints.services import feedback_add
+from breakpoints.services.nudges import breakpoints_remind_due
 from channels.models import PushSubscription
 from channels.push import subscriptions
 from channels.push.messages import vapid_public_key
@@ -435,3 +438,17 @@ def test_a_reviewer_cannot_remove_someone_elses_device_by_its_endpoint(push, rev
 
     assert response.json() == {"removed": 0}
     assert PushSubscription.objects.filter(user=reviewer).count() == 1
+
+
+def test_a_reminder_pushes_again_and_says_so(push, reviewer, make_breakpoint):
+    subscribe(push, reviewer, "alice")
+    bp = make_breakpoint(payload={"question": "?", "title": "Ship", "remindEverySeconds": 300})
+
+    reminded = breakpoints_remind_due(now=timezone.now() + timedelta(seconds=301))
+
+    (delivery,) = pushes(bp, "reminder")
+    assert reminded == 1
+    assert delivery_attempt(delivery.pk).status == "delivered"
+    (received,) = push.wait_for(1)
+    assert received.notice["event"] == "reminder"
+    assert received.headers["urgency"] == "normal"
