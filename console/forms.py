@@ -156,7 +156,12 @@ class GrantForm(forms.Form):
         initial=DEFAULT_GRANT_USES,
         label="Calls",
         widget=forms.NumberInput(
-            attrs={"min": 1, "max": MAX_GRANT_USES, "class": "bpm-grant-uses"}
+            attrs={
+                "min": 1,
+                "max": MAX_GRANT_USES,
+                "class": "bpm-grant-uses",
+                "inputmode": "numeric",  # a phone's keypad of digits
+            }
         ),
     )
 

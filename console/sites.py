@@ -21,6 +21,7 @@ from django.urls import URLPattern, URLResolver, path, reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.http import urlencode
 
+from console.manifest import manifest_view
 from console.signin import guarding_password_checks
 from core.actors import is_reviewer
 from core.choices import Status
@@ -57,6 +58,7 @@ class ConsoleAdminSite(admin.AdminSite):
     def get_urls(self) -> list[URLResolver | URLPattern]:
         return [
             path("sections/", self.admin_view(self.sections), name="sections"),
+            path("manifest.webmanifest", self.manifest, name="manifest"),
             *super().get_urls(),
         ]
 
@@ -93,6 +95,13 @@ class ConsoleAdminSite(admin.AdminSite):
         destination = sign_out_destination(request) if request.method == "POST" else None
         response = super().logout(request, extra_context)
         return leaving_page(destination) if destination else response
+
+    # Public: browsers fetch a web app manifest without the session's cookie.
+    @login_not_required
+    def manifest(self, request: HttpRequest) -> HttpResponse:
+        """The web app manifest (console.manifest): installs the console, opening on the queue."""
+        scope = reverse(f"{self.name}:index", current_app=self.name)
+        return manifest_view(request, scope=scope, start_url=waiting_queue_url(self.name))
 
     def sections(self, request: HttpRequest) -> HttpResponse:
         """The stock app index: every section this user may open."""

@@ -25,6 +25,9 @@ WHOLE = "values_json"  # the JSON editor of a proposal without a form
 MAX_SELECT_CHOICES = 200
 LONG_TEXT_CHARS = 80  # a proposed text longer than this is edited in a text area
 MAX_TEXT_ROWS = 16
+# A phone's keyboard leaves the agent's values as typed: no capital letter at the start, no
+# "correction" of a path or an identifier.
+VERBATIM = {"autocapitalize": "off", "autocorrect": "off", "spellcheck": "false"}
 
 
 class JSONField(forms.CharField):
@@ -132,6 +135,23 @@ def label_of(name: str, schema: Mapping[str, Any]) -> str:
 def _field(schema: Mapping[str, Any], required: bool, proposed: Any) -> forms.Field:
     """The form field of one property's schema (`proposed`: its proposed value)."""
     kind = field_kind(schema)
+    field = _field_of(kind, schema, required, proposed)
+    field.widget.attrs.update(_keyboard(kind, schema))
+    return field
+
+
+def _keyboard(kind: str, schema: Mapping[str, Any]) -> dict[str, str]:
+    """What a phone's keyboard offers for a field: text as typed; digits alone for a number
+    that cannot be negative (a keypad without a minus sign)."""
+    if kind in ("text", "lines", "json"):
+        return VERBATIM
+    low = schema.get("minimum")
+    if kind in ("integer", "number") and isinstance(low, int | float) and low >= 0:
+        return {"inputmode": "numeric" if kind == "integer" else "decimal"}
+    return {}
+
+
+def _field_of(kind: str, schema: Mapping[str, Any], required: bool, proposed: Any) -> forms.Field:
     if kind == "choice":
         enum = schema["enum"]
         choices = [("", "—")] * (not required) + [(item, item) for item in enum]
@@ -160,6 +180,7 @@ class AnswerForm(forms.Form):
         self.names: dict[str, str] = {}  # field name -> property name
         if not isinstance(self.form_schema, Mapping):
             self.fields[WHOLE] = JSONField(required=True, label="Values (JSON)")
+            self.fields[WHOLE].widget.attrs.update(VERBATIM)
             self.fields[WHOLE].initial = self.proposal
             return
         proposal = self.proposal if isinstance(self.proposal, Mapping) else {}
