@@ -89,12 +89,17 @@ def admin(db):
     return Actor.for_user(AdminFactory(username="root"))
 
 
-def test_the_project_lists_slack_email_and_jira_in_that_order():
-    assert list(channel_providers()) == ["slack", "email", "jira"]
+def test_the_project_lists_slack_email_jira_and_teams_in_that_order():
+    assert list(channel_providers()) == ["slack", "email", "jira", "teams"]
 
 
 def test_the_projects_channels_are_named_as_before():
-    assert [channel.label for channel in channel_providers().values()] == ["Slack", "email", "JIRA"]
+    assert [channel.label for channel in channel_providers().values()] == [
+        "Slack",
+        "email",
+        "JIRA",
+        "Teams",
+    ]
 
 
 def test_feedback_keeps_the_values_it_had_and_their_names():
@@ -104,6 +109,7 @@ def test_feedback_keeps_the_values_it_had_and_their_names():
         ("slack", "Slack"),
         ("email", "Email"),
         ("jira", "JIRA"),
+        ("teams", "Teams"),
         ("trigger", "Trigger"),
     ]
 
@@ -150,23 +156,25 @@ def test_keys_the_channel_does_not_take_are_refused_before_it_is_asked(memo, adm
 
 def test_an_unknown_kind_names_every_listed_channel(memo, admin):
     with pytest.raises(InvalidInput) as refused:
-        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "teams"}])
+        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "fax"}])
     assert refused.value.details == {
-        "channels[0]": ["Each channel is an object whose kind is one of: slack, email, jira, memo."]
+        "channels[0]": [
+            "Each channel is an object whose kind is one of: slack, email, jira, teams, memo."
+        ]
     }
 
 
 def test_a_channel_left_out_of_the_setting_is_an_unknown_kind(admin):
     with pytest.raises(InvalidInput) as refused:
         route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
-    assert "one of: slack, email, jira." in refused.value.details["channels[0]"][0]
+    assert "one of: slack, email, jira, teams." in refused.value.details["channels[0]"][0]
 
 
 def test_the_api_documents_its_spec_shapes(memo, client):
     schema = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     channels = schema["components"]["schemas"]["Route"]["properties"]["channels"]
     assert [shape["title"] for shape in channels["items"]["oneOf"]][-2:] == [
-        "A JIRA issue per breakpoint",
+        "A Teams conversation",
         "A memo",
     ]
 
@@ -176,7 +184,8 @@ def test_the_console_help_lists_the_channels_examples(admin_browser):
     assert page.context["form"].fields["channels"].help_text == (
         'A JSON list of channel specs, e.g. [{"kind": "slack", "channel": "C0123"}, '
         '{"kind": "slack", "to": "experts"}, {"kind": "email", "to": ["ops@example.com"]}, '
-        '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}]. '
+        '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}, '
+        '{"kind": "teams", "conversation": "19:abc123@thread.tacv2"}]. '
         '"to": "experts" means a DM (Slack) or an email to each routed expert.'
     )
 
@@ -243,6 +252,7 @@ def test_the_console_lists_its_deliveries_under_its_label(
         ("Slack", False),
         ("Email", False),
         ("JIRA", False),
+        ("Teams", False),
         ("Memo", True),
     ]
     detail = admin_browser.get(f"{DELIVERIES_URL}{quote(delivery.pk)}/change/").content.decode()

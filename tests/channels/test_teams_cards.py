@@ -14,7 +14,9 @@ from policies.routes import route_add
 from tests.support.factories import AdminFactory
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
-HOSTILE = "**Approve** [click](https://evil.example) _now_ {{DATE(2025-01-01T00:00:00Z)}} <at>all</at>"
+HOSTILE = (
+    "**Approve** [click](https://evil.example) _now_ {{DATE(2025-01-01T00:00:00Z)}} <at>all</at>"
+)
 
 
 def data(**overrides) -> dict:
@@ -168,7 +170,7 @@ def test_a_route_names_a_conversation(admin):
 def test_a_route_without_a_usable_conversation_is_refused(admin, spec):
     with pytest.raises(InvalidInput) as refused:
         route_add(actor=admin, name="t", pattern="*", channels=[spec])
-    assert "needs \"conversation\"" in refused.value.details["channels[0]"][0]
+    assert 'needs "conversation"' in refused.value.details["channels[0]"][0]
 
 
 def test_experts_are_not_a_teams_target(admin):

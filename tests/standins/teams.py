@@ -139,7 +139,9 @@ class TeamsStandIn:
 
     # --- the Bot Framework's side of a press ---------------------------------------------
 
-    def token(self, *, forged: str = "", service_url: str | None = None) -> str:
+    def token(
+        self, *, forged: str = "", service_url: str | None = None, kid: str | None = None
+    ) -> str:
         """A Bot Framework token for the bot (`forged`: one of FORGERIES, signed wrong)."""
         now = int(time.time())
         claims = {
@@ -152,10 +154,11 @@ class TeamsStandIn:
             "iat": now - 60,
             "exp": now - 3600 if forged == "expired" else now + 3600,
         }
+        headers = {"kid": kid or self.kid}
         if forged == "none":
-            return jwt.encode(claims, None, algorithm="none", headers={"kid": self.kid})
+            return jwt.encode(claims, None, algorithm="none", headers=headers)
         key = self.rogue_key if forged == "other-key" else self.key
-        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": self.kid})
+        return jwt.encode(claims, key, algorithm="RS256", headers=headers)
 
     def invoke(
         self,
@@ -289,7 +292,9 @@ def _handler(standin: TeamsStandIn) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/oauth2/v2.0/token") and method == "POST":
                 status, body = standin.token_answer(path, dict(parse_qsl(raw.decode())))
             elif path.startswith("/teams/v3/conversations/"):
-                parts = [unquote(p) for p in path.removeprefix("/teams/v3/conversations/").split("/")]
+                parts = [
+                    unquote(p) for p in path.removeprefix("/teams/v3/conversations/").split("/")
+                ]
                 payload = json.loads(raw) if raw else {}
                 status, body = standin.connector(
                     method, parts, self.headers.get("Authorization", ""), payload
