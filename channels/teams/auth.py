@@ -142,7 +142,10 @@ def _claims(token: str, key: jwt.PyJWK) -> dict[str, Any]:
 
 def activity_problem(verified: Verified, activity: dict[str, Any]) -> str:
     """Why a verified token does not vouch for this activity: "" when it does."""
-    if verified.claims.get("serviceurl") != activity.get("serviceUrl"):
+    service_url = verified.claims.get("serviceurl")
+    if not isinstance(service_url, str) or not service_url:
+        return "the token names no serviceurl"
+    if service_url != activity.get("serviceUrl"):
         return "the token's serviceurl is not the activity's serviceUrl"
     if verified.endorsements and activity.get("channelId") not in verified.endorsements:
         return "the signing key is not endorsed for the activity's channel"

@@ -55,6 +55,7 @@ def test_a_forged_or_foreign_token_is_refused_and_logged(standin, posted, client
         "audience": "wrong audience",
         "issuer": "wrong issuer",
         "serviceurl": "the token's serviceurl is not the activity's serviceUrl",
+        "no-serviceurl": "the token names no serviceurl",
         "none": "not signed with RS256",
     }
     assert record.teams_refusal == expected[forged]

@@ -29,7 +29,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 ISSUER = "https://api.botframework.com"
-FORGERIES = ("other-key", "expired", "audience", "serviceurl", "issuer", "none")
+FORGERIES = ("other-key", "expired", "audience", "serviceurl", "no-serviceurl", "issuer", "none")
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,8 @@ class TeamsStandIn:
             "iat": now - 60,
             "exp": now - 3600 if forged == "expired" else now + 3600,
         }
+        if forged == "no-serviceurl":
+            del claims["serviceurl"]
         headers = {"kid": kid or self.kid}
         if forged == "none":
             return jwt.encode(claims, None, algorithm="none", headers=headers)
