@@ -264,13 +264,14 @@ BPM_PREVENT_SELF_REVIEW = env.bool("BPM_PREVENT_SELF_REVIEW", default=False)
 # (core/receipt_keys.py). Unset: one key of the data directory's own (VAR_DIR).
 BPM_RECEIPT_KEYS = env.str("BPM_RECEIPT_KEYS", default="")
 
-# --- Channels: Slack, email, JIRA, push (channels/) -----------------------------------------
+# --- Channels: Slack, email, JIRA, Teams, push (channels/) ---------------------------------
 # The notification channels, in the order routes' errors, the API and the console list
 # them: one object each (core.channels.ChannelProvider), loaded when first asked.
 BPM_CHANNELS = [
     "channels.slack.channel.SlackChannel",
     "channels.email.channel.EmailChannel",
     "channels.jira.channel.JiraChannel",
+    "channels.teams.channel.TeamsChannel",
     "channels.push.channel.PushChannel",
 ]
 # Links in messages and mails point here (the console's address as people reach it).
@@ -303,7 +304,22 @@ JIRA_DONE_TRANSITION = env.str("JIRA_DONE_TRANSITION", default="Done")
 JIRA_WONT_DO_TRANSITION = env.str("JIRA_WONT_DO_TRANSITION", default="Won't Do")
 # Applied to an issue whose move to the approved or rejected status was refused (channels/jira)
 JIRA_REFUSED_TRANSITION = env.str("JIRA_REFUSED_TRANSITION", default="To Do")
-# Web Push to reviewers' devices (channels/push, docs/console.md#phone): the VAPID private
+# Microsoft Teams (channels/teams, docs/teams.md): the bot's Entra app registration.
+TEAMS_APP_ID = env.str("TEAMS_APP_ID", default="")  # empty: Teams is off
+TEAMS_APP_PASSWORD = env.str("TEAMS_APP_PASSWORD", default="")  # the app's client secret
+TEAMS_TENANT_ID = env.str("TEAMS_TENANT_ID", default="")  # set: only its users may decide
+# Where the Bot Framework publishes the keys that sign its requests to the bot.
+TEAMS_OPENID_METADATA_URL = env.str(
+    "TEAMS_OPENID_METADATA_URL",
+    default="https://login.botframework.com/v1/.well-known/openidconfiguration",
+)
+# Where the bot gets its own token ({tenant}: TEAMS_TENANT_ID, else botframework.com).
+TEAMS_TOKEN_URL = env.str(
+    "TEAMS_TOKEN_URL", default="https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+)
+# The Bot Framework connector the cards are sent to; tests point it at a stand-in.
+TEAMS_SERVICE_URL = env.str("TEAMS_SERVICE_URL", default="https://smba.trafficmanager.net/teams/")
+# Web Push to reviewers' devices (channels/push, docs/push.md): the VAPID private
 # key, base64url (`manage.py generate_vapid_key` makes one); empty: push is off.
 BPM_VAPID_PRIVATE_KEY = env.str("BPM_VAPID_PRIVATE_KEY", default="")
 # Who runs this service, for the push services (RFC 8292): mailto: or https: URL.

@@ -47,7 +47,7 @@ VARIABLE_DEFINITION = re.compile(
 BARE_PYTHON = re.compile(r"(?<![\w/.-])python3?\s+(manage\.py|-m\s)")
 MANAGE_COMMAND = re.compile(r"manage\.py\s+([a-z_]+)")
 MAKE_TARGET = re.compile(r"(?:^|[\s`(;&|])make[ \t]+([a-z][\w-]*)(?![\w-]*=)", re.M)
-ENV_NAME = re.compile(r"\b((?:BPM|SLACK|JIRA|EMAIL|DATABASE)_[A-Z][A-Z0-9_]*)\b")
+ENV_NAME = re.compile(r"\b((?:BPM|SLACK|JIRA|TEAMS|EMAIL|DATABASE)_[A-Z][A-Z0-9_]*)\b")
 CREATE_REVIEWER = re.compile(r"create_reviewer\s+((?:[^\n\\]|\\\n)*)")
 
 

@@ -30,8 +30,8 @@ EXEMPT = {
     "events_create": "an external system's own event body",
 }
 # The inbound channels (/integrations/slack/interactions, /integrations/jira/webhook,
-# /decide/{token}) are not /api/ operations: Slack's and JIRA's payloads and a mailed form
-# are theirs, each verified by its channel.
+# /integrations/teams/messages, /decide/{token}) are not /api/ operations: Slack's, JIRA's
+# and the Bot Framework's payloads and a mailed form are theirs, each verified by its channel.
 
 
 def _write_operations() -> list[tuple[str, str, str]]:

@@ -89,8 +89,8 @@ def admin(db):
     return Actor.for_user(AdminFactory(username="root"))
 
 
-def test_the_project_lists_slack_email_jira_and_push_in_that_order():
-    assert list(channel_providers()) == ["slack", "email", "jira", "push"]
+def test_the_project_lists_slack_email_jira_teams_and_push_in_that_order():
+    assert list(channel_providers()) == ["slack", "email", "jira", "teams", "push"]
 
 
 def test_the_projects_channels_are_named_as_before():
@@ -98,6 +98,7 @@ def test_the_projects_channels_are_named_as_before():
         "Slack",
         "email",
         "JIRA",
+        "Teams",
         "push notification",
     ]
 
@@ -109,6 +110,7 @@ def test_feedback_keeps_the_values_it_had_and_their_names():
         ("slack", "Slack"),
         ("email", "Email"),
         ("jira", "JIRA"),
+        ("teams", "Teams"),
         ("push", "Push notification"),
         ("trigger", "Trigger"),
     ]
@@ -156,10 +158,10 @@ def test_keys_the_channel_does_not_take_are_refused_before_it_is_asked(memo, adm
 
 def test_an_unknown_kind_names_every_listed_channel(memo, admin):
     with pytest.raises(InvalidInput) as refused:
-        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "teams"}])
+        route_add(actor=admin, name="memos", pattern="*", channels=[{"kind": "fax"}])
     assert refused.value.details == {
         "channels[0]": [
-            "Each channel is an object whose kind is one of: slack, email, jira, push, memo."
+            "Each channel is an object whose kind is one of: slack, email, jira, teams, push, memo."
         ]
     }
 
@@ -167,14 +169,14 @@ def test_an_unknown_kind_names_every_listed_channel(memo, admin):
 def test_a_channel_left_out_of_the_setting_is_an_unknown_kind(admin):
     with pytest.raises(InvalidInput) as refused:
         route_add(actor=admin, name="memos", pattern="*", channels=[INBOX])
-    assert "one of: slack, email, jira, push." in refused.value.details["channels[0]"][0]
+    assert "one of: slack, email, jira, teams, push." in refused.value.details["channels[0]"][0]
 
 
 def test_the_api_documents_its_spec_shapes(memo, client):
     schema = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     channels = schema["components"]["schemas"]["Route"]["properties"]["channels"]
     assert [shape["title"] for shape in channels["items"]["oneOf"]][-3:] == [
-        "A JIRA issue per breakpoint",
+        "A Teams conversation",
         "A push to each device of the routed experts, or of every reviewer",
         "A memo",
     ]
@@ -186,6 +188,7 @@ def test_the_console_help_lists_the_channels_examples(admin_browser):
         'A JSON list of channel specs, e.g. [{"kind": "slack", "channel": "C0123"}, '
         '{"kind": "slack", "to": "experts"}, {"kind": "email", "to": ["ops@example.com"]}, '
         '{"kind": "email", "to": "experts"}, {"kind": "jira", "project": "OPS"}, '
+        '{"kind": "teams", "conversation": "19:abc123@thread.tacv2"}, '
         '{"kind": "push", "to": "experts"}, {"kind": "push", "to": "reviewers"}]. '
         '"to": "experts" means a DM (Slack) or an email or a push notification to each '
         "routed expert."
@@ -257,6 +260,7 @@ def test_the_console_lists_its_deliveries_under_its_label(
         ("Slack", False),
         ("Email", False),
         ("JIRA", False),
+        ("Teams", False),
         ("Push notification", False),
         ("Memo", True),
     ]
