@@ -363,6 +363,7 @@ def test_the_schema_documents_each_channel_shape(write_schema):
         "An email to a list of addresses",
         "An email to each routed expert",
         "A JIRA issue per breakpoint",
+        "A Teams conversation",
         "A push to each device of the routed experts, or of every reviewer",
     ]
     assert write_schema["additionalProperties"] is False

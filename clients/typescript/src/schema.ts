@@ -1062,7 +1062,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /** @description With an approving release: also approve the same agent's next breakpoints of this key (scope key), or of this key and runId (scope run), for `uses` of them or `expiresInSeconds` (at least one of the two; at most BPM_GRANT_MAX_SECONDS), within `values`. Refused (400; 403 under four eyes), the decision with it, when the release does not approve, the breakpoint is a voting one, under four eyes, has no key of its own or presentAlwaysApprove false, or (scope run) no runId. */
-            grant?: ({
+            grant?: {
                 /** @enum {string} */
                 scope: "run" | "key";
                 uses?: number;
@@ -1075,7 +1075,7 @@ export interface components {
                         equals: (string | number | boolean) | null;
                     };
                 };
-            } | unknown | unknown) | null;
+            } | null;
         };
         FeedbackCreated: {
             feedback: components["schemas"]["Feedback"];
@@ -1328,6 +1328,16 @@ export interface components {
                 kind: "jira";
                 /** @description OPS */
                 project: string;
+            } | {
+                /** @enum {string} */
+                kind: "teams";
+                /** @description A conversation id: 19:abc123@thread.tacv2. */
+                conversation: string;
+            } | {
+                /** @enum {string} */
+                kind: "push";
+                /** @enum {string} */
+                to: "experts" | "reviewers";
             })[];
             /** @description Filled into a matching breakpoint whose payload leaves them out (the first matching route by name wins per key). */
             defaults: {
@@ -1379,6 +1389,16 @@ export interface components {
                 kind: "jira";
                 /** @description OPS */
                 project: string;
+            } | {
+                /** @enum {string} */
+                kind: "teams";
+                /** @description A conversation id: 19:abc123@thread.tacv2. */
+                conversation: string;
+            } | {
+                /** @enum {string} */
+                kind: "push";
+                /** @enum {string} */
+                to: "experts" | "reviewers";
             })[];
             /** @description Filled into a matching breakpoint whose payload leaves them out (the first matching route by name wins per key). */
             defaults?: {
