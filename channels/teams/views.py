@@ -29,6 +29,8 @@ from web.errors import error_response
 
 audit_log = logging.getLogger("breakpoints.audit")
 REFUSED = "Invalid, expired or foreign Bot Framework token."
+# The Bot Framework retries an invoke it got a 503 for; its keys are fetched again by then.
+KEYS_RETRY_AFTER_SECONDS = 30
 
 
 @csrf_exempt
@@ -44,11 +46,15 @@ def view(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         return _refused(request, str(exc))
     except auth.KeysUnavailable as exc:
         audit_log.warning("Teams request not verified: %s", exc)
-        return error_response(503, "unavailable", "The Bot Framework's keys are out of reach.")
+        unavailable = error_response(
+            503, "unavailable", "The Bot Framework's keys are out of reach."
+        )
+        unavailable["Retry-After"] = str(KEYS_RETRY_AFTER_SECONDS)
+        return unavailable
     try:
         activity = _activity(request.body)
     except RequestDataTooBig:
-        return error_response(413, "validation_error", "The body is too large.")
+        return error_response(413, "payload_too_large", "The body is too large.")
     if activity is None:
         return error_response(400, "validation_error", "The body is not a Bot Framework activity.")
     problem = auth.activity_problem(verified, activity)

@@ -129,6 +129,8 @@ def test_keys_out_of_reach_are_a_503_not_a_decision(standin, posted, client, set
     response = press(client, standin, reply, "29:rita", "approve")
 
     assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert response.json()["error"]["code"] == "unavailable"
     assert_untouched(bp)
 
 
