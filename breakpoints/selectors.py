@@ -246,15 +246,20 @@ _STATUS_COLUMNS = ("pk", "status", "updated_at", "result", "expires_at", "key", 
 def breakpoint_statuses(user: Any, breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The polling hot path: status rows of the visible ones among `breakpoint_ids`.
 
-    One indexed primary-key query of seven small columns (ids the caller may not see are
-    simply absent).
+    One query by primary key of seven small columns, and nothing else in its WHERE: with
+    `agent_id = $1` beside it, a planner without fresh statistics (a busy new agent between
+    two ANALYZEs) chose the (agent_id, created_at) index and filtered the agent's whole
+    history. An agent's rows are checked here instead: ids it may not see are simply
+    absent, as before.
     """
     ids = list(breakpoint_ids)
     # order_by(): rows by primary key need no ORDER BY (Meta.ordering would add one).
-    found = (
-        Breakpoint.objects.visible_to(user).filter(pk__in=ids).order_by().values(*_STATUS_COLUMNS)
-    )
-    return {row["pk"]: row for row in found}
+    if isinstance(user, AgentPrincipal):
+        found = Breakpoint.objects.filter(pk__in=ids).order_by()
+        rows = found.values(*_STATUS_COLUMNS, "agent_id")
+        return {row["pk"]: row for row in rows if row.pop("agent_id") == user.agent_id}
+    found = Breakpoint.objects.visible_to(user).filter(pk__in=ids).order_by()
+    return {row["pk"]: row for row in found.values(*_STATUS_COLUMNS)}
 
 
 def status_rows_by_id(breakpoint_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
