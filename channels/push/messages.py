@@ -18,19 +18,20 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import http_ece
 import httpx
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from py_vapid import Vapid
-from pywebpush import WebPusher
 
 from audit.models import EventType
 from breakpoints.answers.outcome import outcome_of
 from breakpoints.representation.contract import console_url
 from channels.models import PushSubscription
-from channels.push.subscriptions import endpoint_problem
+from channels.push.subscriptions import base64url_bytes, endpoint_problem
 from core.actors import is_reviewer
 from core.naming import FALLBACK_KEY
 from notifications.base import Sent, retry_after_seconds
@@ -63,9 +64,7 @@ def send(delivery: Delivery) -> Sent:
     now = timezone.now()
     notice = push_notice(delivery.event_type, delivery.body.get("data") or {}, now)
     try:
-        encrypted = WebPusher(
-            {"endpoint": subscription.endpoint, "keys": _keys(subscription)}
-        ).encode(json.dumps(notice).encode())["body"]
+        encrypted = encrypted_for(subscription, json.dumps(notice).encode())
         headers = {
             **vapid_headers(subscription.endpoint),
             "TTL": str(settings.BPM_PUSH_TTL_SECONDS),
@@ -74,7 +73,7 @@ def send(delivery: Delivery) -> Sent:
             "Urgency": "high" if delivery.event_type in URGENT else "normal",
             "Topic": f"bpm{notice['id']}"[:32] if notice.get("id") else "",
         }
-    except (ValueError, TypeError) as exc:  # a key that no longer decodes; settings' key
+    except (ValueError, TypeError, http_ece.ECEException) as exc:  # a key; settings' key
         return Sent(error=f"Could not encrypt or sign the push: {exc}", retryable=False)
     headers = {name: value for name, value in headers.items() if value}
     try:
@@ -131,8 +130,22 @@ def _title(data: dict[str, Any]) -> str:
     return f"Breakpoint {data.get('breakpointId') or ''}".strip()
 
 
-def _keys(subscription: PushSubscription) -> dict[str, str]:
-    return {"p256dh": subscription.p256dh, "auth": subscription.auth}
+def encrypted_for(subscription: PushSubscription, content: bytes) -> bytes:
+    """`content` as only that device can read it (RFC 8291, aes128gcm): an ECDH key of
+    this push alone, the device's public key and auth secret; the salt is random."""
+    device_key = base64url_bytes(subscription.p256dh)
+    auth_secret = base64url_bytes(subscription.auth)
+    if device_key is None or auth_secret is None:
+        raise ValueError("the device's keys are not base64url")
+    return bytes(
+        http_ece.encrypt(
+            content,
+            private_key=ec.generate_private_key(ec.SECP256R1()),
+            dh=device_key,
+            auth_secret=auth_secret,
+            version="aes128gcm",
+        )
+    )
 
 
 def vapid_headers(endpoint: str) -> dict[str, str]:
