@@ -137,8 +137,13 @@ DATABASES = {
         pool_max=env.int("DATABASE_POOL_MAX", default=12),
         pool_timeout=env.float("DATABASE_POOL_TIMEOUT", default=2.0),
         connect_timeout=env.int("DATABASE_CONNECT_TIMEOUT", default=5),
+        # "transaction": DATABASE_URL is PgBouncer (or another pooler) in transaction mode.
+        pooler=env.str("DATABASE_POOLER", default=""),
     )
 }
+# The wake-up listener's own connection (PostgreSQL LISTEN lives in a session, which a pooler
+# in transaction mode does not keep): straight to PostgreSQL. Unset: DATABASE_URL's.
+DATABASE_LISTEN_URL = env.str("DATABASE_LISTEN_URL", default="")
 # SQLite (make run's default) ignores the covering indexes' INCLUDE columns, a speed-up that
 # only PostgreSQL needs: its check (models.W040) would greet every first run with a warning.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -21,6 +21,11 @@ _FALSE = {"0", "false", "no", "off", ""}
 _KINDS = {bool: "a boolean (1/0, true/false)", int: "an integer", float: "a number"}
 
 
+# DATABASE_POOLER: "" (direct connections, or a pooler in session mode) or "transaction".
+TRANSACTION_POOLER = "transaction"
+POOLERS = ("", "session", TRANSACTION_POOLER)
+
+
 class Env(environ.Env):
     def get_value(
         self, var: str, cast: Any = None, default: Any = environ.Env.NOTSET, parse_default=False
@@ -73,10 +78,15 @@ class Env(environ.Env):
         pool_max: int,
         pool_timeout: float,
         connect_timeout: int,
+        pooler: str = "",
     ) -> dict[str, Any]:
         """DATABASES["default"] for the database URL in `var`; on PostgreSQL, Django's
         backend as infra.postgres, drawing from a pool of pool_min to pool_max connections
-        (psycopg_pool's options: settings.py says why these)."""
+        (psycopg_pool's options: settings.py says why these). `pooler`: "transaction" when
+        the URL is a pooler in transaction mode (PgBouncer's pool_mode=transaction), which
+        keeps no session state between transactions: no statement is prepared on the
+        server and no server-side cursor is opened (each lives in a session)."""
+        _require_pooler(pooler)
         config: dict[str, Any] = self.db_url(var, default=default)
         # A socket folder may be given as the host, percent-encoded (postgres://u@%2Frun/db).
         config["HOST"] = unquote(config["HOST"])
@@ -112,6 +122,9 @@ class Env(environ.Env):
         # (for PgBouncer in transaction mode: this service needs direct connections, see
         # docs/operations.md). 5 is psycopg's own default.
         options.setdefault("prepare_threshold", 5)
+        if pooler == TRANSACTION_POOLER:
+            options["prepare_threshold"] = None
+            config["DISABLE_SERVER_SIDE_CURSORS"] = True
         return config
 
     def email(self, var: str) -> dict[str, object]:
@@ -138,3 +151,11 @@ class Env(environ.Env):
             "EMAIL_USE_SSL": parts.scheme == "smtps",
             "EMAIL_USE_TLS": query.get("starttls", ["0"])[0] in _TRUE,
         }
+
+
+def _require_pooler(pooler: str) -> None:
+    if pooler not in POOLERS:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOLER must be one of {', '.join(repr(p) for p in POOLERS)} "
+            f"(docs/deploy.md), got {pooler!r}"
+        )

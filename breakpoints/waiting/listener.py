@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 from breakpoints import wakeups
@@ -32,8 +33,13 @@ def notifications_available() -> bool:
 
 
 def connection_params() -> dict[str, Any]:
-    """The project database's connection parameters, without Django's own additions."""
-    params = connection.get_connection_params()
+    """The listener's connection parameters: DATABASE_LISTEN_URL's when set (PostgreSQL
+    itself, where DATABASE_URL is a pooler in transaction mode, which keeps no LISTEN),
+    else the project database's, without Django's own additions."""
+    if settings.DATABASE_LISTEN_URL:
+        params: dict[str, Any] = {"conninfo": settings.DATABASE_LISTEN_URL}
+    else:
+        params = connection.get_connection_params()
     for django_only in ("cursor_factory", "context", "prepare_threshold"):
         params.pop(django_only, None)
     params.setdefault("application_name", "bpm-listener")

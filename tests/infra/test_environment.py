@@ -88,6 +88,25 @@ def test_a_postgresql_url_is_served_by_infra_postgres_through_the_pool(env):
     assert database["OPTIONS"]["prepare_threshold"] == 5
 
 
+def test_a_pooler_in_transaction_mode_gets_no_server_side_statement_or_cursor(env):
+    reading = env(DATABASE_URL="postgres://u@127.0.0.1:6432/bpm")
+    direct = reading.database("DATABASE_URL", default="sqlite:///x", **POOL)
+    pooled = reading.database("DATABASE_URL", default="sqlite:///x", pooler="transaction", **POOL)
+
+    assert direct["OPTIONS"]["prepare_threshold"] == 5
+    assert direct["DISABLE_SERVER_SIDE_CURSORS"] is False
+    assert pooled["OPTIONS"]["prepare_threshold"] is None
+    assert pooled["DISABLE_SERVER_SIDE_CURSORS"] is True
+    assert pooled["OPTIONS"]["pool"] == direct["OPTIONS"]["pool"]
+
+
+def test_an_unknown_pooler_stops_the_process_naming_it(env):
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_POOLER"):
+        env(DATABASE_URL="postgres://u@h/bpm").database(
+            "DATABASE_URL", default="sqlite:///x", pooler="statement", **POOL
+        )
+
+
 def test_sqlite_waits_for_locks_and_has_no_pool(env, monkeypatch):
     monkeypatch.delenv("DATABASE_URL", raising=False)
     database = Env().database("DATABASE_URL", default="sqlite:////tmp/bpm.sqlite3", **POOL)
