@@ -15,6 +15,7 @@ from breakpoints.models import Breakpoint, Feedback
 from core.actors import Actor
 from policies.routes import route_add
 from tests.standins.teams import Member, TeamsStandIn
+from tests.support.console import action_url, session_client
 from tests.support.factories import AdminFactory, ReviewerFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,8 +39,11 @@ def teams() -> Iterator[TeamsStandIn]:
 
 
 @pytest.fixture
-def system(make_system, teams):
-    system = make_system(env=teams.settings(), beat=False)
+def system(make_system, teams, request):
+    # Beat only for a test that writes deliveries in this process (its broker is not the
+    # system's): the outbox sweep hands them to the worker.
+    beat = request.node.get_closest_marker("sweeps") is not None
+    system = make_system(env=teams.settings(), beat=beat)
     teams.messaging_url = f"{system.base_url}/integrations/teams/messages"
     return system
 
@@ -163,3 +167,22 @@ def test_a_decision_taken_through_the_api_replaces_the_card(
     assert released.status_code == 201, released.text
     card = wait_decided_card(system, teams, activity_id)
     assert "Rejected" in str(card) and "alice" in str(card) and "Decided elsewhere." in str(card)
+
+
+@pytest.mark.sweeps
+def test_a_decision_in_the_console_replaces_the_card(system, teams, people, agent_http, settings):
+    bp_id, activity_id = posted_card(system, teams, agent_http)
+    # The console here is this process's: it writes the outcome's deliveries, so it has
+    # the system's Teams settings; the worker sends them.
+    for name, value in teams.settings().items():
+        setattr(settings, name, value)
+    console = session_client(people["rita"])
+    form = {"decision": "reject", "comment": "Not this week."}
+
+    confirm = console.post(action_url("release", bp_id), form)
+    released = console.post(action_url("release", bp_id), {**form, "confirm": "yes"})
+
+    assert confirm.status_code == 200 and b'name="confirm" value="yes"' in confirm.content
+    assert released.status_code == 302
+    card = wait_decided_card(system, teams, activity_id)
+    assert "Rejected" in str(card) and "rita" in str(card) and "Not this week." in str(card)
